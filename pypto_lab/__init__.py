@@ -1,0 +1,1 @@
+"""PyPTO Pro notebook layer: %%pypto cell magics and the Workbench."""

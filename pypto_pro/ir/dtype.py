@@ -1,0 +1,131 @@
+"""Data types of PyPTO Pro (spec §2.2): one enum shared by the language, IR, simulator and codegen.
+
+Owns the dtype table (bits, C++ spelling, torch mapping). Imports nothing from the package.
+"""
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class _DTypeInfo:
+    bits: int
+    ctype: str | None  # C++ spelling in generated code (None: storage only)
+    torch_name: str | None  # torch dtype checked at launch (None: not checked)
+    kind: str  # "bool" | "int" | "uint" | "float" | "index"
+
+
+_INFO: dict[str, _DTypeInfo] = {
+    "BOOL": _DTypeInfo(8, "bool", "bool", "bool"),
+    "INT4": _DTypeInfo(4, None, None, "int"),
+    "INT8": _DTypeInfo(8, "int8_t", "int8", "int"),
+    "INT16": _DTypeInfo(16, "int16_t", "int16", "int"),
+    "INT32": _DTypeInfo(32, "int32_t", "int32", "int"),
+    "INT64": _DTypeInfo(64, "int64_t", "int64", "int"),
+    "UINT4": _DTypeInfo(4, None, None, "uint"),
+    "UINT8": _DTypeInfo(8, "uint8_t", "uint8", "uint"),
+    "UINT16": _DTypeInfo(16, "uint16_t", "uint16", "uint"),
+    "UINT32": _DTypeInfo(32, "uint32_t", "uint32", "uint"),
+    "UINT64": _DTypeInfo(64, "uint64_t", "uint64", "uint"),
+    "FP16": _DTypeInfo(16, "half", "float16", "float"),
+    "FP32": _DTypeInfo(32, "float", "float32", "float"),
+    "BF16": _DTypeInfo(16, "bfloat16_t", "bfloat16", "float"),
+    "FP4": _DTypeInfo(4, "float4_e2m1x2_t", None, "float"),
+    "FP8E4M3FN": _DTypeInfo(8, "float8_e4m3_t", None, "float"),
+    "FP8E5M2": _DTypeInfo(8, "float8_e5m2_t", None, "float"),
+    "FP8E8M0": _DTypeInfo(8, "float8_e8m0_t", None, "float"),
+    "FP4E2M1": _DTypeInfo(4, "float4_e2m1x2_t", None, "float"),
+    "FP4E1M2": _DTypeInfo(4, "float4_e1m2x2_t", None, "float"),
+    "HF4": _DTypeInfo(4, "hifloat4_t", None, "float"),
+    "HF8": _DTypeInfo(8, "hifloat8_t", "uint8", "float"),
+    "INDEX": _DTypeInfo(64, "int64_t", None, "index"),
+}
+
+
+class DataType(enum.Enum):
+    """A PyPTO Pro element type. `pl.DT_FP16 is DataType.FP16`."""
+
+    BOOL = "BOOL"
+    INT4 = "INT4"
+    INT8 = "INT8"
+    INT16 = "INT16"
+    INT32 = "INT32"
+    INT64 = "INT64"
+    UINT4 = "UINT4"
+    UINT8 = "UINT8"
+    UINT16 = "UINT16"
+    UINT32 = "UINT32"
+    UINT64 = "UINT64"
+    FP16 = "FP16"
+    FP32 = "FP32"
+    BF16 = "BF16"
+    FP4 = "FP4"
+    FP8E4M3FN = "FP8E4M3FN"
+    FP8E5M2 = "FP8E5M2"
+    FP8E8M0 = "FP8E8M0"
+    FP4E2M1 = "FP4E2M1"
+    FP4E1M2 = "FP4E1M2"
+    HF4 = "HF4"
+    HF8 = "HF8"
+    INDEX = "INDEX"
+
+    @property
+    def bits(self) -> int:
+        return _INFO[self.value].bits
+
+    @property
+    def itemsize(self) -> int:
+        """Bytes per element for slot sizing: 4-bit types count as one byte (spec §2.2)."""
+        return max(1, (self.bits + 7) // 8)
+
+    @property
+    def ctype(self) -> str | None:
+        return _INFO[self.value].ctype
+
+    @property
+    def kind(self) -> str:
+        return _INFO[self.value].kind
+
+    @property
+    def is_float(self) -> bool:
+        return self.kind == "float"
+
+    @property
+    def is_int(self) -> bool:
+        return self.kind in ("int", "uint", "index")
+
+    @property
+    def is_signed(self) -> bool:
+        return self.kind in ("int", "index", "float")
+
+    @property
+    def torch_dtype(self):
+        """The torch dtype a launch argument of this type must have, or None when unchecked."""
+        name = _INFO[self.value].torch_name
+        if name is None:
+            return None
+        import torch
+
+        return getattr(torch, name)
+
+    def __repr__(self) -> str:
+        return f"pl.DT_{self.value}"
+
+    __str__ = __repr__
+
+
+#: dtypes exported as `pl.DT_*` (INDEX is internal: loop variables and shape dims).
+PUBLIC_DTYPES = tuple(d for d in DataType if d is not DataType.INDEX)
+
+
+def promote_scalar(a: DataType, b: DataType) -> DataType:
+    """Result dtype of a scalar binary expression, Python-like: float wins, then the wider int."""
+    if a == b:
+        return a
+    if a.is_float or b.is_float:
+        floats = [d for d in (a, b) if d.is_float]
+        return max(floats, key=lambda d: d.bits) if len(floats) == 2 else floats[0]
+    if DataType.BOOL in (a, b):
+        return b if a == DataType.BOOL else a
+    return max((a, b), key=lambda d: d.bits)

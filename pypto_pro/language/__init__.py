@@ -1,0 +1,91 @@
+"""`import pypto_pro.language as pl` — the PyPTO Pro kernel language (spec §2.1).
+
+This module is the one re-export list: every public name is listed in `__all__`. Declarations
+(ops) raise `DSLDeclarationError` when called outside a kernel; the parser dispatches on them.
+"""
+from __future__ import annotations
+
+from ..ir import attrs as _attrs
+from ..ir.ops import VF_NAMES
+from ..ir.dtype import PUBLIC_DTYPES as _PUBLIC_DTYPES
+from ..ir.dtype import DataType
+from ..ir.nodes import FunctionType
+from ..ir.types import MemorySpace, PipeType, TilePad
+from . import pipeline
+from .decl import Declaration, Namespace, declare
+from .markers import inline, simt_function, vector_function
+from .types import (
+    DN, DYNAMIC, ND, NN, NZ, STATIC, ZN, ZZ, Input, MemRef, Output, Ptr, Scalar, Tensor,
+    TensorLayout, Tile, TileType,
+)
+
+# ---------------------------------------------------------------- dtypes and enums
+for _d in _PUBLIC_DTYPES:
+    globals()[f"DT_{_d.value}"] = _d
+globals().update(_attrs.ALL)
+
+# ---------------------------------------------------------------- op declarations (spec §2.1)
+_RESOURCES = "make_tile make_tile_group make_tensor make_ptr addptr struct make_tuple struct_array"
+_MOVEMENT = "load load_tile store store_tile move insert ssbuf_load ssbuf_store init_output"
+_COMPUTE = (
+    "add sub mul div maximum minimum and_ shl shr xor expands neg abs exp log sqrt rsqrt recip "
+    "relu fillpad cast add_relu_cast sub_relu_cast mul_cast eq ne lt le gt ge select add_relu "
+    "sub_relu addc mul_add_dst fused_mul_add fused_mul_add_relu axpy partadd partmax partmin "
+    "partmul matmul matmul_acc matmul_mx matmul_mx_acc transpose sum argmax argmin expand_max "
+    "expand_min expand_mul expand_sub expand_div gather gatherb gathermask scatter mrgsort "
+    "mrgsort2 sort32 histogram quant dequant")
+_META = ("getval setval set_validshape set_stride fill_index set_mask_count set_mask_norm "
+         "set_vec_mask reset_mask reinterpret")
+_DEBUG = "printf pto_assert dump_data trap"
+_SCALAR = "min max const astype"
+_CONTROL = "range section_vector section_cube constexpr"
+_SYSVARS = ("get_block_idx get_block_num get_subblock_idx get_subblock_num get_spr "
+            "set_ctrl_spr get_ctrl_spr reset_ctrl_spr set_saturation_flag get_saturation_flag")
+
+_DECLS = declare(" ".join((_RESOURCES, _MOVEMENT, _COMPUTE, _META, _DEBUG, _SCALAR, _CONTROL,
+                           _SYSVARS)))
+globals().update(_DECLS)
+
+_SYSTEM_OPS = ("bar_all bar_m bar_fix bar_mte1 bar_mte2 bar_mte3 bar_v sync_src sync_dst "
+               "set_cross_core wait_cross_core sync_all mutex_lock mutex_unlock dcci "
+               "set_mm_layout_transform")
+system = Namespace("pl.system", "system.", _SYSTEM_OPS)
+mutex = Namespace("pl.mutex", "system.", "mutex_lock mutex_unlock")
+
+_SIMT_CTX = "launch thread_idx block_dim block_idx grid_dim linear_thread_idx warp_size"
+_SIMT_MATH = ("cast abs min max sqrt rsqrt exp exp2 log log2 log1p sin cos tanh rint round "
+              "floor ceil trunc fma isnan isinf")
+_SIMT_ATOMICS = ("atomic_add atomic_sub atomic_exch atomic_max atomic_min atomic_inc atomic_dec "
+                 "atomic_cas atomic_and atomic_or atomic_xor")
+simt = Namespace("pl.simt", "simt.", " ".join((_SIMT_CTX, _SIMT_MATH, _SIMT_ATOMICS)),
+                 function=simt_function)
+
+Vf = Namespace("vf", "vf.", " ".join(VF_NAMES))
+vf = Vf
+
+
+def __getattr__(name: str):
+    # jit / kernel live in the runtime, which imports this module: resolve lazily.
+    if name in ("jit", "kernel", "KernelDef"):
+        from ..runtime import jit as _jit
+
+        return getattr(_jit, name)
+    raise AttributeError(f"module 'pypto_pro.language' has no attribute {name!r}")
+
+
+__all__ = sorted(
+    ["jit", "kernel", "KernelDef", "pipeline", "vector_function", "inline", "Tensor", "Tile",
+     "Ptr", "Scalar", "DYNAMIC", "STATIC", "TileType", "FunctionType", "MemRef", "MemorySpace",
+     "TilePad", "PipeType", "TensorLayout", "ND", "DN", "NZ", "ZN", "NN", "ZZ", "DataType",
+     "Input", "Output", "system", "simt", "mutex", "Vf", "vf"]
+    + [f"DT_{d.value}" for d in _PUBLIC_DTYPES]
+    + list(_attrs.ALL)
+    + list(_DECLS)
+)
+
+#: every declaration object the parser can meet, by identity
+DECLARATIONS: dict[int, Declaration] = {
+    id(d): d
+    for ns in (_DECLS, vars(system), vars(simt), vars(Vf), vars(mutex))
+    for d in ns.values() if isinstance(d, Declaration)
+}

@@ -1,0 +1,232 @@
+"""Call dispatch: DSL ops, helper inlining, marked functions and compile-time Python calls.
+
+`eval_call` resolves the callee: a DSL declaration (`pl.add`, `pl.system.sync_src`, `vf.add`)
+dispatches to its handler in `ops_block` / `ops_system` (or the generic op builder), a `pl.<name>`
+the module does not declare falls back to a registered `block.<name>` (spec §2.1), user Python
+functions are inlined, `@pl.vector_function` bodies become VF sections, and other Python
+callables run at parse time on constant arguments.
+"""
+from __future__ import annotations
+
+import ast
+import builtins
+import inspect
+import types
+from typing import Any
+
+from ...errors import (
+    InvalidOperationError, ParserSyntaxError, ParserTypeError, PyptoError,
+    UndefinedVariableError, UnsupportedFeatureError,
+)
+from ...ir import ops as opreg
+from ...ir.nodes import BinOp, Call, EvalStmt, Expr, UnOp, Var
+from ...ir.types import NoneType, TensorType, TileGroupType, TileType
+from ..decl import Declaration
+from ..markers import kind_of
+from .context import ParseContext, PyList
+from .expr import binary, eval_expr, is_const, to_expr, try_const, unary
+from .values import BoundMethod, Fallback
+
+
+def resolve_callee(ctx: ParseContext, func: ast.expr) -> Any:
+    return eval_expr(ctx, func)
+
+
+def eval_call(ctx: ParseContext, node: ast.Call) -> Any:
+    callee = resolve_callee(ctx, node.func)
+    if isinstance(callee, Declaration):
+        return dispatch(ctx, callee.op, callee.qualname, node)
+    if isinstance(callee, Fallback):
+        spec = opreg.block_op_for(callee.name)
+        if spec is None:
+            raise ctx.error(UndefinedVariableError,
+                            f"'pl.{callee.name}' is not a PyPTO Pro op", node.func,
+                            hint=_suggest(callee.name))
+        args, kwargs = eval_args(ctx, node)
+        return emit_op(ctx, spec.name, args, kwargs, node)
+    if isinstance(callee, BoundMethod):
+        return _group_method(ctx, callee, node)
+    kind = kind_of(callee)
+    if kind == "vector_function":
+        from .inline import inline_vector_function
+
+        return inline_vector_function(ctx, callee, node)
+    if kind == "simt_function":
+        raise ctx.error(InvalidOperationError, "a SIMT function is started with "
+                                               "pl.simt.launch(fn, threads=..., args=(...))", node)
+    if isinstance(callee, types.FunctionType) and callee.__module__ != "builtins" and \
+            not _is_library(callee):
+        from .inline import inline_helper
+
+        return inline_helper(ctx, callee, node)
+    if callee in (builtins.min, builtins.max):
+        return dispatch(ctx, callee.__name__, callee.__name__, node)
+    if callee is builtins.abs:
+        args, _ = eval_args(ctx, node)
+        return unary(ctx, UnOp.Abs, args[0], node)
+    if callee is builtins.range:
+        raise ctx.error(ParserSyntaxError, "use pl.range(...) in kernels", node)
+    return _call_at_parse_time(ctx, callee, node)
+
+
+def _is_library(fn: types.FunctionType) -> bool:
+    mod = getattr(fn, "__module__", "") or ""
+    return mod.split(".")[0] in ("torch", "numpy", "math", "pypto_pro", "functools", "typing")
+
+
+def _call_at_parse_time(ctx: ParseContext, callee: Any, node: ast.Call) -> Any:
+    args, kwargs = eval_args(ctx, node)
+    if not all(is_const(a) for a in args) or not all(is_const(v) for v in kwargs.values()):
+        name = getattr(callee, "__name__", repr(callee))
+        raise ctx.error(ParserTypeError, f"'{name}' is evaluated at compile time and cannot "
+                                         f"take runtime values", node)
+    try:
+        return callee(*args, **kwargs)
+    except PyptoError as e:
+        raise e.with_span(ctx.span(node))
+    except Exception as e:  # a user's compile-time Python failed: report it at the call
+        raise ctx.error(ParserTypeError, f"compile-time call failed: {type(e).__name__}: {e}",
+                        node) from e
+
+
+def eval_args(ctx: ParseContext, node: ast.Call) -> tuple[list, dict]:
+    args: list = []
+    for a in node.args:
+        if isinstance(a, ast.Starred):
+            v = eval_expr(ctx, a.value)
+            items = v.items if isinstance(v, PyList) else v
+            if not isinstance(items, (tuple, list)):
+                raise ctx.error(UnsupportedFeatureError, "'*' needs a tuple or list", a)
+            args.extend(items)
+        else:
+            args.append(eval_expr(ctx, a))
+    kwargs = {}
+    for kw in node.keywords:
+        if kw.arg is None:
+            raise ctx.error(UnsupportedFeatureError, "'**kwargs' is not supported in kernels",
+                            node)
+        kwargs[kw.arg] = eval_expr(ctx, kw.value)
+    return args, kwargs
+
+
+def _suggest(name: str) -> str | None:
+    import difflib
+
+    import pypto_pro.language as pl
+
+    pool = [n for n in pl.__all__] + [s.split(".", 1)[1] for s in opreg.REGISTRY
+                                      if s.startswith("block.")]
+    close = difflib.get_close_matches(name, pool, n=1)
+    return f"did you mean 'pl.{close[0]}'?" if close else None
+
+
+# ---------------------------------------------------------------- op emission
+
+
+def emit_op(ctx: ParseContext, op: str, args: list, kwargs: dict, node: ast.AST,
+            result_type=None, check_tiles: bool = True) -> Any:
+    """Build a registered op call: check arity and operand kinds, emit or return it."""
+    spec = opreg.get(op)
+    if spec is None:
+        raise ctx.error(UndefinedVariableError, f"unknown op '{op}'", node)
+    n = len(args)
+    if n < spec.min_args or (spec.max_args is not None and n > spec.max_args):
+        want = (f"{spec.min_args}" if spec.max_args == spec.min_args
+                else f"{spec.min_args}..{spec.max_args if spec.max_args is not None else 'n'}")
+        raise ctx.error(ParserTypeError, f"{op} takes {want} positional arguments, got {n}",
+                        node)
+    exprs = tuple(_arg_expr(ctx, a, node) for a in args)
+    if check_tiles:
+        reads, writes = spec.roles(n)
+        for i in sorted(set(reads) | set(writes)):
+            t = getattr(exprs[i], "type", None)
+            if not isinstance(t, (TileType, TensorType)) and not (
+                    i in reads and spec.family in ("vec_scalar", "vec_ternary", "store")):
+                raise ctx.error(ParserTypeError, f"argument {i + 1} of {op} must be a tile, got "
+                                                 f"{_kind(exprs[i])}", node)
+    kw = tuple((k, _kwarg_value(ctx, v, node)) for k, v in kwargs.items() if v is not None)
+    rtype = result_type if result_type is not None else NoneType()
+    call = Call(op, exprs, kw, rtype, ctx.span(node))
+    if isinstance(rtype, NoneType):
+        ctx.builder.emit(EvalStmt(call, ctx.span(node)))
+        return None
+    return call
+
+
+def _arg_expr(ctx: ParseContext, a: Any, node: ast.AST) -> Expr:
+    if isinstance(a, Expr):
+        return a
+    return to_expr(ctx, a, node)
+
+
+def _kwarg_value(ctx: ParseContext, v: Any, node: ast.AST) -> Any:
+    if isinstance(v, PyList):
+        return to_expr(ctx, v, node)
+    if isinstance(v, list):
+        return tuple(v)
+    return v
+
+
+def _kind(e: Any) -> str:
+    t = getattr(e, "type", None)
+    return type(t).__name__.replace("Type", "").lower() if t is not None else repr(e)
+
+
+def materialize(ctx: ParseContext, expr: Expr, name: str) -> Var:
+    """Bind a side-effecting expression to a fresh Var at this program point."""
+    from ...ir.nodes import AssignStmt
+
+    var = ctx.new_var(name, expr.type, expr.span)
+    ctx.builder.emit(AssignStmt(var, expr, expr.span))
+    return var
+
+
+def constexpr_value(ctx: ParseContext, value: Any, node: ast.AST) -> Any:
+    """Unwrap a `pl.constexpr(c)` marker: must be a compile-time constant."""
+    from .ops_misc import ConstexprValue
+
+    if isinstance(value, ConstexprValue):
+        k, v = try_const(value.value)
+        if not k:
+            raise ctx.error(ParserTypeError, "pl.constexpr(...) condition is not a "
+                                             "compile-time constant", node)
+        return bool(v)
+    return value
+
+
+# ---------------------------------------------------------------- tile groups
+
+
+def _group_method(ctx: ParseContext, m: BoundMethod, node: ast.Call) -> Any:
+    if node.args or node.keywords:
+        raise ctx.error(ParserTypeError, f"group.{m.name}() takes no arguments", node)
+    t: TileGroupType = m.obj.type
+    slot = t.slot_type(None) if t.depth > 1 else t.slot_type(0)
+    call = Call(f"tile_group.{m.name}", (m.obj,), (), slot, ctx.span(node))
+    return materialize(ctx, call, "tile") if m.name == "next" else call
+
+
+# ---------------------------------------------------------------- dispatch table
+
+
+def dispatch(ctx: ParseContext, op: str, qualname: str, node: ast.Call) -> Any:
+    from . import ops_block, ops_misc, ops_system
+
+    for table in (ops_block.HANDLERS, ops_system.HANDLERS, ops_misc.HANDLERS):
+        handler = table.get(op)
+        if handler is not None:
+            return handler(ctx, node, op)
+    if op.startswith("vf."):
+        from .ops_vf import emit_vf
+
+        return emit_vf(ctx, op, node)
+    spec = opreg.block_op_for(op)
+    if spec is not None:
+        args, kwargs = eval_args(ctx, node)
+        return emit_op(ctx, spec.name, args, kwargs, node)
+    raise ctx.error(UnsupportedFeatureError, f"'{qualname}' is not supported by this compiler",
+                    node)
+
+
+__all__ = ["eval_call", "emit_op", "eval_args", "dispatch", "materialize", "constexpr_value",
+           "resolve_callee", "binary", "BinOp", "inspect"]

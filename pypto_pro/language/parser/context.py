@@ -1,0 +1,193 @@
+"""Parser state: the statement builder, name scopes and span helpers.
+
+A `Scope` maps Python names to parse-time values: IR expressions (runtime values, tiles,
+tensors, groups), plain Python values (compile-time constants, functions, modules) or
+`PyList`s of those. Names assigned at more than one site are "mutable" and always live in an
+IR `Var`; single-assignment names may keep a compile-time constant (folded at parse time).
+"""
+from __future__ import annotations
+
+import ast
+from collections import ChainMap
+from dataclasses import dataclass, field
+from typing import Any
+
+from ...errors import ParserError, PyptoError
+from ...ir.nodes import AssignStmt, Expr, Stmt, Var, seq
+from ...ir.span import Span
+from ...ir.types import Type
+
+
+@dataclass
+class PyList:
+    """A Python tuple/list of parse-time values (e.g. a ring of tiles), indexable at runtime."""
+
+    items: list[Any]
+
+
+class Builder:
+    """Collects statements; `block()` opens a nested statement list."""
+
+    def __init__(self) -> None:
+        self.stack: list[list[Stmt]] = [[]]
+
+    def emit(self, stmt: Stmt) -> None:
+        self.stack[-1].append(stmt)
+
+    def push(self) -> None:
+        self.stack.append([])
+
+    def pop(self, span: Span | None = None) -> Stmt:
+        stmts = self.stack.pop()
+        return seq(stmts, span) if span is not None else seq(stmts)
+
+
+@dataclass
+class FunctionFrame:
+    """One function being parsed (the kernel or an inlined helper)."""
+
+    file: str
+    env: ChainMap  # the Python environment the function's names resolve in
+    scope: dict[str, Any] = field(default_factory=dict)
+    mutable: frozenset[str] = frozenset()
+    vars: dict[str, Var] = field(default_factory=dict)
+    # helper inlining: where `return` stores its value, and the loop depth of the helper body
+    return_var: Var | None = None
+    return_value: Any = None
+    in_helper: bool = False
+    loop_depth: int = 0
+
+
+class NameGen:
+    def __init__(self) -> None:
+        self.used: dict[str, int] = {}
+
+    def fresh(self, base: str) -> str:
+        n = self.used.get(base, 0)
+        self.used[base] = n + 1
+        return base if n == 0 else f"{base}_{n}"
+
+
+def span_of(node: ast.AST, file: str) -> Span:
+    line = getattr(node, "lineno", 0)
+    col = getattr(node, "col_offset", 0) + 1
+    end_line = getattr(node, "end_lineno", None)
+    end_col = getattr(node, "end_col_offset", None)
+    return Span(file, line, col, end_line, None if end_col is None else end_col + 1)
+
+
+def assigned_names(body: list[ast.stmt]) -> dict[str, int]:
+    """How many assignment sites each name has in a function body (for-targets included)."""
+    counts: dict[str, int] = {}
+
+    def add(target: ast.AST, weight: int = 1) -> None:
+        if isinstance(target, ast.Name):
+            counts[target.id] = counts.get(target.id, 0) + weight
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            for elt in target.elts:
+                add(elt, weight)
+
+    for node in ast.walk(ast.Module(body=body, type_ignores=[])):
+        if isinstance(node, ast.Assign):
+            for t in node.targets:
+                add(t)
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+            add(node.target, 2 if isinstance(node, ast.AugAssign) else 1)
+        elif isinstance(node, (ast.For, ast.While)):
+            # names assigned inside a loop body are re-assigned on every iteration
+            if isinstance(node, ast.For):
+                add(node.target)
+            for inner in ast.walk(ast.Module(body=node.body, type_ignores=[])):
+                if isinstance(inner, ast.Assign):
+                    for t in inner.targets:
+                        add(t)
+                elif isinstance(inner, ast.AugAssign):
+                    add(inner.target)
+        elif isinstance(node, ast.NamedExpr):
+            add(node.target)
+    return counts
+
+
+class ParseContext:
+    """Everything the statement and expression handlers share while parsing one target."""
+
+    def __init__(self, target: str, kernel_name: str, constants: dict[str, Any]) -> None:
+        self.target = target  # "cube" | "vector"
+        self.kernel_name = kernel_name
+        self.constants = constants  # tiling-key fields, datatype variables
+        self.builder = Builder()
+        self.names = NameGen()
+        self.frames: list[FunctionFrame] = []
+        self.section: str | None = None  # "cube" | "vector" | "vf" | "simt" while inside one
+        self.matched_sections: set[str] = set()
+        self.extra_functions: list = []  # SIMT functions instantiated during parsing
+        self.simt_instances: dict[tuple, str] = {}
+
+    # ------------------------------------------------------------ frames and names
+    @property
+    def frame(self) -> FunctionFrame:
+        return self.frames[-1]
+
+    def lookup(self, name: str, span: Span) -> Any:
+        frame = self.frame
+        if name in frame.scope:
+            return frame.scope[name]
+        if name in self.constants:
+            return self.constants[name]
+        try:
+            return frame.env[name]
+        except KeyError:
+            pass
+        import builtins
+
+        if hasattr(builtins, name):
+            return getattr(builtins, name)
+        from ...errors import UndefinedVariableError
+
+        raise UndefinedVariableError(f"name '{name}' is not defined", span,
+                                     hint=_did_you_mean(name, list(frame.scope)
+                                                        + list(frame.env.keys())))
+
+    def new_var(self, name: str, ty: Type, span: Span) -> Var:
+        return Var(self.names.fresh(name), ty, span)
+
+    def bind_value(self, name: str, value: Any, span: Span) -> None:
+        """Bind a Python name. Mutable names always live in one Var (Python scalars become IR
+        constants); a runtime expression bound once gets its own Var; other values alias."""
+        from ...ir.nodes import Cast, const
+        from ...ir.types import ScalarType
+
+        frame = self.frame
+        mutable = name in frame.mutable
+        if mutable and isinstance(value, (bool, int, float)):
+            value = const(value, span)
+        if not isinstance(value, Expr) or (isinstance(value, Var) and not mutable):
+            frame.scope[name] = value
+            return
+        var = frame.vars.get(name) if mutable else None
+        if var is None:
+            var = self.new_var(name, value.type, span)
+            if mutable:
+                frame.vars[name] = var
+        elif isinstance(var.type, ScalarType) and value.type != var.type:
+            value = Cast(value, var.type, span)
+        self.builder.emit(AssignStmt(var, value, span))
+        frame.scope[name] = var
+
+    def error(self, cls: type[PyptoError], message: str, node: ast.AST | Span,
+              hint: str | None = None) -> PyptoError:
+        span = node if isinstance(node, Span) else span_of(node, self.frame.file)
+        err = cls(message, span, hint=hint)
+        if isinstance(err, ParserError) or err.module == "PRO_COMMON":
+            err.module = "PRO_PARSER"
+        return err
+
+    def span(self, node: ast.AST) -> Span:
+        return span_of(node, self.frame.file)
+
+
+def _did_you_mean(name: str, candidates: list[str]) -> str | None:
+    import difflib
+
+    close = difflib.get_close_matches(name, [c for c in candidates if isinstance(c, str)], n=1)
+    return f"did you mean '{close[0]}'?" if close else None

@@ -1,0 +1,339 @@
+"""Expression handlers: Python expression AST → parse-time values (constants or IR expressions).
+
+Compile-time operands fold in Python (Python semantics and promotion); runtime operands build
+IR `BinaryExpr`s typed by `promote_scalar`. Calls are delegated to `calls.py`.
+"""
+from __future__ import annotations
+
+import ast
+import enum
+import operator
+from typing import Any
+
+from ...errors import (
+    InvalidOperationError, ParserSyntaxError, ParserTypeError, UnsupportedFeatureError,
+)
+from ...ir.dtype import DataType, promote_scalar
+from ...ir.nodes import (
+    BinaryExpr, BinOp, Call, ConstBool, ConstFloat, ConstInt, Expr, GetField, GetItem, MakeTuple,
+    Select, UnaryExpr, UnOp, Var, const,
+)
+from ...ir.types import (
+    BOOL, INDEX, ArrayType, ScalarType, StructType, TensorType, TileGroupType, TileType,
+    TupleType,
+)
+from .context import ParseContext, PyList
+
+_BINOPS = {
+    ast.Add: BinOp.Add, ast.Sub: BinOp.Sub, ast.Mult: BinOp.Mul, ast.FloorDiv: BinOp.FloorDiv,
+    ast.Mod: BinOp.FloorMod, ast.Div: BinOp.FloatDiv, ast.Pow: BinOp.Pow,
+    ast.BitAnd: BinOp.BitAnd, ast.BitOr: BinOp.BitOr, ast.BitXor: BinOp.BitXor,
+    ast.LShift: BinOp.Shl, ast.RShift: BinOp.Shr,
+}
+_CMPOPS = {ast.Eq: BinOp.Eq, ast.NotEq: BinOp.Ne, ast.Lt: BinOp.Lt, ast.LtE: BinOp.Le,
+           ast.Gt: BinOp.Gt, ast.GtE: BinOp.Ge}
+_PYFUNC = {
+    BinOp.Add: operator.add, BinOp.Sub: operator.sub, BinOp.Mul: operator.mul,
+    BinOp.FloorDiv: operator.floordiv, BinOp.FloorMod: operator.mod,
+    BinOp.FloatDiv: operator.truediv, BinOp.Pow: operator.pow, BinOp.BitAnd: operator.and_,
+    BinOp.BitOr: operator.or_, BinOp.BitXor: operator.xor, BinOp.Shl: operator.lshift,
+    BinOp.Shr: operator.rshift, BinOp.Eq: operator.eq, BinOp.Ne: operator.ne,
+    BinOp.Lt: operator.lt, BinOp.Le: operator.le, BinOp.Gt: operator.gt, BinOp.Ge: operator.ge,
+    BinOp.Min: min, BinOp.Max: max,
+}
+
+
+# ---------------------------------------------------------------- value kinds
+
+
+def is_const(v: Any) -> bool:
+    """A compile-time Python value (anything that is not an IR expression or a PyList)."""
+    return not isinstance(v, (Expr, PyList))
+
+
+def const_value(v: Any) -> Any:
+    """The Python value of a constant, unwrapping IR constants; raises KeyError otherwise."""
+    if isinstance(v, (ConstInt, ConstFloat, ConstBool)):
+        return v.value
+    if is_const(v):
+        return v
+    raise KeyError
+
+
+def try_const(v: Any) -> tuple[bool, Any]:
+    try:
+        return True, const_value(v)
+    except KeyError:
+        return False, None
+
+
+def to_expr(ctx: ParseContext, v: Any, node: ast.AST) -> Expr:
+    """A parse-time value as an IR expression (Python scalars become constants)."""
+    if isinstance(v, Expr):
+        return v
+    span = ctx.span(node)
+    if isinstance(v, (bool, int, float, str, enum.Enum)):
+        return const(v, span)
+    if isinstance(v, PyList) or isinstance(v, (tuple, list)):
+        items = v.items if isinstance(v, PyList) else list(v)
+        elems = tuple(to_expr(ctx, x, node) for x in items)
+        return MakeTuple(elems, TupleType(tuple(e.type for e in elems)), span)
+    if isinstance(v, DataType):
+        return const(v, span)
+    raise ctx.error(ParserTypeError, f"cannot use {v!r} as a runtime value here", node)
+
+
+def scalar_type(v: Any) -> ScalarType | None:
+    if isinstance(v, bool):
+        return BOOL
+    if isinstance(v, int):
+        return INDEX
+    if isinstance(v, float):
+        return ScalarType(DataType.FP32)
+    t = getattr(v, "type", None)
+    return t if isinstance(t, ScalarType) else None
+
+
+# ---------------------------------------------------------------- arithmetic
+
+
+def binary(ctx: ParseContext, op: BinOp, a: Any, b: Any, node: ast.AST) -> Any:
+    ka, va = try_const(a)
+    kb, vb = try_const(b)
+    if ka and kb and isinstance(va, (int, float, bool)) and isinstance(vb, (int, float, bool)):
+        try:
+            return _PYFUNC[op](va, vb)
+        except ZeroDivisionError:
+            raise ctx.error(InvalidOperationError, "division by zero in a constant expression",
+                            node) from None
+    ta, tb = scalar_type(a), scalar_type(b)
+    if ta is None or tb is None:
+        bad = a if ta is None else b
+        raise ctx.error(ParserTypeError,
+                        f"operator '{op.value}' needs scalar operands, got {_describe(bad)}", node,
+                        hint="tile arithmetic is written with pl.add/pl.mul/... (out first)")
+    if op.is_compare or op.is_logical:
+        rtype = BOOL
+    elif op is BinOp.FloatDiv:
+        rtype = ScalarType(promote_scalar(promote_scalar(ta.dtype, tb.dtype), DataType.FP32))
+    else:
+        rtype = ScalarType(promote_scalar(ta.dtype, tb.dtype))
+    return BinaryExpr(op, to_expr(ctx, a, node), to_expr(ctx, b, node), rtype, ctx.span(node))
+
+
+def unary(ctx: ParseContext, op: UnOp, a: Any, node: ast.AST) -> Any:
+    k, v = try_const(a)
+    if k and isinstance(v, (int, float, bool)):
+        return {UnOp.Neg: operator.neg, UnOp.Not: operator.not_, UnOp.BitNot: operator.invert,
+                UnOp.Abs: abs}[op](v)
+    t = scalar_type(a)
+    if t is None:
+        raise ctx.error(ParserTypeError, f"operator '{op.value}' needs a scalar, got "
+                                         f"{_describe(a)}", node)
+    return UnaryExpr(op, to_expr(ctx, a, node), BOOL if op is UnOp.Not else t, ctx.span(node))
+
+
+def _describe(v: Any) -> str:
+    t = getattr(v, "type", None)
+    if isinstance(t, TileType):
+        return f"a tile {list(t.shape)} {t.dtype}"
+    if isinstance(t, TensorType):
+        return "a tensor"
+    return repr(v) if is_const(v) else type(v).__name__
+
+
+# ---------------------------------------------------------------- the evaluator
+
+
+def eval_expr(ctx: ParseContext, node: ast.expr) -> Any:
+    method = _HANDLERS.get(type(node))
+    if method is None:
+        raise ctx.error(UnsupportedFeatureError,
+                        f"'{type(node).__name__}' expressions are not supported in kernels", node)
+    return method(ctx, node)
+
+
+def _name(ctx: ParseContext, node: ast.Name) -> Any:
+    return ctx.lookup(node.id, ctx.span(node))
+
+
+def _constant(ctx: ParseContext, node: ast.Constant) -> Any:
+    return node.value
+
+
+def _binop(ctx: ParseContext, node: ast.BinOp) -> Any:
+    op = _BINOPS.get(type(node.op))
+    if op is None:
+        raise ctx.error(UnsupportedFeatureError, "operator not supported in kernels", node)
+    return binary(ctx, op, eval_expr(ctx, node.left), eval_expr(ctx, node.right), node)
+
+
+def _unaryop(ctx: ParseContext, node: ast.UnaryOp) -> Any:
+    operand = eval_expr(ctx, node.operand)
+    if isinstance(node.op, ast.UAdd):
+        return operand
+    op = {ast.USub: UnOp.Neg, ast.Not: UnOp.Not, ast.Invert: UnOp.BitNot}[type(node.op)]
+    return unary(ctx, op, operand, node)
+
+
+def _boolop(ctx: ParseContext, node: ast.BoolOp) -> Any:
+    op = BinOp.And if isinstance(node.op, ast.And) else BinOp.Or
+    result = eval_expr(ctx, node.values[0])
+    for v in node.values[1:]:
+        k, c = try_const(result)
+        if k:  # short-circuit on a constant left side, like Python
+            if (op is BinOp.And and not c) or (op is BinOp.Or and c):
+                return c
+            result = eval_expr(ctx, v)
+            continue
+        result = binary(ctx, op, result, eval_expr(ctx, v), node)
+    return result
+
+
+def _compare(ctx: ParseContext, node: ast.Compare) -> Any:
+    left = eval_expr(ctx, node.left)
+    result: Any = True
+    for op_node, right_node in zip(node.ops, node.comparators):
+        if isinstance(op_node, (ast.In, ast.NotIn)):
+            part = _membership(ctx, left, right_node, node)
+            if isinstance(op_node, ast.NotIn):
+                part = unary(ctx, UnOp.Not, part, node)
+            right = None
+        else:
+            right = eval_expr(ctx, right_node)
+            part = binary(ctx, _CMPOPS[type(op_node)], left, right, node)
+        result = part if result is True else binary(ctx, BinOp.And, result, part, node)
+        left = right
+    return result
+
+
+def _membership(ctx: ParseContext, left: Any, right_node: ast.expr, node: ast.AST) -> Any:
+    """`x in (a, b)` → x == a or x == b; `x in pl.range(...)` → bounds and stride check."""
+    if isinstance(right_node, ast.Call):
+        from .calls import resolve_callee
+
+        callee = resolve_callee(ctx, right_node.func)
+        if getattr(callee, "op", None) == "range":
+            args = [eval_expr(ctx, a) for a in right_node.args]
+            start, stop, step = (0, args[0], 1) if len(args) == 1 else (
+                args[0], args[1], args[2] if len(args) > 2 else 1)
+            inside = binary(ctx, BinOp.And, binary(ctx, BinOp.Ge, left, start, node),
+                            binary(ctx, BinOp.Lt, left, stop, node), node)
+            on_stride = binary(ctx, BinOp.Eq, binary(
+                ctx, BinOp.FloorMod, binary(ctx, BinOp.Sub, left, start, node), step, node), 0,
+                node)
+            return binary(ctx, BinOp.And, inside, on_stride, node)
+    right = eval_expr(ctx, right_node)
+    items = right.items if isinstance(right, PyList) else right
+    if not isinstance(items, (tuple, list)):
+        raise ctx.error(UnsupportedFeatureError, "'in' needs a tuple, list or pl.range", node)
+    result: Any = False
+    for item in items:
+        result = binary(ctx, BinOp.Or, result, binary(ctx, BinOp.Eq, left, item, node), node)
+    return result
+
+
+def _ifexp(ctx: ParseContext, node: ast.IfExp) -> Any:
+    cond = eval_expr(ctx, node.test)
+    from .calls import constexpr_value
+
+    cond = constexpr_value(ctx, cond, node.test)
+    k, c = try_const(cond)
+    if k:
+        return eval_expr(ctx, node.body if c else node.orelse)
+    a = eval_expr(ctx, node.body)
+    b = eval_expr(ctx, node.orelse)
+    return select(ctx, cond, a, b, node)
+
+
+def select(ctx: ParseContext, cond: Any, a: Any, b: Any, node: ast.AST) -> Any:
+    """A runtime choice between two values (scalars or tiles of the same type)."""
+    ea, eb = to_expr(ctx, a, node), to_expr(ctx, b, node)
+    ta, tb = ea.type, eb.type
+    if isinstance(ta, TileType) and isinstance(tb, TileType):
+        if (ta.shape, ta.dtype, ta.memory) != (tb.shape, tb.dtype, tb.memory):
+            raise ctx.error(ParserTypeError, "both sides of a tile ternary must have the same "
+                                             "shape, dtype and memory space", node)
+        from dataclasses import replace
+
+        rtype = replace(ta, addr=None, slot_addrs=tuple(dict.fromkeys(
+            ta.addresses + tb.addresses)))
+    elif isinstance(ta, ScalarType) and isinstance(tb, ScalarType):
+        rtype = ScalarType(promote_scalar(ta.dtype, tb.dtype))
+    elif ta == tb:
+        rtype = ta
+    else:
+        raise ctx.error(ParserTypeError, f"ternary branches differ in kind: {_describe(a)} vs "
+                                         f"{_describe(b)}", node)
+    return Select(to_expr(ctx, cond, node), ea, eb, rtype, ctx.span(node))
+
+
+def _tuple(ctx: ParseContext, node: ast.Tuple | ast.List) -> Any:
+    items = [eval_expr(ctx, e) for e in node.elts]
+    if all(is_const(i) for i in items):
+        return tuple(items) if isinstance(node, ast.Tuple) else list(items)
+    return PyList(items)
+
+
+def _dict(ctx: ParseContext, node: ast.Dict) -> Any:
+    out = {}
+    for k, v in zip(node.keys, node.values):
+        if k is None:
+            raise ctx.error(UnsupportedFeatureError, "'**' in dict displays is not supported",
+                            node)
+        out[eval_expr(ctx, k)] = eval_expr(ctx, v)
+    return out
+
+
+def _attribute(ctx: ParseContext, node: ast.Attribute) -> Any:
+    base = eval_expr(ctx, node.value)
+    return get_attribute(ctx, base, node.attr, node)
+
+
+def get_attribute(ctx: ParseContext, base: Any, attr: str, node: ast.AST) -> Any:
+    from .values import attribute_of
+
+    return attribute_of(ctx, base, attr, node)
+
+
+def _subscript(ctx: ParseContext, node: ast.Subscript) -> Any:
+    from .values import subscript_of
+
+    base = eval_expr(ctx, node.value)
+    return subscript_of(ctx, base, node.slice, node)
+
+
+def _call(ctx: ParseContext, node: ast.Call) -> Any:
+    from .calls import eval_call
+
+    return eval_call(ctx, node)
+
+
+def _joined(ctx: ParseContext, node: ast.JoinedStr) -> Any:
+    raise ctx.error(UnsupportedFeatureError, "f-strings are not supported in kernels", node,
+                    hint="use pl.printf(\"x=%d\", x)")
+
+
+def _named(ctx: ParseContext, node: ast.NamedExpr) -> Any:
+    value = eval_expr(ctx, node.value)
+    ctx.bind_value(node.target.id, value, ctx.span(node))
+    return ctx.frame.scope[node.target.id]
+
+
+def _lambda(ctx: ParseContext, node: ast.AST) -> Any:
+    raise ctx.error(ParserSyntaxError, "lambdas, comprehensions and generators are not "
+                                       "supported in kernels", node)
+
+
+_HANDLERS = {
+    ast.Name: _name, ast.Constant: _constant, ast.BinOp: _binop, ast.UnaryOp: _unaryop,
+    ast.BoolOp: _boolop, ast.Compare: _compare, ast.IfExp: _ifexp, ast.Tuple: _tuple,
+    ast.List: _tuple, ast.Dict: _dict, ast.Attribute: _attribute, ast.Subscript: _subscript,
+    ast.Call: _call, ast.JoinedStr: _joined, ast.NamedExpr: _named, ast.Lambda: _lambda,
+    ast.ListComp: _lambda, ast.GeneratorExp: _lambda, ast.DictComp: _lambda,
+    ast.SetComp: _lambda,
+}
+
+__all__ = ["eval_expr", "to_expr", "binary", "unary", "select", "is_const", "const_value",
+           "try_const", "Var", "Call", "GetField", "GetItem", "StructType", "ArrayType",
+           "TileGroupType"]

@@ -1,0 +1,181 @@
+"""Inlining of Python helpers and `@pl.vector_function` bodies at their call sites.
+
+A helper's parameters are bound positionally (and by keyword) to the caller's values, so tiles,
+groups and tuples pass through. A `return` at the end of the helper yields its value directly;
+earlier returns are lowered to a one-trip loop: `ret = v; break` (returns inside the helper's
+own loops are rejected).
+"""
+from __future__ import annotations
+
+import ast
+import inspect
+import textwrap
+from collections import ChainMap
+from typing import Any, Callable
+
+from ...errors import (
+    InvalidOperationError, ParserTypeError, UnsupportedFeatureError,
+)
+from ...ir.nodes import AssignStmt, BreakStmt, ConstBool, SectionStmt, WhileStmt
+from ...ir.types import SectionKind
+from .context import FunctionFrame, ParseContext, assigned_names
+
+_AST_CACHE: dict[Any, tuple[ast.FunctionDef, str]] = {}
+
+
+def function_ast(fn: Callable) -> tuple[ast.FunctionDef, str]:
+    """The function's AST with line/column numbers of the real file (or notebook cell)."""
+    code = fn.__code__
+    key = (code, code.co_firstlineno)
+    if key in _AST_CACHE:
+        return _AST_CACHE[key]
+    file = inspect.getsourcefile(fn) or code.co_filename
+    lines, first = inspect.getsourcelines(fn)
+    src = "".join(lines)
+    dedented = textwrap.dedent(src)
+    indent = len(lines[0]) - len(lines[0].lstrip()) if lines else 0
+    tree = ast.parse(dedented)
+    fdef = next(n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))
+    ast.increment_lineno(fdef, first - 1)
+    if indent:
+        for n in ast.walk(fdef):
+            if hasattr(n, "col_offset"):
+                n.col_offset += indent
+                if getattr(n, "end_col_offset", None) is not None:
+                    n.end_col_offset += indent
+    _AST_CACHE[key] = (fdef, file)
+    return fdef, file
+
+
+def function_env(fn: Callable) -> ChainMap:
+    closure = {}
+    if fn.__closure__:
+        for name, cell in zip(fn.__code__.co_freevars, fn.__closure__):
+            try:
+                closure[name] = cell.cell_contents
+            except ValueError:
+                pass
+    return ChainMap(closure, fn.__globals__)
+
+
+def _bind_params(ctx: ParseContext, fdef: ast.FunctionDef, fn: Callable, args: list,
+                 kwargs: dict, node: ast.AST) -> dict[str, Any]:
+    a = fdef.args
+    if a.vararg or a.kwarg:
+        raise ctx.error(UnsupportedFeatureError, f"helper '{fn.__name__}' with *args/**kwargs "
+                                                 f"cannot be inlined", node)
+    try:
+        bound = inspect.signature(fn).bind(*args, **kwargs)
+    except TypeError as e:
+        raise ctx.error(ParserTypeError, f"call of helper '{fn.__name__}': {e}", node) from None
+    bound.apply_defaults()
+    return dict(bound.arguments)
+
+
+def _returns(fdef: ast.FunctionDef) -> list[ast.Return]:
+    found = []
+    stack = list(fdef.body)
+    while stack:
+        n = stack.pop()
+        if isinstance(n, ast.Return):
+            found.append(n)
+        if not isinstance(n, (ast.FunctionDef, ast.Lambda, ast.ClassDef)):
+            stack.extend(ast.iter_child_nodes(n))
+    return found
+
+
+def inline_helper(ctx: ParseContext, fn: Callable, node: ast.Call) -> Any:
+    from .calls import eval_args
+    from .expr import eval_expr
+    from .stmt import parse_body
+
+    args, kwargs = eval_args(ctx, node)
+    try:
+        fdef, file = function_ast(fn)
+    except (OSError, TypeError):
+        raise ctx.error(UnsupportedFeatureError, f"cannot read the source of helper "
+                                                 f"'{fn.__name__}' to inline it", node) from None
+    if len(ctx.frames) > 64:
+        raise ctx.error(InvalidOperationError, f"helper '{fn.__name__}' recurses too deeply "
+                                               f"(recursion cannot be inlined)", node)
+    frame = FunctionFrame(file, function_env(fn), in_helper=True,
+                          mutable=frozenset(n for n, c in assigned_names(fdef.body).items()
+                                            if c > 1))
+    frame.scope.update(_bind_params(ctx, fdef, fn, args, kwargs, node))
+    returns = _returns(fdef)
+    ctx.frames.append(frame)
+    try:
+        if not returns:
+            parse_body(ctx, fdef.body)
+            return None
+        last = fdef.body[-1]
+        if len(returns) == 1 and last is returns[0]:
+            parse_body(ctx, fdef.body[:-1])
+            return eval_expr(ctx, last.value) if last.value is not None else None
+        return _inline_with_early_returns(ctx, fdef)
+    finally:
+        ctx.frames.pop()
+
+
+def _inline_with_early_returns(ctx: ParseContext, fdef: ast.FunctionDef) -> Any:
+    from .stmt import parse_body
+
+    span = ctx.span(fdef)
+    ctx.builder.push()
+    parse_body(ctx, fdef.body)
+    ctx.builder.emit(BreakStmt(span))
+    body = ctx.builder.pop(span)
+    ctx.builder.emit(WhileStmt(ConstBool(True, span), body, span=span))
+    frame = ctx.frame
+    return frame.return_var if frame.return_var is not None else frame.return_value
+
+
+def helper_return(ctx: ParseContext, node: ast.Return) -> None:
+    """`return v` inside a helper lowered with the one-trip loop."""
+    from .expr import eval_expr, to_expr
+
+    frame = ctx.frame
+    if frame.loop_depth > 0:
+        raise ctx.error(UnsupportedFeatureError, "return inside a loop of an inlined helper is "
+                                                 "not supported", node,
+                        hint="set a variable and break out of the loop instead")
+    value = eval_expr(ctx, node.value) if node.value is not None else None
+    if value is not None:
+        expr = to_expr(ctx, value, node)
+        if frame.return_var is None:
+            frame.return_var = ctx.new_var("ret", expr.type, ctx.span(node))
+        ctx.builder.emit(AssignStmt(frame.return_var, expr, ctx.span(node)))
+    ctx.builder.emit(BreakStmt(ctx.span(node)))
+
+
+def inline_vector_function(ctx: ParseContext, fn: Callable, node: ast.Call) -> Any:
+    """A `@pl.vector_function` call → a VF section with the body inlined (pipe V)."""
+    from .calls import eval_args
+    from .stmt import parse_body
+
+    if ctx.target != "vector":
+        return None  # VF code only exists on the vector target
+    if ctx.section == "vf":
+        raise ctx.error(InvalidOperationError, "vector functions cannot be nested", node)
+    args, kwargs = eval_args(ctx, node)
+    fdef, file = function_ast(fn)
+    frame = FunctionFrame(file, function_env(fn), in_helper=True,
+                          mutable=frozenset(n for n, c in assigned_names(fdef.body).items()
+                                            if c > 1))
+    frame.scope.update(_bind_params(ctx, fdef, fn, args, kwargs, node))
+    if _returns(fdef):
+        raise ctx.error(InvalidOperationError, "a vector function cannot return values; store "
+                                               "results with vf.store_align", node)
+    outer = ctx.section
+    ctx.frames.append(frame)
+    ctx.section = "vf"
+    ctx.builder.push()
+    try:
+        parse_body(ctx, fdef.body)
+    finally:
+        body = ctx.builder.pop(ctx.span(node))
+        ctx.section = outer
+        ctx.frames.pop()
+    ctx.builder.emit(SectionStmt(SectionKind.VF, body, (("function", fn.__name__),),
+                                 ctx.span(node)))
+    return None

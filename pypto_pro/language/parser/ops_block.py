@@ -1,0 +1,557 @@
+"""Handlers of tile ops (spec §2.5–2.9): allocation, data movement and the compute dispatch rules.
+
+Each handler gets `(ctx, node, op)`, evaluates the call's arguments, validates what the spec
+validates at parse time (memory spaces, alignment, layouts, static offsets) and emits IR.
+"""
+from __future__ import annotations
+
+import ast
+from dataclasses import replace
+from typing import Any
+
+from ...errors import (
+    InvalidFormat, InvalidOperationError, InvalidShape, InvalidTile, OutOfRange, ParserTypeError,
+)
+from ...ir import attrs
+from ...ir.dtype import DataType
+from ...ir.nodes import BinOp, Call, ConstInt, Expr, MakeTuple
+from ...ir.ops import MOVE_PATHS
+from ...ir.types import (
+    INDEX, MemorySpace, ScalarType, TensorType, TileGroupType, TileLayout, TilePad, TileType,
+    TupleType,
+)
+from ..types import TileType as DslTileType
+from .calls import emit_op, eval_args, materialize
+from .context import ParseContext, PyList
+from .expr import binary, to_expr, try_const
+
+M = MemorySpace
+ALIGNMENT = {M.Vec: 32, M.Mat: 32, M.ScaleLeft: 32, M.ScaleRight: 32, M.Left: 512, M.Right: 512,
+             M.Acc: 64}
+DEFAULT_LAYOUT = {M.Mat: TileLayout.NZ, M.Left: TileLayout.NZ, M.Right: TileLayout.ZN,
+                  M.Acc: TileLayout.NZ, M.ScaleLeft: TileLayout.ZZ, M.ScaleRight: TileLayout.NN}
+ALLOWED_LAYOUTS = {
+    M.Left: {TileLayout.NZ, TileLayout.ZZ},
+    M.Right: {TileLayout.ZN, TileLayout.NZ},
+    M.Acc: {TileLayout.NZ, TileLayout.ND},
+    M.Mat: {TileLayout.NZ, TileLayout.ZN, TileLayout.ND, TileLayout.DN, TileLayout.ZZ,
+            TileLayout.NN},
+}
+
+
+def _tile(ctx: ParseContext, v: Any, node: ast.AST, what: str) -> Expr:
+    t = getattr(v, "type", None)
+    if not isinstance(t, TileType):
+        raise ctx.error(ParserTypeError, f"{what} must be a tile", node)
+    return v
+
+
+def _tensor(ctx: ParseContext, v: Any, node: ast.AST, what: str) -> Expr:
+    if not isinstance(getattr(v, "type", None), TensorType):
+        raise ctx.error(ParserTypeError, f"{what} must be a GM tensor (a pl.Tensor parameter "
+                                         f"or pl.make_tensor view)", node)
+    return v
+
+
+def _const_int(ctx: ParseContext, v: Any, node: ast.AST, what: str) -> int:
+    k, c = try_const(v)
+    if not k or not isinstance(c, int) or isinstance(c, bool):
+        raise ctx.error(ParserTypeError, f"{what} must be a compile-time int, got {v!r}", node,
+                        hint="tile placement is fixed at compile time")
+    return c
+
+
+# ---------------------------------------------------------------- allocation (spec §2.5)
+
+
+def lower_tile_type(ctx: ParseContext, tt: Any, node: ast.AST) -> TileType:
+    """A `pl.TileType` (user dataclass) → the IR TileType (address not yet set)."""
+    if not isinstance(tt, DslTileType):
+        raise ctx.error(ParserTypeError, f"expected a pl.TileType, got {tt!r}", node)
+    space = tt.target_memory
+    layout = tt.layout if tt.layout is not None else DEFAULT_LAYOUT.get(space, TileLayout.ND)
+    allowed = ALLOWED_LAYOUTS.get(space)
+    if allowed is not None and layout not in allowed:
+        raise ctx.error(InvalidFormat, f"{space.value} tiles require layout in "
+                                       f"{{{', '.join(sorted(l.value for l in allowed))}}}, got "
+                                       f"{layout.value}", node)
+    fractal = tt.fractal
+    if fractal is None:
+        if space is M.Acc and tt.dtype in (DataType.FP32, DataType.INT32):
+            fractal = 1024
+        elif tt.dtype is DataType.FP8E8M0 or space in (M.ScaleLeft, M.ScaleRight):
+            fractal = 32
+        else:
+            fractal = 512
+    vs = tt.valid_shape
+    valid = (None, None) if vs is None else tuple(None if v == -1 else v for v in vs)
+    return TileType(tt.shape, tt.dtype, space, layout, fractal, valid,
+                    tt.pad if tt.pad is not None else TilePad.null, tt.compact or 0)
+
+
+def check_address(ctx: ParseContext, t: TileType, addr: int, node: ast.AST) -> None:
+    align = ALIGNMENT.get(t.memory)
+    if addr < 0:
+        raise ctx.error(InvalidTile, f"tile address {addr:#x} is negative", node)
+    if align and addr % align:
+        raise ctx.error(InvalidTile, f"Tile address {addr:#x} is not {align}-byte aligned for "
+                                     f"memory space {t.memory.value}", node,
+                        hint=f"use a multiple of {align}: {(addr // align + 1) * align:#x}")
+
+
+def make_tile(ctx: ParseContext, node: ast.Call, op: str) -> Any:
+    args, kwargs = eval_args(ctx, node)
+    if not args:
+        raise ctx.error(ParserTypeError, "pl.make_tile(tile_type, addr=...) needs a TileType",
+                        node)
+    if "addr" not in kwargs:
+        raise ctx.error(InvalidTile, "pl.make_tile needs an explicit address", node,
+                        hint="pl.make_tile(tile_type, addr=0x0): the user owns the address map")
+    t = lower_tile_type(ctx, args[0], node)
+    addr = _const_int(ctx, kwargs["addr"], node, "tile addr")
+    check_address(ctx, t, addr, node)
+    size = kwargs.get("size")
+    size = t.nbytes if size is None else _const_int(ctx, size, node, "tile size")
+    if size < t.nbytes:
+        raise ctx.error(InvalidTile, f"tile size {size} is smaller than its footprint "
+                                     f"{t.nbytes} bytes", node)
+    t = replace(t, addr=addr)
+    call = Call("block.make_tile", (MakeTuple(tuple(ConstInt(d) for d in t.shape),
+                                              TupleType((INDEX, INDEX))),),
+                (("memref_addr", addr), ("memref_size", size)), t, ctx.span(node))
+    return materialize(ctx, call, "tile")
+
+
+def make_tile_group(ctx: ParseContext, node: ast.Call, op: str) -> Any:
+    args, kw = eval_args(ctx, node)
+    if args:
+        raise ctx.error(ParserTypeError, "pl.make_tile_group takes keyword arguments only: "
+                                         "type=, addrs=, mutex_ids=, depth=", node)
+    unknown = set(kw) - {"type", "addrs", "mutex_ids", "depth", "fwd_ids", "bwd_ids"}
+    if unknown:
+        raise ctx.error(ParserTypeError, f"make_tile_group: unknown argument(s) "
+                                         f"{', '.join(sorted(unknown))}", node)
+    if "type" not in kw or not isinstance(kw["type"], DslTileType):
+        raise ctx.error(ParserTypeError, "make_tile_group: type= must be a pl.TileType", node)
+    t = lower_tile_type(ctx, kw["type"], node)
+    ids = _mutex_ids(ctx, kw.get("mutex_ids"), node)
+    depth = kw.get("depth")
+    if depth is not None:
+        depth = _const_int(ctx, depth, node, "depth")
+        if depth <= 0:
+            raise ctx.error(ParserTypeError, "make_tile_group: depth must be positive", node)
+        if ids and depth != len(ids):
+            raise ctx.error(ParserTypeError, f"make_tile_group: depth {depth} does not match "
+                                             f"{len(ids)} mutex id entries", node)
+    n = len(ids) if ids else depth
+    if n is None:
+        raise ctx.error(ParserTypeError, "make_tile_group needs mutex_ids= or depth=", node)
+    addrs = _group_addrs(ctx, kw.get("addrs"), n, t, node)
+    for a in addrs:
+        check_address(ctx, t, a, node)
+    fwd = tuple(_id_list(ctx, kw.get("fwd_ids"), node, "fwd_ids", 16))
+    bwd = tuple(_id_list(ctx, kw.get("bwd_ids"), node, "bwd_ids", 16))
+    gt = TileGroupType(t, tuple(addrs), ids, fwd, bwd)
+    call = Call("tile_group.make", (), (), gt, ctx.span(node))
+    return materialize(ctx, call, "group")
+
+
+def _mutex_ids(ctx: ParseContext, value: Any, node: ast.AST) -> tuple[tuple[int, ...], ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, (list, tuple)) or not value:
+        raise ctx.error(ParserTypeError, "mutex_ids must be a non-empty list of ints 0..31 "
+                                         "(or of lists)", node)
+    rows = [tuple(v) if isinstance(v, (list, tuple)) else (v,) for v in value]
+    widths = {len(r) for r in rows}
+    if len(widths) != 1:
+        raise ctx.error(ParserTypeError, "mutex_ids: every tile needs the same number of ids",
+                        node)
+    for r in rows:
+        for i in r:
+            if not isinstance(i, int) or isinstance(i, bool) or not 0 <= i <= 31:
+                raise ctx.error(ParserTypeError, f"mutex id {i!r} is not an int in 0..31", node)
+        if len(set(r)) != len(r):
+            raise ctx.error(ParserTypeError, f"mutex ids {list(r)} repeat within one tile", node)
+    return tuple(rows)
+
+
+def _id_list(ctx: ParseContext, value: Any, node: ast.AST, what: str, limit: int) -> list[int]:
+    if value is None:
+        return []
+    for i in value:
+        if not isinstance(i, int) or not 0 <= i < limit:
+            raise ctx.error(ParserTypeError, f"{what}: {i!r} is not an id in 0..{limit - 1}",
+                            node)
+    return list(value)
+
+
+def _group_addrs(ctx: ParseContext, value: Any, n: int, t: TileType,
+                 node: ast.AST) -> list[int]:
+    if isinstance(value, (list, tuple)):
+        if len(value) != n:
+            raise ctx.error(ParserTypeError, f"make_tile_group: {len(value)} addrs for {n} "
+                                             f"tiles", node)
+        return [_const_int(ctx, a, node, "addrs entry") for a in value]
+    base = _const_int(ctx, value, node, "addrs")
+    return [base + i * t.nbytes for i in range(n)]
+
+
+def set_validshape(ctx: ParseContext, node: ast.Call, op: str) -> Any:
+    args, _ = eval_args(ctx, node)
+    if len(args) != 2:
+        raise ctx.error(ParserTypeError, "pl.set_validshape(tile, [rows, cols])", node)
+    target, shape = args
+    t = getattr(target, "type", None)
+    if not isinstance(t, (TileType, TileGroupType)):
+        raise ctx.error(ParserTypeError, "pl.set_validshape needs a tile or tile group", node)
+    dims = shape.items if isinstance(shape, PyList) else list(shape)
+    tile_t = t.tile if isinstance(t, TileGroupType) else t
+    for d, full in zip(dims, tile_t.shape):
+        k, v = try_const(d)
+        if k and not 0 <= v <= full:
+            raise ctx.error(OutOfRange, f"valid shape {v} exceeds the tile's {full}", node)
+    return emit_op(ctx, "block.set_validshape", [target, PyList(dims)], {}, node,
+                   check_tiles=False)
+
+
+# ---------------------------------------------------------------- data movement (spec §2.6)
+
+
+def _offsets(ctx: ParseContext, value: Any, rank: int, node: ast.AST) -> list:
+    items = value.items if isinstance(value, PyList) else value
+    if not isinstance(items, (list, tuple)):
+        items = [0] * (rank - 1) + [items]
+    if len(items) != rank:
+        raise ctx.error(InvalidShape, f"{len(items)} offsets for a rank-{rank} tensor", node)
+    return list(items)
+
+
+def _check_static_window(ctx: ParseContext, tensor: Expr, tile: TileType, offsets: list,
+                         dims: list[int], node: ast.AST) -> None:
+    static = tensor.type.static_shape()
+    for off, axis, extent in zip(offsets, range(len(static)), [None] * len(static)):
+        k, v = try_const(off)
+        if k and static[axis] is not None and not 0 <= v < static[axis]:
+            raise ctx.error(OutOfRange, f"offset {v} on axis {axis} is outside the tensor's "
+                                        f"shape {list(static)}", node)
+    for tile_axis, tensor_axis in enumerate(dims):
+        k, v = try_const(offsets[tensor_axis])
+        extent = tile.shape[tile_axis] if tile.valid_shape[tile_axis] is None else \
+            tile.valid_shape[tile_axis]
+        size = static[tensor_axis]
+        if k and size is not None and tile.valid_shape[tile_axis] is not None and \
+                v + extent > size:
+            raise ctx.error(OutOfRange, f"tile window {v}..{v + extent} on axis {tensor_axis} "
+                                        f"exceeds the tensor's size {size}", node)
+
+
+def _order_dims(ctx: ParseContext, order: Any, rank: int, node: ast.AST) -> tuple[list[int],
+                                                                                   bool]:
+    if order is None:
+        return [rank - 2, rank - 1] if rank >= 2 else [0, 0], False
+    o = list(order)
+    if len(o) != 2 or any(not isinstance(x, int) for x in o):
+        raise ctx.error(ParserTypeError, "order= maps the two tile dims to tensor axes, e.g. "
+                                         "[1, 0]", node)
+    return ([rank - 2 + x for x in o] if rank >= 2 else o), o[0] > o[1]
+
+
+def load(ctx: ParseContext, node: ast.Call, op: str) -> Any:
+    args, kw = eval_args(ctx, node)
+    if len(args) != 3:
+        raise ctx.error(ParserTypeError, f"pl.{op}(dst_tile, src_tensor, offsets, order=None)",
+                        node)
+    dst = _tile(ctx, args[0], node, "load destination")
+    src = _tensor(ctx, args[1], node, "load source")
+    t: TileType = dst.type
+    if t.memory not in (M.Vec, M.Mat):
+        raise ctx.error(InvalidOperationError, f"load: destination must be a Vec or Mat tile, "
+                                               f"got {t.memory.value}", node)
+    rank = src.type.rank
+    dims, transpose = _order_dims(ctx, kw.get("order"), rank, node)
+    offs = _offsets(ctx, args[2], rank, node)
+    if op == "load_tile":
+        offs = [binary(ctx, BinOp.Mul, o, t.shape[dims.index(a)] if a in dims else 1, node)
+                for a, o in enumerate(offs)]
+    _check_static_window(ctx, src, t, offs, dims, node)
+    return emit_op(ctx, "block.load", [dst, src, PyList(offs)],
+                   {"is_transpose": transpose, "tile_dims": tuple(dims)}, node)
+
+
+def store(ctx: ParseContext, node: ast.Call, op: str) -> Any:
+    args, kw = eval_args(ctx, node)
+    if len(args) not in (3, 4):
+        raise ctx.error(ParserTypeError, f"pl.{op}(dst_tensor, src_tile, offsets, ...)", node)
+    dst = _tensor(ctx, args[0], node, "store destination")
+    src = _tile(ctx, args[1], node, "store source")
+    t: TileType = src.type
+    if t.memory not in (M.Vec, M.Acc):
+        raise ctx.error(InvalidOperationError, f"store: source must be a Vec or Acc tile, got "
+                                               f"{t.memory.value}", node)
+    rank = dst.type.rank
+    dims, transpose = _order_dims(ctx, kw.get("order"), rank, node)
+    offs = _offsets(ctx, args[2], rank, node)
+    if op == "store_tile":
+        offs = [binary(ctx, BinOp.Mul, o, t.shape[dims.index(a)] if a in dims else 1, node)
+                for a, o in enumerate(offs)]
+    _check_static_window(ctx, dst, t, offs, dims, node)
+    scale = kw.get("scale")
+    extra: list = []
+    opname = "block.store"
+    if t.memory is M.Vec and any(kw.get(k) is not None for k in ("scale", "relu_pre_mode",
+                                                                  "phase")):
+        raise ctx.error(InvalidOperationError, "store: scale/relu/phase apply to Acc tiles "
+                                               "(fixpipe) only", node)
+    if isinstance(getattr(scale, "type", None), TileType):
+        if kw.get("relu_pre_mode") is not None or kw.get("phase") is not None:
+            raise ctx.error(InvalidOperationError, "store: a per-channel scale tile cannot be "
+                                                   "combined with relu or phase", node)
+        opname, extra, scale = "block.store_fp", [scale], None
+    kwargs = {"relu_pre_mode": kw.get("relu_pre_mode"), "atomic": kw.get("atomic"),
+              "phase": kw.get("phase"), "scale": scale, "is_transpose": transpose or None}
+    _check_enum(ctx, kwargs, "atomic", attrs.AtomicType, node)
+    _check_enum(ctx, kwargs, "phase", attrs.STPhase, node)
+    _check_enum(ctx, kwargs, "relu_pre_mode", attrs.ReluPreMode, node)
+    _check_scale(ctx, scale, node)
+    return emit_op(ctx, opname, [dst, src, PyList(offs), *extra, *args[3:]], kwargs, node)
+
+
+def _check_enum(ctx: ParseContext, kwargs: dict, key: str, enum_cls: type, node: ast.AST):
+    v = kwargs.get(key)
+    if v is not None and not isinstance(v, enum_cls):
+        from ...errors import FinalRejectionError
+
+        raise ctx.error(FinalRejectionError, f"'{key}' expects an enum value "
+                                             f"pl.{enum_cls.__name__}.*, got {v!r}", node)
+
+
+def _check_scale(ctx: ParseContext, scale: Any, node: ast.AST) -> None:
+    if scale is None or isinstance(scale, float) or isinstance(scale, int):
+        return
+    t = getattr(scale, "type", None)
+    if isinstance(t, ScalarType) and t.dtype not in (DataType.FP32, DataType.INT32,
+                                                     DataType.INT64):
+        raise ctx.error(ParserTypeError, f"runtime scale must be FP32, INT32 or INT64, got "
+                                         f"{t.dtype}", node)
+
+
+def move(ctx: ParseContext, node: ast.Call, op: str) -> Any:
+    args, kw = eval_args(ctx, node)
+    if len(args) not in (2, 3):
+        raise ctx.error(ParserTypeError, "pl.move(dst, src, offset=None, ...)", node)
+    dst = _tile(ctx, args[0], node, "move destination")
+    src = _tile(ctx, args[1], node, "move source")
+    path = (src.type.memory, dst.type.memory)
+    if path not in MOVE_PATHS:
+        supported = ", ".join(f"{a.value}->{b.value}" for a, b in MOVE_PATHS)
+        raise ctx.error(InvalidOperationError, f"move: unsupported data path src("
+                                               f"{path[0].value})->dst({path[1].value}), "
+                                               f"supported paths: {supported}", node)
+    mode = kw.get("acc_to_vec_mode")
+    _check_enum(ctx, kw, "acc_to_vec_mode", attrs.AccToVecMode, node)
+    if mode is not None and path != (M.Acc, M.Vec):
+        raise ctx.error(InvalidOperationError, "acc_to_vec_mode applies to Acc->Vec moves",
+                        node)
+    offset = kw.pop("offset", None)
+    rest = list(args[2:]) if len(args) == 3 else ([offset] if offset is not None else [])
+    if rest:
+        rest = [PyList(list(rest[0].items if isinstance(rest[0], PyList) else rest[0]))]
+    scale = kw.get("scale")
+    if isinstance(getattr(scale, "type", None), TileType):
+        return emit_op(ctx, "block.move_fp", [dst, src, scale, *rest],
+                       {"acc_to_vec_mode": mode, "relu_pre_mode": kw.get("relu_pre_mode")}, node)
+    return emit_op(ctx, "block.move", [dst, src, *rest],
+                   {"acc_to_vec_mode": mode, "relu_pre_mode": kw.get("relu_pre_mode"),
+                    "scale": scale}, node)
+
+
+def insert(ctx: ParseContext, node: ast.Call, op: str) -> Any:
+    args, _ = eval_args(ctx, node)
+    if len(args) != 3:
+        raise ctx.error(ParserTypeError, "pl.insert(dst, src, [row, col])", node)
+    dst = _tile(ctx, args[0], node, "insert destination")
+    src = _tile(ctx, args[1], node, "insert source")
+    if (src.type.memory, dst.type.memory) not in ((M.Vec, M.Mat), (M.Acc, M.Mat), (M.Vec, M.Vec)):
+        raise ctx.error(InvalidOperationError, f"insert: unsupported path "
+                                               f"{src.type.memory.value}->{dst.type.memory.value}",
+                        node)
+    off = args[2].items if isinstance(args[2], PyList) else list(args[2])
+    for o, full, part in zip(off, dst.type.shape, src.type.shape):
+        k, v = try_const(o)
+        if k and not 0 <= v <= full - part:
+            raise ctx.error(OutOfRange, f"insert offset {v} puts a {part}-wide tile outside the "
+                                        f"{full}-wide destination", node)
+    return emit_op(ctx, "block.insert", [dst, src, PyList(off)], {}, node)
+
+
+# ---------------------------------------------------------------- compute dispatch (spec §2.7)
+
+
+def _same_dtype(ctx: ParseContext, op: str, tiles: list[Expr], node: ast.AST) -> None:
+    dts = {t.type.dtype for t in tiles}
+    if len(dts) > 1:
+        raise ctx.error(ParserTypeError, f"pl.{op}: operands must have the same dtype (no "
+                                         f"implicit promotion), got "
+                                         f"{', '.join(sorted(str(d) for d in dts))}", node)
+
+
+def arith(ctx: ParseContext, node: ast.Call, op: str) -> Any:
+    """add/sub/mul/div/maximum/minimum/and_/shl/shr: tile rhs → tile op, scalar → `<op>s`."""
+    args, kw = eval_args(ctx, node)
+    name = {"and_": "and"}.get(op, op)
+    if kw.get("dim") is not None and op in ("maximum", "minimum"):
+        axis = "row" if kw["dim"] == 0 else "col"
+        return emit_op(ctx, f"block.{axis}_{'max' if op == 'maximum' else 'min'}", args, {},
+                       node)
+    if len(args) == 3 and not isinstance(getattr(args[2], "type", None), TileType):
+        scalar = {"maximum": "maxs", "minimum": "mins"}.get(op, f"{name}s")
+        return emit_op(ctx, f"block.{scalar}", args, {}, node)
+    if len(args) == 3:
+        _same_dtype(ctx, op, [_tile(ctx, a, node, f"pl.{op} operand") for a in args[1:]], node)
+    return emit_op(ctx, f"block.{name}", args, {}, node)
+
+
+def compare(ctx: ParseContext, node: ast.Call, op: str) -> Any:
+    args, _ = eval_args(ctx, node)
+    mode = getattr(attrs.CompareMode, op.upper())
+    scalar = len(args) == 3 and not isinstance(getattr(args[2], "type", None), TileType)
+    return emit_op(ctx, "block.cmps" if scalar else "block.cmp", args, {"cmp_mode": mode}, node)
+
+
+def select_op(ctx: ParseContext, node: ast.Call, op: str) -> Any:
+    args, _ = eval_args(ctx, node)
+    scalar = len(args) >= 4 and not isinstance(getattr(args[3], "type", None), TileType)
+    return emit_op(ctx, "block.sels" if scalar else "block.sel", args, {}, node)
+
+
+def addc(ctx: ParseContext, node: ast.Call, op: str) -> Any:
+    args, _ = eval_args(ctx, node)
+    scalar = len(args) == 4 and not isinstance(getattr(args[3], "type", None), TileType)
+    return emit_op(ctx, "block.addsc" if scalar else "block.addc", args, {}, node)
+
+
+def reduce_op(ctx: ParseContext, node: ast.Call, op: str) -> Any:
+    args, kw = eval_args(ctx, node)
+    dim = kw.get("dim", 0)
+    if dim not in (0, 1):
+        raise ctx.error(OutOfRange, f"pl.{op}: dim must be 0 (along the last axis) or 1", node)
+    return emit_op(ctx, f"block.{'row' if dim == 0 else 'col'}_{op}", args, {}, node)
+
+
+def expand(ctx: ParseContext, node: ast.Call, op: str) -> Any:
+    args, kw = eval_args(ctx, node)
+    dim = kw.get("dim", 0)
+    if dim not in (0, 1):
+        raise ctx.error(OutOfRange, f"pl.{op}: dim must be 0 or 1", node)
+    kind = op.split("_", 1)[1]
+    return emit_op(ctx, f"block.{'row' if dim == 0 else 'col'}_expand_{kind}", args, {}, node)
+
+
+def cast(ctx: ParseContext, node: ast.Call, op: str) -> Any:
+    args, kw = eval_args(ctx, node)
+    mode = kw.get("mode", attrs.RoundMode.CAST_ROUND)
+    _check_enum(ctx, {"mode": mode}, "mode", attrs.RoundMode, node)
+    return emit_op(ctx, "block.cast", args, {"mode": mode}, node)
+
+
+def fillpad(ctx: ParseContext, node: ast.Call, op: str) -> Any:
+    args, kw = eval_args(ctx, node)
+    mode = kw.get("mode", attrs.FillPadMode.NORMAL)
+    name = {attrs.FillPadMode.NORMAL: "fillpad", attrs.FillPadMode.EXPAND: "fillpad_expand",
+            attrs.FillPadMode.INPLACE: "fillpad_inplace"}.get(mode)
+    if name is None:
+        raise ctx.error(ParserTypeError, "fillpad: mode must be a pl.FillPadMode", node)
+    return emit_op(ctx, f"block.{name}", args, {}, node)
+
+
+_MM_SPACES = {"dst": M.Acc, "lhs": M.Left, "rhs": M.Right, "bias": M.Bias,
+              "scale_a": M.ScaleLeft, "scale_b": M.ScaleRight, "acc": M.Acc}
+_MM_ROLES = {
+    "matmul": ("dst", "lhs", "rhs", "bias"),
+    "matmul_acc": ("dst", "acc", "lhs", "rhs"),
+    "matmul_mx": ("dst", "lhs", "rhs", "scale_a", "scale_b"),
+    "matmul_mx_acc": ("dst", "acc", "lhs", "rhs", "scale_a", "scale_b"),
+}
+_MM_NAMES = {"dst": "dst_tile", "lhs": "lhs", "rhs": "rhs", "bias": "bias_tile",
+             "scale_a": "scale_a", "scale_b": "scale_b", "acc": "acc"}
+_MM_LABEL = {M.Acc: "L0C (Acc)", M.Left: "L0A (Left)", M.Right: "L0B (Right)",
+             M.Bias: "BT (Bias)", M.ScaleLeft: "ScaleLeft", M.ScaleRight: "ScaleRight"}
+
+
+def matmul(ctx: ParseContext, node: ast.Call, op: str) -> Any:
+    args, kw = eval_args(ctx, node)
+    roles = _MM_ROLES[op]
+    for role, a in zip(roles, args):
+        t = getattr(a, "type", None)
+        want = _MM_SPACES[role]
+        if not isinstance(t, TileType) or t.memory is not want:
+            got = t.memory.value if isinstance(t, TileType) else repr(a)
+            raise ctx.error(InvalidOperationError, f"{op}: {_MM_NAMES[role]} must be in "
+                                                   f"{_MM_LABEL[want]}, got {got}", node)
+    phase = kw.get("phase")
+    _check_enum(ctx, kw, "phase", attrs.AccPhase, node)
+    name = op
+    if op == "matmul" and len(args) == 4:
+        name = "matmul_bias"
+    return emit_op(ctx, f"block.{name}", args, {"phase": phase}, node)
+
+
+def getval(ctx: ParseContext, node: ast.Call, op: str) -> Any:
+    args, _ = eval_args(ctx, node)
+    if len(args) != 2:
+        raise ctx.error(ParserTypeError, "pl.getval(container, offset)", node)
+    t = getattr(args[0], "type", None)
+    if not isinstance(t, (TileType, TensorType)):
+        raise ctx.error(ParserTypeError, "pl.getval needs a tile or tensor", node)
+    dtype = t.dtype
+    if dtype.is_int and dtype.bits < 64:
+        dtype = DataType.INT64  # integers widen to INT64 when read (newer)
+    call = emit_op(ctx, "block.getval", args, {}, node, result_type=ScalarType(dtype))
+    return materialize(ctx, call, "val")
+
+
+def setval(ctx: ParseContext, node: ast.Call, op: str) -> Any:
+    args, _ = eval_args(ctx, node)
+    return emit_op(ctx, "block.setval", args, {}, node)
+
+
+def set_stride(ctx: ParseContext, node: ast.Call, op: str) -> Any:
+    args, _ = eval_args(ctx, node)
+    _tensor(ctx, args[0], node, "set_stride target")
+    items = args[1].items if isinstance(args[1], PyList) else list(args[1])
+    return emit_op(ctx, "block.set_stride", [args[0], PyList(items)], {}, node,
+                   check_tiles=False)
+
+
+def reinterpret(ctx: ParseContext, node: ast.Call, op: str) -> Any:
+    args, kw = eval_args(ctx, node)
+    src = _tile(ctx, args[0], node, "reinterpret source")
+    t: TileType = src.type
+    new = replace(t, dtype=kw.get("dtype") or t.dtype,
+                  shape=tuple(kw["shape"]) if kw.get("shape") else t.shape,
+                  layout=kw.get("layout") or t.layout, valid_shape=(None, None))
+    if new.nbytes > t.nbytes:
+        raise ctx.error(InvalidShape, "reinterpret: the new view is larger than the buffer",
+                        node)
+    call = Call("block.reinterpret", (src,), (), new, ctx.span(node))
+    return materialize(ctx, call, "view")
+
+
+HANDLERS = {
+    "make_tile": make_tile, "make_tile_group": make_tile_group,
+    "set_validshape": set_validshape, "load": load, "load_tile": load, "store": store,
+    "store_tile": store, "move": move, "insert": insert,
+    **{n: arith for n in ("add", "sub", "mul", "div", "maximum", "minimum", "and_", "shl",
+                          "shr")},
+    **{n: compare for n in ("eq", "ne", "lt", "le", "gt", "ge")},
+    "select": select_op, "addc": addc,
+    **{n: reduce_op for n in ("sum", "argmax", "argmin")},
+    **{n: expand for n in ("expand_max", "expand_min", "expand_mul", "expand_sub",
+                           "expand_div")},
+    "cast": cast, "fillpad": fillpad,
+    **{n: matmul for n in _MM_ROLES},
+    "getval": getval, "setval": setval, "set_stride": set_stride, "reinterpret": reinterpret,
+}
+
+__all__ = ["HANDLERS", "lower_tile_type", "check_address", "ALIGNMENT", "to_expr"]

@@ -1,0 +1,280 @@
+"""Handlers of scalar, debug, system-variable, pointer, aggregate and SIMT calls.
+
+`pl.range` and `pl.section_*` are only legal where the statement parser consumes them; called
+anywhere else they are a syntax error. `pl.constexpr(c)` returns a marker the `if` / ternary
+handlers unwrap.
+"""
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, replace
+from typing import Any
+
+from ...errors import (
+    InvalidOperationError, OutOfRange, ParserSyntaxError, ParserTypeError,
+)
+from ...ir.dtype import DataType
+from ...ir.nodes import BinOp, Call, Cast, ConstInt, Expr, FunctionType, MakeTuple
+from ...ir.types import (
+    INDEX, ArrayType, FunctionRefType, PtrType, ScalarType, StructType, TensorType, TileType,
+    TupleType,
+)
+from .calls import emit_op, eval_args, materialize
+from .context import ParseContext, PyList
+from .expr import binary, is_const, scalar_type, to_expr, try_const
+
+
+@dataclass
+class ConstexprValue:
+    value: Any
+
+
+def _only_in(where: str):
+    def handler(ctx: ParseContext, node: ast.Call, op: str) -> Any:
+        raise ctx.error(ParserSyntaxError, f"pl.{op}(...) can only be used {where}", node)
+
+    return handler
+
+
+def constexpr(ctx: ParseContext, node: ast.Call, op: str) -> Any:
+    args, _ = eval_args(ctx, node)
+    if len(args) != 1:
+        raise ctx.error(ParserSyntaxError, "pl.constexpr takes one condition", node)
+    return ConstexprValue(args[0])
+
+
+def const(ctx: ParseContext, node: ast.Call, op: str) -> Any:
+    args, kw = eval_args(ctx, node)
+    dtype = args[1] if len(args) > 1 else kw.get("dtype")
+    if len(args) < 1 or not isinstance(dtype, DataType):
+        raise ctx.error(ParserSyntaxError, "pl.const(value, dtype)", node)
+    k, v = try_const(args[0])
+    if not k or not isinstance(v, (int, float, bool)):
+        raise ctx.error(ParserSyntaxError, "pl.const needs a compile-time number", node)
+    from ...ir.nodes import ConstBool, ConstFloat
+
+    span = ctx.span(node)
+    if dtype.is_float:
+        return ConstFloat(float(v), dtype, span)
+    if dtype is DataType.BOOL:
+        return ConstBool(bool(v), span)
+    return ConstInt(int(v), dtype, span)
+
+
+def min_max(ctx: ParseContext, node: ast.Call, op: str) -> Any:
+    args, _ = eval_args(ctx, node)
+    if len(args) < 2:
+        raise ctx.error(ParserTypeError, f"{op} needs at least two scalars", node)
+    result = args[0]
+    for a in args[1:]:
+        result = binary(ctx, BinOp.Min if op == "min" else BinOp.Max, result, a, node)
+    return result
+
+
+def astype(ctx: ParseContext, node: ast.Call, op: str) -> Any:
+    args, kw = eval_args(ctx, node)
+    dtype = args[1] if len(args) > 1 else kw.get("dtype")
+    if not isinstance(dtype, DataType) or not args:
+        raise ctx.error(ParserTypeError, "pl.astype(value, dtype)", node)
+    return Cast(to_expr(ctx, args[0], node), ScalarType(dtype), ctx.span(node))
+
+
+def system_var(ctx: ParseContext, node: ast.Call, op: str) -> Any:
+    args, _ = eval_args(ctx, node)
+    if args:
+        raise ctx.error(ParserTypeError, f"pl.{op}() takes no arguments", node)
+    return Call(op, (), (), INDEX, ctx.span(node))
+
+
+def ctrl_spr(ctx: ParseContext, node: ast.Call, op: str) -> Any:
+    args, kw = eval_args(ctx, node)
+    return emit_op(ctx, f"system.{op}", args, kw, node, result_type=INDEX, check_tiles=False)
+
+
+# ---------------------------------------------------------------- debug (spec §2.15)
+
+
+def printf(ctx: ParseContext, node: ast.Call, op: str) -> Any:
+    args, kw = eval_args(ctx, node)
+    if not args or not isinstance(args[0], str):
+        raise ctx.error(ParserTypeError, "pl.printf needs a compile-time format string", node)
+    fmt = args[0]
+    n_conv = _count_conversions(fmt)
+    if n_conv != len(args) - 1:
+        raise ctx.error(ParserTypeError, f"pl.printf: format has {n_conv} conversions but "
+                                         f"{len(args) - 1} values were given", node)
+    for a in args[1:]:
+        if scalar_type(a) is None:
+            raise ctx.error(ParserTypeError, "pl.printf prints scalars only (use pl.dump_data "
+                                             "for tiles and tensors)", node)
+    return emit_op(ctx, "debug.printf", args, {"loc": bool(kw.get("loc", False))}, node,
+                   check_tiles=False)
+
+
+def _count_conversions(fmt: str) -> int:
+    import re
+
+    return len([m for m in re.findall(r"%%|%[-+ #0]*\d*(?:\.\d+)?[lh]*[diuxXpfsc]", fmt)
+                if m != "%%"])
+
+
+def pto_assert(ctx: ParseContext, node: ast.Call, op: str) -> Any:
+    args, kw = eval_args(ctx, node)
+    if not args:
+        raise ctx.error(ParserTypeError, "pl.pto_assert(cond, fmt=None, *args)", node)
+    return emit_op(ctx, "debug.assert", args, {"loc": bool(kw.get("loc", False))}, node,
+                   check_tiles=False)
+
+
+def dump_data(ctx: ParseContext, node: ast.Call, op: str) -> Any:
+    args, kw = eval_args(ctx, node)
+    if not args:
+        raise ctx.error(ParserTypeError, "pl.dump_data(data, offsets=None, shapes=None)", node)
+    t = getattr(args[0], "type", None)
+    if isinstance(t, TileType) and t.memory.value == "Acc" and kw.get("workspace") is None:
+        raise ctx.error(InvalidOperationError, "dump_data of an Acc tile needs a GM "
+                                               "workspace= tensor", node)
+    name = "debug.dump_tile" if isinstance(t, TileType) else "debug.dump_tensor"
+    rest = [kw.get("offsets"), kw.get("shapes")]
+    extra = [PyList(list(x)) for x in args[1:] + [r for r in rest if r is not None]]
+    return emit_op(ctx, name, [args[0], *extra], {"flag": kw.get("flag")}, node)
+
+
+def trap(ctx: ParseContext, node: ast.Call, op: str) -> Any:
+    return emit_op(ctx, "debug.trap", [], {}, node)
+
+
+# ---------------------------------------------------------------- pointers and aggregates
+
+
+def make_tensor(ctx: ParseContext, node: ast.Call, op: str) -> Any:
+    args, kw = eval_args(ctx, node)
+    if len(args) < 2:
+        raise ctx.error(ParserTypeError, "pl.make_tensor(ptr_or_tensor, shape, stride=None, "
+                                         "dtype=None)", node)
+    src = args[0]
+    st = getattr(src, "type", None)
+    if not isinstance(st, (PtrType, TensorType)):
+        raise ctx.error(ParserTypeError, "pl.make_tensor needs a pl.Ptr or a tensor", node)
+    dtype = kw.get("dtype") or st.dtype
+    shape = args[1].items if isinstance(args[1], PyList) else list(args[1])
+    stride = kw.get("stride") if len(args) < 3 else args[2]
+    dims = tuple(to_expr(ctx, d, node) for d in shape)
+    strides = None if stride is None else tuple(
+        to_expr(ctx, s, node) for s in (stride.items if isinstance(stride, PyList) else stride))
+    tt = TensorType(dims, dtype, strides=strides)
+    call_args = [src, PyList(list(shape))] + ([PyList(list(strides))] if strides else [])
+    call = emit_op(ctx, "ptr.make_tensor", call_args, {"dtype": dtype}, node, result_type=tt,
+                   check_tiles=False)
+    return materialize(ctx, call, "view")
+
+
+def make_ptr(ctx: ParseContext, node: ast.Call, op: str) -> Any:
+    args, kw = eval_args(ctx, node)
+    st = getattr(args[0], "type", None) if args else None
+    if not isinstance(st, (PtrType, TensorType)):
+        raise ctx.error(ParserTypeError, "pl.make_ptr needs a tensor or pointer", node)
+    dtype = kw.get("dtype") or st.dtype
+    return emit_op(ctx, "ptr.make_ptr", args[:1], {"dtype": dtype}, node,
+                   result_type=PtrType(dtype), check_tiles=False)
+
+
+def addptr(ctx: ParseContext, node: ast.Call, op: str) -> Any:
+    args, _ = eval_args(ctx, node)
+    st = getattr(args[0], "type", None) if args else None
+    if not isinstance(st, PtrType) or len(args) != 2:
+        raise ctx.error(ParserTypeError, "pl.addptr(ptr, offset_elems)", node)
+    return emit_op(ctx, "ptr.addptr", args, {}, node, result_type=st, check_tiles=False)
+
+
+def struct(ctx: ParseContext, node: ast.Call, op: str) -> Any:
+    args, kw = eval_args(ctx, node)
+    if op == "struct_array":
+        n = args[0] if args else None
+        name = args[1] if len(args) > 1 else None
+        if not isinstance(n, int) or n <= 0:
+            raise ctx.error(ParserTypeError, "pl.struct_array(N, 'Name', field=...)", node)
+    else:
+        n, name = None, args[0] if args else None
+    if not isinstance(name, str):
+        raise ctx.error(ParserTypeError, f"pl.{op} needs a struct name string", node)
+    fields, values = [], []
+    for k, v in kw.items():
+        e = to_expr(ctx, v, node)
+        ft = ArrayType(e.type, n) if n is not None else e.type
+        fields.append((k, ft))
+        values.append(e)
+    st = StructType(name, tuple(fields))
+    call = Call("struct.create", tuple(values), (("name", name), ("fields", tuple(kw)),
+                                                 ("array_size", n)), st, ctx.span(node))
+    return materialize(ctx, call, name.lower())
+
+
+def make_tuple(ctx: ParseContext, node: ast.Call, op: str) -> Any:
+    args, kw = eval_args(ctx, node)
+    if args:
+        raise ctx.error(ParserTypeError, "pl.make_tuple takes field=value keywords", node)
+    elems = tuple(to_expr(ctx, v, node) for v in kw.values())
+    return MakeTuple(elems, TupleType(tuple(e.type for e in elems), tuple(kw)), ctx.span(node))
+
+
+# ---------------------------------------------------------------- SIMT (spec §2.14)
+
+
+def simt_context(ctx: ParseContext, node: ast.Call, op: str) -> Any:
+    if ctx.section != "simt":
+        raise ctx.error(InvalidOperationError, f"pl.{op}() is only valid inside a SIMT function",
+                        node)
+    return Call(op, (), (), INDEX, ctx.span(node))
+
+
+def simt_math(ctx: ParseContext, node: ast.Call, op: str) -> Any:
+    args, kw = eval_args(ctx, node)
+    exprs = [to_expr(ctx, a, node) for a in args]
+    t = next((e.type for e in exprs if isinstance(e.type, ScalarType)), ScalarType(
+        DataType.FP32))
+    if op == "simt.cast":
+        t = ScalarType(kw.get("dtype") or args[1])
+        exprs = exprs[:1]
+    if op in ("simt.isnan", "simt.isinf"):
+        from ...ir.types import BOOL
+
+        t = BOOL
+    return Call("simt.math", tuple(exprs), (("fn", op.split(".", 1)[1]),), t, ctx.span(node))
+
+
+def simt_atomic(ctx: ParseContext, node: ast.Call, op: str) -> Any:
+    from .simt import atomic
+
+    return atomic(ctx, node, op)
+
+
+def simt_launch(ctx: ParseContext, node: ast.Call, op: str) -> Any:
+    from .simt import launch
+
+    return launch(ctx, node)
+
+
+HANDLERS = {
+    "range": _only_in("as the iterable of a for loop"),
+    "section_vector": _only_in("in a with statement"),
+    "section_cube": _only_in("in a with statement"),
+    "constexpr": constexpr, "const": const, "min": min_max, "max": min_max, "astype": astype,
+    **{n: system_var for n in ("get_block_idx", "get_block_num", "get_subblock_idx",
+                               "get_subblock_num", "get_spr")},
+    **{n: ctrl_spr for n in ("get_ctrl_spr", "get_saturation_flag")},
+    "printf": printf, "pto_assert": pto_assert, "dump_data": dump_data, "trap": trap,
+    "make_tensor": make_tensor, "make_ptr": make_ptr, "addptr": addptr,
+    "struct": struct, "struct_array": struct, "make_tuple": make_tuple,
+    "simt.launch": simt_launch,
+    **{f"simt.{n}": simt_context for n in ("thread_idx", "block_dim", "block_idx", "grid_dim",
+                                           "linear_thread_idx", "warp_size")},
+    **{f"simt.{n}": simt_math for n in (
+        "cast abs min max sqrt rsqrt exp exp2 log log2 log1p sin cos tanh rint round floor "
+        "ceil trunc fma isnan isinf").split()},
+    **{f"simt.atomic_{n}": simt_atomic for n in "add sub exch max min inc dec cas and or xor"
+       .split()},
+}
+
+__all__ = ["HANDLERS", "ConstexprValue", "replace", "is_const", "Expr", "FunctionRefType",
+           "OutOfRange", "FunctionType"]

@@ -1,0 +1,303 @@
+"""Statement handlers: Python statement AST → IR statements in the current builder.
+
+Sections are projected here: a `with pl.section_cube():` body is parsed only for the cube target
+(and skipped for the vector target), and the other way round. Compile-time `if`s are folded.
+"""
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+from ...errors import (
+    InvalidOperationError, ParserSyntaxError, ParserTypeError, UnsupportedFeatureError,
+)
+from ...ir.nodes import (
+    BinOp, BreakStmt, ConstBool, ContinueStmt, Expr, ForStmt, IfStmt, ReturnStmt, SectionStmt,
+    SetField, UnOp, WhileStmt,
+)
+from ...ir.types import (
+    INDEX, ArrayType, ScalarType, SectionKind, StructType, TensorType, TileType,
+)
+from ..decl import Declaration
+from .calls import constexpr_value, emit_op, resolve_callee
+from .context import ParseContext, PyList
+from .expr import binary, eval_expr, to_expr, try_const, unary
+from .values import linear_offset
+
+_AUG = {ast.Add: BinOp.Add, ast.Sub: BinOp.Sub, ast.Mult: BinOp.Mul, ast.FloorDiv: BinOp.FloorDiv,
+        ast.Mod: BinOp.FloorMod, ast.Div: BinOp.FloatDiv, ast.BitAnd: BinOp.BitAnd,
+        ast.BitOr: BinOp.BitOr, ast.BitXor: BinOp.BitXor, ast.LShift: BinOp.Shl,
+        ast.RShift: BinOp.Shr, ast.Pow: BinOp.Pow}
+
+
+def parse_body(ctx: ParseContext, stmts: list[ast.stmt]) -> None:
+    for s in stmts:
+        parse_stmt(ctx, s)
+
+
+def parse_stmt(ctx: ParseContext, node: ast.stmt) -> None:
+    handler = _HANDLERS.get(type(node))
+    if handler is None:
+        raise ctx.error(UnsupportedFeatureError,
+                        f"'{type(node).__name__}' statements are not supported in kernels", node)
+    handler(ctx, node)
+
+
+def _block(ctx: ParseContext, stmts: list[ast.stmt], span) -> Any:
+    ctx.builder.push()
+    parse_body(ctx, stmts)
+    return ctx.builder.pop(span)
+
+
+# ---------------------------------------------------------------- assignment
+
+
+def _assign(ctx: ParseContext, node: ast.Assign | ast.AnnAssign) -> None:
+    if node.value is None:
+        return  # a bare annotation declares nothing
+    value = eval_expr(ctx, node.value)
+    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+    for target in targets:
+        assign_target(ctx, target, value, node)
+
+
+def assign_target(ctx: ParseContext, target: ast.expr, value: Any, node: ast.AST) -> None:
+    span = ctx.span(target)
+    if isinstance(target, ast.Name):
+        ctx.bind_value(target.id, value, span)
+    elif isinstance(target, (ast.Tuple, ast.List)):
+        items = value.items if isinstance(value, PyList) else value
+        if not isinstance(items, (tuple, list)) or len(items) != len(target.elts):
+            raise ctx.error(ParserTypeError, "cannot unpack this value into "
+                                             f"{len(target.elts)} names", node)
+        for t, v in zip(target.elts, items):
+            assign_target(ctx, t, v, node)
+    elif isinstance(target, ast.Attribute):
+        base = eval_expr(ctx, target.value)
+        if not isinstance(getattr(base, "type", None), StructType):
+            raise ctx.error(UnsupportedFeatureError, "only struct fields can be assigned "
+                                                     "(s.field = value)", node)
+        ctx.builder.emit(SetField(base, target.attr, None, to_expr(ctx, value, node), span))
+    elif isinstance(target, ast.Subscript):
+        _assign_subscript(ctx, target, value, node)
+    else:
+        raise ctx.error(UnsupportedFeatureError, "unsupported assignment target", node)
+
+
+def _assign_subscript(ctx: ParseContext, target: ast.Subscript, value: Any,
+                      node: ast.AST) -> None:
+    base = eval_expr(ctx, target.value)
+    index = eval_expr(ctx, target.slice)
+    t = getattr(base, "type", None)
+    if isinstance(t, (TensorType, TileType)):
+        emit_op(ctx, "block.setval", [base, linear_offset(ctx, base, index, node), value],
+                {}, node)
+        return
+    if isinstance(t, ArrayType):
+        from ...ir.nodes import GetField
+
+        if isinstance(base, GetField):
+            ctx.builder.emit(SetField(base.value, base.name, to_expr(ctx, index, node),
+                                      to_expr(ctx, value, node), ctx.span(node)))
+            return
+    raise ctx.error(UnsupportedFeatureError, "this value cannot be assigned by index", node)
+
+
+def _augassign(ctx: ParseContext, node: ast.AugAssign) -> None:
+    op = _AUG.get(type(node.op))
+    if op is None:
+        raise ctx.error(UnsupportedFeatureError, "augmented operator not supported", node)
+    current = eval_expr(ctx, node.target)
+    assign_target(ctx, node.target, binary(ctx, op, current, eval_expr(ctx, node.value), node),
+                  node)
+
+
+def _expr(ctx: ParseContext, node: ast.Expr) -> None:
+    if isinstance(node.value, ast.Constant):
+        return  # docstrings and stray constants
+    value = eval_expr(ctx, node.value)
+    if isinstance(value, Expr) and not isinstance(value.type, (TileType, TensorType)):
+        from ...ir.nodes import Call, EvalStmt
+
+        if isinstance(value, Call):  # a value-returning op used for its effect
+            ctx.builder.emit(EvalStmt(value, ctx.span(node)))
+
+
+# ---------------------------------------------------------------- control flow
+
+
+def _if(ctx: ParseContext, node: ast.If) -> None:
+    cond = constexpr_value(ctx, eval_expr(ctx, node.test), node.test)
+    known, c = try_const(cond)
+    if known:
+        parse_body(ctx, node.body if c else node.orelse)
+        return
+    if isinstance(getattr(cond, "type", None), (TileType, TensorType)):
+        raise ctx.error(ParserTypeError, "an if condition must be a scalar", node.test)
+    span = ctx.span(node)
+    then = _block(ctx, node.body, span)
+    other = _block(ctx, node.orelse, span) if node.orelse else None
+    ctx.builder.emit(IfStmt(to_expr(ctx, cond, node.test), then, other, (), span))
+
+
+def _range_args(ctx: ParseContext, node: ast.For) -> tuple[Any, Any, Any]:
+    it = node.iter
+    callee = resolve_callee(ctx, it.func) if isinstance(it, ast.Call) else None
+    if not (isinstance(callee, Declaration) and callee.op == "range"):
+        raise ctx.error(ParserSyntaxError, "for loops in kernels must iterate over "
+                                           "pl.range(...)", it,
+                        hint="write 'for i in pl.range(n):' (runtime bounds are allowed)")
+    if it.keywords:
+        raise ctx.error(ParserSyntaxError, "pl.range takes positional arguments only", it)
+    args = [eval_expr(ctx, a) for a in it.args]
+    if not 1 <= len(args) <= 3:
+        raise ctx.error(ParserSyntaxError, "pl.range takes 1 to 3 arguments (stop | start, stop"
+                                           " | start, stop, step)", it)
+    for a in args:
+        t = getattr(a, "type", None)
+        if t is not None and not (isinstance(t, ScalarType) and t.dtype.is_int):
+            raise ctx.error(ParserTypeError, "pl.range bounds must be integers", it)
+    if len(args) == 1:
+        return 0, args[0], 1
+    return args[0], args[1], args[2] if len(args) == 3 else 1
+
+
+def _for(ctx: ParseContext, node: ast.For) -> None:
+    if node.orelse:
+        raise ctx.error(UnsupportedFeatureError, "for-else is not supported", node)
+    if not isinstance(node.target, ast.Name):
+        raise ctx.error(ParserSyntaxError, "the loop target must be a single name", node.target)
+    start, stop, step = _range_args(ctx, node)
+    k, step_value = try_const(step)
+    if k and step_value == 0:
+        raise ctx.error(InvalidOperationError, "pl.range step must not be zero", node.iter)
+    span = ctx.span(node)
+    loop_var = ctx.new_var(node.target.id, INDEX, ctx.span(node.target))
+    frame = ctx.frame
+    frame.scope[node.target.id] = loop_var
+    frame.vars.pop(node.target.id, None)
+    frame.loop_depth += 1
+    try:
+        body = _block(ctx, node.body, span)
+    finally:
+        frame.loop_depth -= 1
+    ctx.builder.emit(ForStmt(loop_var, to_expr(ctx, start, node), to_expr(ctx, stop, node),
+                             to_expr(ctx, step, node), body, span=span))
+
+
+def _while(ctx: ParseContext, node: ast.While) -> None:
+    if node.orelse:
+        raise ctx.error(UnsupportedFeatureError, "while-else is not supported", node)
+    span = ctx.span(node)
+    frame = ctx.frame
+    frame.loop_depth += 1
+    try:
+        ctx.builder.push()
+        cond = eval_expr(ctx, node.test)
+        cond_stmts = ctx.builder.pop(span)
+        known, c = try_const(cond)
+        if known and not c:
+            return
+        body = _block(ctx, node.body, span)
+    finally:
+        frame.loop_depth -= 1
+    from ...ir.nodes import seq
+
+    if known or not getattr(cond_stmts, "stmts", ()):
+        test = ConstBool(True, span) if known else to_expr(ctx, cond, node.test)
+        ctx.builder.emit(WhileStmt(test, body, span=span))
+        return
+    # the condition needs statements (e.g. a getval): re-evaluate them every iteration
+    exit_if = IfStmt(to_expr(ctx, unary(ctx, UnOp.Not, cond, node.test), node.test),
+                     BreakStmt(span), None, (), span)
+    ctx.builder.emit(WhileStmt(ConstBool(True, span), seq([cond_stmts, exit_if, body], span),
+                               span=span))
+
+
+def _break(ctx: ParseContext, node: ast.Break) -> None:
+    if ctx.frame.loop_depth == 0:
+        raise ctx.error(ParserSyntaxError, "'break' outside a loop", node)
+    ctx.builder.emit(BreakStmt(ctx.span(node)))
+
+
+def _continue(ctx: ParseContext, node: ast.Continue) -> None:
+    if ctx.frame.loop_depth == 0:
+        raise ctx.error(ParserSyntaxError, "'continue' outside a loop", node)
+    ctx.builder.emit(ContinueStmt(ctx.span(node)))
+
+
+def _return(ctx: ParseContext, node: ast.Return) -> None:
+    frame = ctx.frame
+    if frame.in_helper:
+        from .inline import helper_return
+
+        helper_return(ctx, node)
+        return
+    if node.value is not None:
+        value = eval_expr(ctx, node.value)
+        if value is not None:
+            raise ctx.error(InvalidOperationError, "kernels cannot return values (void ABI); "
+                                                   "write results to an output tensor", node)
+    ctx.builder.emit(ReturnStmt(ctx.span(node)))
+
+
+_SECTIONS = {"section_cube": ("cube", SectionKind.Cube),
+             "section_vector": ("vector", SectionKind.Vector)}
+
+
+def _with(ctx: ParseContext, node: ast.With) -> None:
+    if len(node.items) != 1:
+        raise ctx.error(ParserSyntaxError, "only one context manager per 'with' in kernels",
+                        node)
+    item = node.items[0]
+    expr = item.context_expr
+    callee = resolve_callee(ctx, expr.func) if isinstance(expr, ast.Call) else None
+    section = _SECTIONS.get(getattr(callee, "op", None))
+    if section is None:
+        raise ctx.error(UnsupportedFeatureError, "unsupported 'with': only "
+                                                 "pl.section_cube() / pl.section_vector()", node)
+    if item.optional_vars is not None or expr.args or expr.keywords:
+        raise ctx.error(ParserSyntaxError, "write 'with pl.section_cube():' without arguments",
+                        node)
+    if ctx.section is not None:
+        raise ctx.error(InvalidOperationError, f"sections cannot be nested (already in the "
+                                               f"{ctx.section} section)", node)
+    target, kind = section
+    ctx.matched_sections.add(target)
+    if target != ctx.target:
+        return
+    ctx.section = target
+    try:
+        body = _block(ctx, node.body, ctx.span(node))
+    finally:
+        ctx.section = None
+    ctx.builder.emit(SectionStmt(kind, body, span=ctx.span(node)))
+
+
+def _pass(ctx: ParseContext, node: ast.Pass) -> None:
+    return
+
+
+def _assert(ctx: ParseContext, node: ast.Assert) -> None:
+    known, c = try_const(eval_expr(ctx, node.test))
+    if not known:
+        raise ctx.error(ParserSyntaxError, "Python 'assert' in a kernel needs a compile-time "
+                                           "condition; use pl.pto_assert for runtime checks",
+                        node)
+    if not c:
+        msg = try_const(eval_expr(ctx, node.msg))[1] if node.msg is not None else None
+        raise ctx.error(InvalidOperationError, f"compile-time assertion failed"
+                                               f"{': ' + str(msg) if msg else ''}", node)
+
+
+def _nested_def(ctx: ParseContext, node: ast.AST) -> None:
+    raise ctx.error(UnsupportedFeatureError, "define helper functions outside the kernel",
+                    node)
+
+
+_HANDLERS = {
+    ast.Assign: _assign, ast.AnnAssign: _assign, ast.AugAssign: _augassign, ast.Expr: _expr,
+    ast.If: _if, ast.For: _for, ast.While: _while, ast.Break: _break, ast.Continue: _continue,
+    ast.Return: _return, ast.With: _with, ast.Pass: _pass, ast.Assert: _assert,
+    ast.FunctionDef: _nested_def, ast.ClassDef: _nested_def,
+}

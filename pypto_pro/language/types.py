@@ -1,0 +1,209 @@
+"""User-facing types of the `pl` surface (spec §1.2, §2.4): annotations and `TileType`.
+
+`pl.Tensor[[d0, d1], pl.DT_FP16]`, `pl.Ptr[pl.DT_FP32]`, `pl.Tile[[r, c], dtype]` produce spec
+objects that the parser turns into IR types and the runtime uses to check launch arguments.
+`pl.TileType(...)` is a plain dataclass (not IR), as in the real system.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import InvalidShape, InvalidType
+from ..ir.dtype import DataType
+from ..ir.types import MemorySpace, TileLayout, TilePad
+
+TensorLayout = TileLayout
+ND, DN, NZ, ZN, NN, ZZ = (TileLayout.ND, TileLayout.DN, TileLayout.NZ, TileLayout.ZN,
+                          TileLayout.NN, TileLayout.ZZ)
+
+
+class _ShapePolicy:
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"pl.{self.name}"
+
+
+#: a dimension of any size, not specialised (passed as a trailing int32 argument)
+DYNAMIC = _ShapePolicy("DYNAMIC")
+#: a dimension specialised on its runtime value (part of the cache key)
+STATIC = _ShapePolicy("STATIC")
+
+
+@dataclass(frozen=True)
+class MemRef:
+    """An explicit placement: memory space, byte address, size (accepted in annotations)."""
+
+    memory_space: MemorySpace
+    addr: int = 0
+    size: int | None = None
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """`pl.Tensor[[dims...], dtype(, layout)(, memref)]`: dims are ints, DYNAMIC, STATIC or ...
+
+    A trailing `...` expands to STATIC for all remaining axes (rank ≥ explicit dims).
+    """
+
+    dims: tuple[Any, ...]
+    dtype: DataType
+    layout: TileLayout = TileLayout.ND
+    memref: MemRef | None = None
+
+    @property
+    def has_ellipsis(self) -> bool:
+        return bool(self.dims) and self.dims[-1] is Ellipsis
+
+    @property
+    def explicit_rank(self) -> int:
+        return len(self.dims) - (1 if self.has_ellipsis else 0)
+
+
+@dataclass(frozen=True)
+class PtrSpec:
+    dtype: DataType
+
+
+@dataclass(frozen=True)
+class TileSpec:
+    """`pl.Tile[[r, c], dtype]`: the type of SIMT / helper tile parameters."""
+
+    shape: tuple[int, ...]
+    dtype: DataType
+
+
+@dataclass(frozen=True)
+class DirectionSpec:
+    """Newer `pl.Input[...]` / `pl.Output[...]` wrappers: direction markers around a Tensor."""
+
+    direction: str
+    inner: TensorSpec
+
+
+def _check_dtype(value: Any, where: str) -> DataType:
+    if not isinstance(value, DataType):
+        raise InvalidType(f"{where}: expected a dtype like pl.DT_FP16, got {value!r}")
+    return value
+
+
+class _TensorAnnotation:
+    def __getitem__(self, item: Any) -> TensorSpec:
+        if not isinstance(item, tuple) or len(item) < 2:
+            raise InvalidType("pl.Tensor[...] takes [[dims...], dtype(, layout)(, memref)]")
+        dims, dtype, *rest = item
+        if not isinstance(dims, (list, tuple)):
+            raise InvalidType(f"pl.Tensor dims must be a list, got {dims!r}")
+        for i, d in enumerate(dims):
+            ok = d is DYNAMIC or d is STATIC or (d is Ellipsis and i == len(dims) - 1) or (
+                isinstance(d, int) and not isinstance(d, bool) and d > 0)
+            if not ok:
+                raise InvalidShape(
+                    f"pl.Tensor dim {i} must be a positive int, pl.DYNAMIC, pl.STATIC or a "
+                    f"trailing ..., got {d!r}")
+        layout, memref = TileLayout.ND, None
+        for r in rest:
+            if isinstance(r, TileLayout):
+                layout = r
+            elif isinstance(r, MemRef):
+                memref = r
+            else:
+                raise InvalidType(f"pl.Tensor: unexpected item {r!r} (layout or MemRef)")
+        return TensorSpec(tuple(dims), _check_dtype(dtype, "pl.Tensor"), layout, memref)
+
+    def __repr__(self) -> str:
+        return "pl.Tensor"
+
+
+class _PtrAnnotation:
+    def __getitem__(self, dtype: Any) -> PtrSpec:
+        return PtrSpec(_check_dtype(dtype, "pl.Ptr"))
+
+    def __repr__(self) -> str:
+        return "pl.Ptr"
+
+
+class _TileAnnotation:
+    def __getitem__(self, item: Any) -> TileSpec:
+        if not isinstance(item, tuple) or len(item) != 2:
+            raise InvalidType("pl.Tile[...] takes [[rows, cols], dtype]")
+        return TileSpec(tuple(item[0]), _check_dtype(item[1], "pl.Tile"))
+
+    def __repr__(self) -> str:
+        return "pl.Tile"
+
+
+class _DirectionAnnotation:
+    def __init__(self, direction: str) -> None:
+        self.direction = direction
+
+    def __getitem__(self, inner: Any) -> DirectionSpec:
+        if not isinstance(inner, TensorSpec):
+            inner = Tensor[inner]
+        return DirectionSpec(self.direction, inner)
+
+
+class _ScalarAnnotation:
+    def __getitem__(self, dtype: Any) -> DataType:
+        return _check_dtype(dtype, "pl.Scalar")
+
+
+Tensor = _TensorAnnotation()
+Ptr = _PtrAnnotation()
+Tile = _TileAnnotation()
+Scalar = _ScalarAnnotation()
+Input = _DirectionAnnotation("input")
+Output = _DirectionAnnotation("output")
+
+
+@dataclass(frozen=True)
+class TileType:
+    """`pl.TileType(shape, dtype, target_memory=Vec, valid_shape=None, layout=None, ...)`.
+
+    Only 2-D compile-time shapes; a 1-D shape `[n]` means `[1, n]`. `valid_shape`: None
+    (dynamic, set with `pl.set_validshape`), ints, or -1 per axis for runtime.
+    """
+
+    shape: Any
+    dtype: DataType
+    target_memory: MemorySpace = MemorySpace.Vec
+    valid_shape: Any = None
+    layout: TileLayout | None = None
+    fractal: int | None = None
+    pad: Any = None
+    compact: int | None = None
+    _checked: bool = field(default=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        shape = tuple(self.shape) if isinstance(self.shape, (list, tuple)) else (self.shape,)
+        if len(shape) == 1:
+            shape = (1, shape[0])
+        if len(shape) != 2:
+            raise InvalidShape(f"TileType: only 2-D tiles are supported, got shape {shape}",
+                               hint="reshape the data into [rows, cols] tiles")
+        for d in shape:
+            if not isinstance(d, int) or isinstance(d, bool) or d <= 0:
+                raise InvalidShape(f"TileType: shape must be positive compile-time ints, "
+                                   f"got {shape}")
+        object.__setattr__(self, "shape", shape)
+        _check_dtype(self.dtype, "TileType")
+        if not isinstance(self.target_memory, MemorySpace):
+            raise InvalidType(f"TileType: target_memory must be a pl.MemorySpace, "
+                              f"got {self.target_memory!r}")
+        if self.valid_shape is not None:
+            vs = tuple(self.valid_shape)
+            if len(vs) == 1:
+                vs = (1, vs[0])
+            for v, d in zip(vs, shape):
+                if not isinstance(v, int) or (v != -1 and not 0 < v <= d):
+                    raise InvalidShape(f"TileType: valid_shape {vs} must be -1 or within "
+                                       f"the shape {shape}")
+            object.__setattr__(self, "valid_shape", vs)
+        if self.pad is not None and not isinstance(self.pad, TilePad):
+            object.__setattr__(self, "pad", TilePad(int(self.pad)))
+
+    @property
+    def nbytes(self) -> int:
+        return self.shape[0] * self.shape[1] * self.dtype.itemsize

@@ -1,0 +1,93 @@
+"""What the runtime hands the compiler: the kernel's source, its parameters, its specialisation.
+
+`KernelDef` is built once at decoration (`pl.kernel` returns one; `pl.jit` wraps one).
+`Specialization` is everything a launch fixes at compile time (spec §1.4): static dims, the
+tiling key, the datatype mapping, the arch. The compiler (`pypto_pro.compiler`) reads both.
+"""
+from __future__ import annotations
+
+import ast
+from collections import ChainMap
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from ..ir.dtype import DataType
+
+
+@dataclass(frozen=True)
+class ParamSpec:
+    """One kernel parameter. `kind`: "tensor" | "ptr" | "scalar" | "tiling".
+
+    `spec` is a `TensorSpec` (tensor), `PtrSpec` (ptr), a `DataType` (scalar) or the TilingData
+    dataclass (tiling). `dtype_var` names the `datatype=` variable that replaces the dtype.
+    """
+
+    index: int
+    name: str
+    kind: str
+    spec: Any
+    dtype_var: str | None = None
+    direction: str | None = None  # "input" / "output" from pl.Input / pl.Output
+
+
+@dataclass(frozen=True)
+class JitOptions:
+    """The options of `@pl.jit(...)` (spec §1.1), normalised."""
+
+    arch: str | None = None
+    auto_mutex: bool = True
+    name: str | None = None
+    pipeline: Any = None  # PipelineConfig | None
+    tiling_key: Any = None  # the tiling-key class | None
+    datatype: dict[str, str] | None = None
+    compile_timeout: int | None = None
+    sanitizer: bool = False
+
+    def cache_fields(self) -> tuple:
+        pipe = None if self.pipeline is None else (self.pipeline.preload, self.pipeline.sync_only)
+        tk = None if self.tiling_key is None else self.tiling_key.__qualname__
+        return (self.arch, self.auto_mutex, self.name, pipe, tk,
+                tuple(sorted((self.datatype or {}).items())), self.sanitizer)
+
+
+@dataclass
+class KernelDef:
+    """A kernel function ready to parse: source, AST, where it lives, what it can see."""
+
+    fn: Callable
+    name: str
+    tree: ast.FunctionDef  # line numbers already shifted to the real file's lines
+    file: str
+    env: ChainMap  # captured caller locals, then the function's globals (live), then builtins
+    params: tuple[ParamSpec, ...]
+    options: JitOptions = field(default_factory=JitOptions)
+    source: str = ""  # dedented source of the function (for hashing and display)
+
+
+@dataclass(frozen=True)
+class Specialization:
+    """Compile-time facts of one launch.
+
+    `static_dims`: ((param_index, axis, value), ...) for STATIC / ellipsis axes;
+    `ranks`: ((param_index, rank), ...) for tensors whose rank comes from a trailing `...`;
+    `tiling_key`: field name → value; `datatype`: dtype variable name → DataType.
+    """
+
+    arch: str = "a5"
+    static_dims: tuple[tuple[int, int, int], ...] = ()
+    ranks: tuple[tuple[int, int], ...] = ()
+    tiling_key: tuple[tuple[str, Any], ...] = ()
+    datatype: tuple[tuple[str, DataType], ...] = ()
+
+    def static_dim(self, param: int, axis: int) -> int | None:
+        for p, a, v in self.static_dims:
+            if p == param and a == axis:
+                return v
+        return None
+
+    def rank(self, param: int) -> int | None:
+        return dict(self.ranks).get(param)
+
+    def constants(self) -> dict[str, Any]:
+        """Names the kernel body sees as compile-time constants (tiling-key fields, dtypes)."""
+        return {**dict(self.tiling_key), **dict(self.datatype)}
