@@ -1,0 +1,219 @@
+"""Launch arguments → checked values, the `Specialization` and the DYNAMIC dims (spec §1.2, §1.4).
+
+`bind` binds the call to the Python signature (keywords, defaults), checks every argument with
+the spec's messages (`arg[i] 'name': dtype mismatch — expected ..., got ...`), and computes what
+the launch fixes at compile time: STATIC and ellipsis dims, ellipsis ranks (plus the tiling key,
+datatype and arch it is given). DYNAMIC dims never specialise; each (param, axis) is its own
+trailing `__pypto_dyn_<param>_<axis>` value, in the order `dynamic_dims` defines (the compiler
+uses the same helper). Tensors may live on the CPU (sim/native) or an NPU; other devices are
+refused. Imports torch, the language types and the tiling helpers; nothing from backends.
+"""
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import numbers
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import torch
+
+from ..errors import InvalidArgument, InvalidType, OutOfRange
+from ..ir.dtype import DataType
+from ..language.types import DYNAMIC, STATIC
+from .kernel_def import KernelDef, ParamSpec, Specialization
+from .tiling_data import to_bytes
+
+SUPPORTED_DEVICES = ("cpu", "npu")
+#: scalar dtypes with a ctypes mapping (FP32 → c_float, ints, BOOL, INDEX → c_int64)
+_CTYPE_SCALARS = frozenset({
+    DataType.FP32, DataType.BOOL, DataType.INDEX,
+    DataType.INT8, DataType.INT16, DataType.INT32, DataType.INT64,
+    DataType.UINT8, DataType.UINT16, DataType.UINT32, DataType.UINT64,
+})
+_INT32_MAX = (1 << 31) - 1
+
+
+@dataclasses.dataclass(frozen=True)
+class BoundLaunch:
+    """A checked call: the full specialisation and the `LaunchRequest` argument parts."""
+
+    spec: Specialization
+    args: tuple[Any, ...]
+    dyn_dims: tuple[int, ...]
+    tiling_bytes: bytes | None
+
+
+def dynamic_dims(params: Sequence[ParamSpec],
+                 spec: Specialization | None = None) -> list[tuple[int, int, str]]:
+    """`(param_index, axis, name)` of every DYNAMIC axis: parameter order, then axis order.
+
+    `spec` is accepted so callers can pass the launch's specialisation; DYNAMIC axes are fixed
+    by the annotations alone, so it does not change the result.
+    """
+    return [(p.index, axis, f"__pypto_dyn_{p.name}_{axis}")
+            for p in params if p.kind == "tensor"
+            for axis, d in enumerate(p.spec.dims) if d is DYNAMIC]
+
+
+def resolve_datatype(params: Sequence[ParamSpec],
+                     given: Any) -> tuple[tuple[str, DataType], ...]:
+    """Check a launch's datatype dict `{param_name: pl.DT_x}`; returns `((var, dtype), ...)`."""
+    if not isinstance(given, Mapping):
+        raise InvalidArgument(f"datatype must be a dict {{param_name: pl.DT_x}}, got "
+                              f"{type(given).__name__}", module="PRO_RUNTIME")
+    declared = {p.name: p.dtype_var for p in params if p.dtype_var}
+    unknown = [k for k in given if k not in declared]
+    missing = [k for k in declared if k not in given]
+    if unknown or missing:
+        raise InvalidArgument(f"datatype dict must name exactly {sorted(declared)}; unknown: "
+                              f"{unknown}, missing: {missing}", module="PRO_RUNTIME")
+    chosen: dict[str, DataType] = {}
+    for pname, var in declared.items():
+        dtype = given[pname]
+        if not isinstance(dtype, DataType):
+            raise InvalidType(f"datatype[{pname!r}] must be a pl.DT_* dtype, got {dtype!r}",
+                              module="PRO_RUNTIME")
+        if chosen.setdefault(var, dtype) is not dtype:
+            raise InvalidArgument(f"datatype: parameters sharing {var!r} disagree "
+                                  f"({chosen[var]!r} vs {dtype!r} for {pname!r})",
+                                  module="PRO_RUNTIME")
+    return tuple(sorted(chosen.items()))
+
+
+def bind(kdef: KernelDef, args: Sequence[Any], kwargs: Mapping[str, Any],
+         launch: Specialization) -> BoundLaunch:
+    """Check one call of `kdef`; `launch` carries the arch, tiling key and datatype it fixes.
+
+    A None tensor / ptr is a null pointer: its DYNAMIC dims pass 0 and it adds no static dims.
+    """
+    values = _bind_signature(kdef, args, kwargs)
+    dtypes = dict(launch.datatype)
+    static: list[tuple[int, int, int]] = []
+    ranks: list[tuple[int, int]] = []
+    dyn: dict[tuple[int, int], int] = {}
+    out: list[Any] = []
+    tiling_bytes = None
+    for p, value in zip(kdef.params, values):
+        dtype = _param_dtype(p, dtypes)
+        if p.kind == "tensor":
+            _bind_tensor(p, value, dtype, static, ranks, dyn)
+        elif p.kind == "ptr":
+            _check_tensor_value(p, value, None)
+        elif p.kind == "scalar":
+            value = _scalar(p, value, dtype)
+        else:
+            _check_tiling(p, value)
+            tiling_bytes = to_bytes(value)
+        out.append(value)
+    spec = dataclasses.replace(launch, static_dims=tuple(static), ranks=tuple(ranks))
+    dyn_values = tuple(dyn.get((i, axis), 0) for i, axis, _ in dynamic_dims(kdef.params))
+    return BoundLaunch(spec, tuple(out), dyn_values, tiling_bytes)
+
+
+def _param_dtype(p: ParamSpec, chosen: Mapping[str, DataType]) -> DataType | None:
+    """The dtype a tensor / ptr / scalar argument must have at this launch (None: tiling)."""
+    if p.dtype_var:
+        return chosen[p.dtype_var]
+    if p.kind == "scalar":
+        return p.spec
+    return p.spec.dtype if p.kind in ("tensor", "ptr") else None
+
+
+def _bind_signature(kdef: KernelDef, args: Sequence[Any],
+                    kwargs: Mapping[str, Any]) -> tuple[Any, ...]:
+    try:
+        bound = inspect.signature(kdef.fn).bind(*args, **kwargs)
+    except TypeError as e:
+        raise InvalidType(f"kernel '{kdef.name}': wrong arguments — {e} (parameters: "
+                          f"{[p.name for p in kdef.params]})", module="PRO_RUNTIME") from e
+    bound.apply_defaults()
+    return tuple(bound.arguments[p.name] for p in kdef.params)
+
+
+def _where(p: ParamSpec) -> str:
+    return f"arg[{p.index}] '{p.name}'"
+
+
+def _check_tensor_value(p: ParamSpec, value: Any, dtype: DataType | None) -> None:
+    """Type, device and (when `dtype` is given and checked) dtype of a tensor / ptr argument."""
+    if value is None:
+        return
+    if not isinstance(value, torch.Tensor):
+        raise InvalidType(f"{_where(p)}: type mismatch — expected torch.Tensor (or None), got "
+                          f"{type(value).__name__}", module="PRO_RUNTIME")
+    if value.device.type not in SUPPORTED_DEVICES:
+        raise InvalidArgument(f"{_where(p)}: tensor on unsupported device "
+                              f"'{value.device.type}'; expected one of {SUPPORTED_DEVICES}",
+                              module="PRO_RUNTIME")
+    want = None if dtype is None else dtype.torch_dtype
+    if want is not None and value.dtype != want:
+        raise InvalidType(f"{_where(p)}: dtype mismatch — expected {want} ({dtype!r}), got "
+                          f"{value.dtype}", module="PRO_RUNTIME")
+
+
+def _bind_tensor(p: ParamSpec, value: Any, dtype: DataType, static: list, ranks: list,
+                 dyn: dict) -> None:
+    _check_tensor_value(p, value, dtype)
+    if value is None:
+        return
+    spec = p.spec
+    rank, explicit = value.dim(), spec.explicit_rank
+    if rank < explicit or (rank != explicit and not spec.has_ellipsis):
+        want = f"rank >= {explicit}" if spec.has_ellipsis else f"{explicit}"
+        raise InvalidType(f"{_where(p)}: rank mismatch — expected {want}, got {rank} "
+                          f"(shape {tuple(value.shape)})", module="PRO_RUNTIME")
+    for axis, size in enumerate(value.shape):
+        d = spec.dims[axis] if axis < explicit else STATIC
+        if d is DYNAMIC:
+            if size > _INT32_MAX:
+                raise OutOfRange(f"{_where(p)}: dynamic dim {axis} = {size} does not fit the "
+                                 "int32 launch argument", module="PRO_RUNTIME")
+            dyn[(p.index, axis)] = int(size)
+        elif d is STATIC:
+            static.append((p.index, axis, int(size)))
+        elif size != d:
+            raise InvalidType(f"{_where(p)}: dim mismatch — axis {axis} expected {d}, got "
+                              f"{size} (shape {tuple(value.shape)})", module="PRO_RUNTIME")
+    if spec.has_ellipsis:
+        ranks.append((p.index, rank))
+
+
+def _scalar(p: ParamSpec, value: Any, dtype: DataType) -> int | float | bool:
+    """Check a scalar argument (spec `_validate_scalar_arg`) and return its Python value."""
+    if dtype not in _CTYPE_SCALARS:
+        raise InvalidType(f"{_where(p)}: No ctypes mapping for scalar dtype {dtype!r}; "
+                          "FP16/BF16 scalars are not supported.", module="PRO_RUNTIME")
+    if isinstance(value, bool):
+        if dtype is DataType.BOOL or dtype.is_int:
+            return value if dtype is DataType.BOOL else int(value)
+    elif isinstance(value, numbers.Integral):
+        if dtype.is_int:
+            return _int_in_range(p, int(value), dtype)
+    elif isinstance(value, numbers.Real):
+        if dtype.is_float:
+            return float(value)
+    raise InvalidType(f"{_where(p)}: dtype mismatch — expected {_scalar_kind(dtype)} for "
+                      f"{dtype!r}, got {type(value).__name__} {value!r}", module="PRO_RUNTIME")
+
+
+def _scalar_kind(dtype: DataType) -> str:
+    if dtype is DataType.BOOL:
+        return "a bool"
+    return "a float" if dtype.is_float else "an int (or bool)"
+
+
+def _int_in_range(p: ParamSpec, value: int, dtype: DataType) -> int:
+    bits = dtype.bits
+    lo, hi = (0, (1 << bits) - 1) if dtype.kind == "uint" else (-(1 << bits - 1),
+                                                                (1 << bits - 1) - 1)
+    if not lo <= value <= hi:
+        raise OutOfRange(f"{_where(p)}: value {value} out of range for {dtype!r} [{lo}, {hi}]",
+                         module="PRO_RUNTIME")
+    return value
+
+
+def _check_tiling(p: ParamSpec, value: Any) -> None:
+    if not isinstance(value, p.spec):
+        raise InvalidType(f"{_where(p)}: type mismatch — expected a {p.spec.__name__} "
+                          f"instance, got {type(value).__name__}", module="PRO_RUNTIME")

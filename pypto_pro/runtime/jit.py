@@ -1,0 +1,305 @@
+"""`pl.jit` and `pl.kernel` (spec §1.1, §1.3, §1.4): decoration, launch forms, compile memo.
+
+Decoration checks the options, captures the kernel's environment (the caller's locals and the
+function's closure snapshotted, its globals kept live), reads the parameters and the tiling-key
+schema, and builds the `KernelDef` (AST with real file lines and columns). A launch binds and
+checks the arguments (`binding.bind`), compiles once per `Specialization`
+(`pypto_pro.compiler.compile_kernel`, imported lazily) and hands a `LaunchRequest` to the chosen
+backend.
+"""
+from __future__ import annotations
+
+import ast
+import builtins
+import functools
+import inspect
+import numbers
+import sys
+import textwrap
+import threading
+import types
+from collections import ChainMap
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import InvalidArgument, InvalidType
+from ..ir.dtype import DataType
+from ..language.pipeline import PipelineConfig
+from .arch import normalize_arch, resolve_arch
+from .backends import LaunchRequest, LaunchResult, current_backend_name, get_backend
+from .binding import bind, resolve_datatype
+from .kernel_def import JitOptions, KernelDef, ParamSpec, Specialization
+from .signature import is_kernel_function, params_from_function
+from .tilingkey import TilingKeySchema, build_schema
+
+__all__ = ["jit", "kernel", "KernelDef", "JitKernel", "_TileJitKernel"]
+
+
+def jit(target: Callable | None = None, *, arch: str | None = None, auto_mutex: bool = True,
+        name: str | None = None, pipeline: PipelineConfig | None = None,
+        tiling_key: type | None = None, datatype: dict[str, str] | None = None,
+        compile_timeout: int | None = None, sanitizer: bool = False, **kwargs: Any) -> Any:
+    """`@pl.jit` / `@pl.jit(...)`: a launchable kernel, or a pass-through wrapper for a
+    function without tile annotations (spec §1.1)."""
+    options = _options("jit", kwargs, arch=arch, auto_mutex=auto_mutex, name=name,
+                       pipeline=pipeline, tiling_key=tiling_key, datatype=datatype,
+                       compile_timeout=compile_timeout, sanitizer=sanitizer)
+
+    def decorate(fn: Callable) -> Any:
+        env = _capture_env(_check_function(fn, "jit"))
+        if not is_kernel_function(fn, env):
+            return _passthrough(fn)
+        return JitKernel(*_kernel_def(fn, options, env))
+
+    return decorate if target is None else decorate(target)
+
+
+def kernel(fn: Callable | None = None, *, arch: str | None = None, auto_mutex: bool = True,
+           name: str | None = None, pipeline: PipelineConfig | None = None,
+           tiling_key: type | None = None, datatype: dict[str, str] | None = None,
+           compile_timeout: int | None = None, sanitizer: bool = False,
+           **kwargs: Any) -> Any:
+    """`@pl.kernel` / `@pl.kernel(...)`: the lazy `KernelDef` (parse and codegen, no launch)."""
+    options = _options("kernel", kwargs, arch=arch, auto_mutex=auto_mutex, name=name,
+                       pipeline=pipeline, tiling_key=tiling_key, datatype=datatype,
+                       compile_timeout=compile_timeout, sanitizer=sanitizer)
+
+    def decorate(f: Callable) -> KernelDef:
+        env = _capture_env(_check_function(f, "kernel"))
+        return _kernel_def(f, options, env)[0]
+
+    return decorate if fn is None else decorate(fn)
+
+
+# ---------------------------------------------------------------- options
+
+
+def _fail_type(message: str) -> InvalidType:
+    return InvalidType(message, module="PRO_RUNTIME")
+
+
+#: type checks of the optional options (None always passes)
+_OPTION_CHECKS: dict[str, Callable[[Any], bool]] = {
+    "name": lambda v: isinstance(v, str) and v != "",
+    "pipeline": lambda v: isinstance(v, PipelineConfig),
+    "tiling_key": lambda v: isinstance(v, type),
+    "datatype": lambda v: isinstance(v, dict) and all(
+        isinstance(k, str) and isinstance(x, str) for k, x in v.items()),
+    "compile_timeout": lambda v: isinstance(v, int) and not isinstance(v, bool) and v > 0,
+}
+
+
+def _options(decorator: str, unknown: Mapping[str, Any], **given: Any) -> JitOptions:
+    if unknown:
+        raise _fail_type(f"{decorator}() got an unexpected keyword argument "
+                         f"{next(iter(unknown))!r}")
+    given["arch"] = normalize_arch(given["arch"])
+    for key in ("auto_mutex", "sanitizer"):
+        if not isinstance(given[key], bool):
+            raise _fail_type(f"{decorator}(): {key} must be a bool, got {given[key]!r}")
+    for key, ok in _OPTION_CHECKS.items():
+        if given[key] is not None and not ok(given[key]):
+            raise _fail_type(f"{decorator}(): invalid {key}={given[key]!r}")
+    datatype = dict(given["datatype"]) if given["datatype"] else None
+    return JitOptions(**{**given, "datatype": datatype})
+
+
+def _check_function(fn: Any, decorator: str) -> types.FunctionType:
+    if not isinstance(fn, types.FunctionType):
+        raise _fail_type(f"pl.{decorator} decorates a Python function, got {fn!r}")
+    return fn
+
+
+def _passthrough(fn: Callable) -> Callable:
+    @functools.wraps(fn)
+    def plain(*args: Any, **kwargs: Any) -> Any:
+        return fn(*args, **kwargs)
+
+    return plain
+
+
+# ---------------------------------------------------------------- environment and source
+
+
+class _LateCells(Mapping):
+    """Closure variables still unbound at decoration (e.g. a helper defined after the
+    kernel in the same function), read when the kernel is parsed."""
+
+    def __init__(self, cells: dict[str, types.CellType]) -> None:
+        self._cells = cells
+
+    def __getitem__(self, key: str) -> Any:
+        try:
+            return self._cells[key].cell_contents
+        except ValueError:
+            raise KeyError(key) from None
+
+    def __iter__(self) -> Iterator[str]:
+        return (k for k in self._cells if k in self)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
+def _capture_env(fn: types.FunctionType) -> ChainMap:
+    """ChainMap(snapshot of caller locals + closure values, late cells, live globals, builtins)."""
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_globals is globals():
+        frame = frame.f_back
+    snapshot: dict[str, Any] = {}
+    if frame is not None and frame.f_locals is not frame.f_globals:
+        snapshot.update(frame.f_locals)
+    late: dict[str, types.CellType] = {}
+    for var, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
+        try:
+            snapshot[var] = cell.cell_contents
+        except ValueError:
+            late[var] = cell
+    return ChainMap(snapshot, _LateCells(late), fn.__globals__, vars(builtins))
+
+
+def _function_tree(fn: types.FunctionType) -> tuple[ast.FunctionDef, str, str]:
+    """The function's AST with real file lines and columns, its file, its dedented source."""
+    try:
+        lines, start = inspect.getsourcelines(fn)
+    except (OSError, TypeError) as e:
+        raise InvalidArgument(f"cannot read the source of kernel '{fn.__qualname__}': {e}",
+                              hint="define the kernel in a file or a notebook cell",
+                              module="PRO_RUNTIME") from e
+    raw = "".join(lines)
+    indented = lines[0][:1].isspace()
+    # An indented def is parsed inside `if 1:` so columns stay those of the real file.
+    module = ast.parse("if 1:\n" + raw if indented else raw)
+    node = module.body[0].body[0] if indented else module.body[0]
+    if not isinstance(node, ast.FunctionDef):
+        raise _fail_type(f"'{fn.__qualname__}' is not defined with a `def` statement")
+    ast.increment_lineno(node, start - (2 if indented else 1))
+    file = inspect.getsourcefile(fn) or fn.__code__.co_filename
+    return node, file, textwrap.dedent(raw)
+
+
+def _kernel_def(fn: types.FunctionType, options: JitOptions,
+                env: ChainMap) -> tuple[KernelDef, TilingKeySchema | None]:
+    params = params_from_function(fn, env, options)
+    schema = None
+    if options.tiling_key is not None:
+        schema = build_schema(options.tiling_key, _reserved_names(params, options, env))
+    tree, file, source = _function_tree(fn)
+    kdef = KernelDef(fn=fn, name=fn.__name__, tree=tree, file=file, env=env, params=params,
+                     options=options, source=source)
+    return kdef, schema
+
+
+def _reserved_names(params: tuple[ParamSpec, ...], options: JitOptions,
+                    env: ChainMap) -> dict[str, str]:
+    """Names a tiling-key field must not take: globals / captured names, dtype vars, params."""
+    reserved = {n: "a global of the kernel" for m in env.maps[:-1] for n in m}
+    reserved.update({v: "a datatype variable" for v in (options.datatype or {}).values()})
+    reserved.update({p.name: "a kernel parameter" for p in params})
+    return reserved
+
+
+# ---------------------------------------------------------------- the kernel object
+
+
+@dataclass(frozen=True)
+class _LaunchPlan:
+    """What the brackets fixed: stream, block_dim, checked tiling key and datatype."""
+
+    stream: Any
+    block_dim: int
+    tiling_key: tuple[tuple[str, Any], ...] = ()
+    datatype: tuple[tuple[str, DataType], ...] = ()
+
+
+class JitKernel:
+    """A `@pl.jit` kernel (the real class is `_TileJitKernel`): launch forms and compile memo.
+
+    `kernel(*args)` launches one block on the current stream; `kernel[bd]`,
+    `kernel[stream, bd]`, `kernel[stream, bd, tk]`, `kernel[stream, bd, tk, dt]` return a
+    launcher. `compiled_variants` maps each `Specialization` to its compiled kernel;
+    `last_result` is the `LaunchResult` of the last launch.
+    """
+
+    def __init__(self, kernel_def: KernelDef, tiling_schema: TilingKeySchema | None) -> None:
+        self.kernel_def = kernel_def
+        self.options = kernel_def.options
+        self.tiling_schema = tiling_schema
+        self.compiled_variants: dict[Specialization, Any] = {}
+        self.last_result: LaunchResult | None = None
+        self._compile_lock = threading.Lock()
+        functools.update_wrapper(self, kernel_def.fn)
+
+    def __repr__(self) -> str:
+        return f"<pl.jit kernel '{self.kernel_def.name}'>"
+
+    def __call__(self, *args: Any, **kwargs: Any) -> None:
+        if self.tiling_schema is not None or self.options.datatype:
+            raise InvalidArgument(
+                f"kernel '{self.kernel_def.name}' declares tiling_key / datatype and cannot be "
+                f"called directly; use bracket-launch syntax {self._expected_form()}(...)",
+                module="PRO_RUNTIME")
+        self._launch(_LaunchPlan(None, 1), args, kwargs)
+
+    def __getitem__(self, key: Any) -> Callable[..., None]:
+        plan = self._plan(key)
+
+        def launch(*args: Any, **kwargs: Any) -> None:
+            self._launch(plan, args, kwargs)
+
+        return launch
+
+    def compile(self, spec: Specialization) -> Any:
+        """The compiled kernel for `spec`, compiling on first use (memoised per spec)."""
+        with self._compile_lock:
+            compiled = self.compiled_variants.get(spec)
+            if compiled is None:
+                from ..compiler import compile_kernel
+
+                compiled = compile_kernel(self.kernel_def, spec)
+                self.compiled_variants[spec] = compiled
+            return compiled
+
+    def _expected_form(self) -> str:
+        extra = (["tilingkey"] if self.tiling_schema is not None else []) + (
+            ["datatype"] if self.options.datatype else [])
+        return f"kernel[{', '.join(['stream', 'block_dim', *extra])}]"
+
+    def _plan(self, key: Any) -> _LaunchPlan:
+        items = key if isinstance(key, tuple) else (None, key)
+        has_tk, has_dt = self.tiling_schema is not None, bool(self.options.datatype)
+        if len(items) != 2 + has_tk + has_dt:
+            raise InvalidArgument(
+                f"Expected {self._expected_form()} for kernel '{self.kernel_def.name}' "
+                f"(tiling_key: {'yes' if has_tk else 'no'}, datatype: "
+                f"{'yes' if has_dt else 'no'}), got {len(key) if isinstance(key, tuple) else 1} "
+                "item(s) in the brackets",
+                module="PRO_RUNTIME")
+        stream, block_dim, *rest = items
+        tiling_key = self.tiling_schema.validate(rest[0]) if has_tk else ()
+        datatype = resolve_datatype(self.kernel_def.params, rest[-1]) if has_dt else ()
+        return _LaunchPlan(stream, _check_block_dim(block_dim), tiling_key, datatype)
+
+    def _launch(self, plan: _LaunchPlan, args: tuple, kwargs: dict) -> None:
+        launch_spec = Specialization(arch=resolve_arch(self.options.arch),
+                                     tiling_key=plan.tiling_key, datatype=plan.datatype)
+        bound = bind(self.kernel_def, args, kwargs, launch_spec)
+        backend = get_backend(current_backend_name())
+        compiled = self.compile(bound.spec)
+        request = LaunchRequest(compiled, plan.block_dim, plan.stream, bound.args,
+                                bound.dyn_dims, bound.tiling_bytes)
+        self.last_result = backend.launch(request)
+        for block in sorted(self.last_result.printed):
+            sys.stdout.write(self.last_result.printed[block])
+
+
+_TileJitKernel = JitKernel
+
+
+def _check_block_dim(block_dim: Any) -> int:
+    if isinstance(block_dim, bool) or not isinstance(block_dim, numbers.Integral) or (
+            block_dim <= 0):
+        raise InvalidArgument(f"block_dim must be a positive integer (got {block_dim!r})",
+                              module="PRO_RUNTIME")
+    return int(block_dim)

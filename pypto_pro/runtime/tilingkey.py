@@ -1,0 +1,147 @@
+"""Tiling keys (spec §1.1 `tiling_key=`): the schema class, its checks, packing a key.
+
+A tiling-key class declares fields as class attributes `NAME = TilingKeyField(bits=, values=)`
+(in declaration order) and optionally `is_valid(self, key) -> bool`, called with the key dict.
+Each field's value is encoded by its index in `values`; the first field takes the lowest bits.
+The schema is checked once at decoration (spec §5.2) and every key at launch. Imports only
+the error classes.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import InvalidArgument
+
+MAX_TOTAL_BITS = 64
+
+
+@dataclass(frozen=True)
+class TilingKeyField:
+    """One field of a tiling key: `bits` wide, one of `values` (encoded by index)."""
+
+    bits: int
+    values: tuple[Any, ...]
+
+    def __init__(self, bits: int, values: Iterable[Any]) -> None:
+        object.__setattr__(self, "bits", bits)
+        object.__setattr__(self, "values", tuple(values))
+
+
+def _fail(message: str) -> InvalidArgument:
+    return InvalidArgument(message, module="PRO_RUNTIME")
+
+
+@dataclass(frozen=True)
+class TilingKeySchema:
+    """The checked fields of a tiling-key class, in declaration order."""
+
+    cls: type
+    fields: tuple[tuple[str, TilingKeyField], ...]
+
+    @property
+    def total_bits(self) -> int:
+        return sum(f.bits for _, f in self.fields)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(n for n, _ in self.fields)
+
+    def validate(self, key: Any) -> tuple[tuple[str, Any], ...]:
+        """Check a launch key dict; returns `((field, value), ...)` in declaration order."""
+        if not isinstance(key, Mapping):
+            raise _fail(f"tiling key for {self.cls.__name__} must be a dict "
+                        f"{{field: value}}, got {type(key).__name__}")
+        unknown = [k for k in key if k not in self.names]
+        if unknown:
+            raise _fail(f"unknown tiling-key field(s) {unknown} for {self.cls.__name__}; "
+                        f"fields: {list(self.names)}")
+        missing = [n for n in self.names if n not in key]
+        if missing:
+            raise _fail(f"missing tiling-key field(s) {missing} for {self.cls.__name__}")
+        for name, fld in self.fields:
+            if _index_of(fld.values, key[name]) is None:
+                raise _fail(f"tiling-key field {name!r}: value {key[name]!r} is not allowed; "
+                            f"allowed values: {list(fld.values)}")
+        ordered = tuple((n, key[n]) for n in self.names)
+        self._check_is_valid(ordered)
+        return ordered
+
+    def _check_is_valid(self, ordered: tuple[tuple[str, Any], ...]) -> None:
+        check = getattr(self.cls, "is_valid", None)
+        if check is None:
+            return
+        instance = self.cls.__new__(self.cls)
+        if not getattr(instance, "is_valid")(dict(ordered)):
+            raise _fail(f"tiling key {dict(ordered)} rejected by "
+                        f"{self.cls.__name__}.is_valid")
+
+    def pack(self, key: Any) -> int:
+        """The packed integer of a key: each value's index, first field in the lowest bits."""
+        packed, shift = 0, 0
+        for (name, fld), (_, value) in zip(self.fields, self.validate(key)):
+            packed |= _index_of(fld.values, value) << shift
+            shift += fld.bits
+        return packed
+
+
+def _index_of(values: tuple[Any, ...], value: Any) -> int | None:
+    """Index of `value` in `values`, never matching a bool against an int or float."""
+    if isinstance(value, bool):
+        return None
+    for i, v in enumerate(values):
+        if not isinstance(v, bool) and v == value:
+            return i
+    return None
+
+
+def build_schema(cls: Any, reserved: Mapping[str, str] | None = None) -> TilingKeySchema:
+    """Check a tiling-key class (spec §5.2) and return its schema.
+
+    `reserved` maps names a field must not take to what they already are (kernel parameters,
+    globals of the kernel, datatype variables): field names become constants in the kernel.
+    """
+    if not isinstance(cls, type):
+        raise _fail(f"tiling_key must be a class with TilingKeyField attributes, got {cls!r}")
+    fields = _declared_fields(cls)
+    if not fields:
+        raise _fail(f"tiling_key class {cls.__name__} declares no TilingKeyField")
+    for name, fld in fields:
+        _check_field(cls, name, fld)
+        if reserved and name in reserved:
+            raise _fail(f"tiling-key field {name!r} of {cls.__name__} clashes with "
+                        f"{reserved[name]} of the same name")
+    total = sum(f.bits for _, f in fields)
+    if total > MAX_TOTAL_BITS:
+        raise _fail(f"tiling_key class {cls.__name__} needs {total} bits; at most "
+                    f"{MAX_TOTAL_BITS} are allowed")
+    check = getattr(cls, "is_valid", None)
+    if check is not None and not callable(check):
+        raise _fail(f"{cls.__name__}.is_valid must be a method is_valid(self, key) -> bool")
+    return TilingKeySchema(cls, tuple(fields))
+
+
+def _declared_fields(cls: type) -> list[tuple[str, TilingKeyField]]:
+    merged: dict[str, TilingKeyField] = {}
+    for klass in reversed(cls.__mro__):
+        for name, value in vars(klass).items():
+            if isinstance(value, TilingKeyField):
+                merged[name] = value
+    return list(merged.items())
+
+
+def _check_field(cls: type, name: str, fld: TilingKeyField) -> None:
+    where = f"tiling-key field {cls.__name__}.{name}"
+    if not isinstance(fld.bits, int) or isinstance(fld.bits, bool) or fld.bits <= 0:
+        raise _fail(f"{where}: bits must be a positive int, got {fld.bits!r}")
+    if not fld.values:
+        raise _fail(f"{where}: values must not be empty")
+    if any(isinstance(v, bool) for v in fld.values):
+        raise _fail(f"{where}: bool values are not allowed (use 0 / 1)")
+    for i, v in enumerate(fld.values):
+        if _index_of(fld.values[:i], v) is not None:
+            raise _fail(f"{where}: duplicate value {v!r}")
+    if len(fld.values) > 1 << fld.bits:
+        raise _fail(f"{where}: {len(fld.values)} values do not fit in {fld.bits} bit(s) "
+                    f"(at most {1 << fld.bits})")
