@@ -1,0 +1,320 @@
+"""Effect statements of the scalar unit: tile ops and sync ops become pipe instructions.
+
+Operands are resolved at issue time, as on hardware: a tile operand becomes a `TileRef` with the
+tile's valid shape at that moment, in the memory of the core that owns the space (a Vec tile
+named by the cube is its two AIVs' UBs; a Mat tile named by an AIV is its block's L1).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from ..errors import KernelTrap, NotSupported, SimulationError
+from ..ir import ops as opreg
+from ..ir.nodes import Call, Expr
+from ..ir.span import Span
+from ..ir.types import PipeType, TileType
+from .memory import GMRef
+from .program import Frame, RtGroup, RtTile
+
+
+@dataclass(eq=False)
+class Instr:
+    """One instruction in a pipe queue."""
+
+    kind: str  # "op" | "set_flag" | "wait_flag" | "lock" | "unlock" | "xset" | "xwait"
+    pipe: PipeType
+    ir_op: str
+    span: Span
+    args: list = field(default_factory=list)
+    kwargs: dict = field(default_factory=dict)
+    key: Any = None  # flag (src, dst, id) / mutex id / cross-core (mode, id)
+    issue_time: int = 0
+    seq: int = 0  # issue order within the core (mutex FIFO order)
+
+
+def compile_effect(c, e: Expr) -> Callable:
+    if not isinstance(e, Call):
+        f = c.expr(e)
+
+        def run_expr(fr: Frame):
+            f(fr)
+            return None
+            yield
+
+        return run_expr
+    handler = _EFFECTS.get(e.op)
+    if handler is not None:
+        return handler(c, e)
+    spec = opreg.get(e.op)
+    if spec is not None and e.op.startswith("block.") and spec.accesses_data:
+        return _tile_op(c, e, spec)
+    if spec is not None and spec.family in ("sync",) and e.op.startswith("system."):
+        return _noop(c, e)
+    raise NotSupported(f"the simulator does not run '{e.op}' yet", e.span)
+
+
+def _tile_op(c, e: Call, spec: opreg.OpSpec) -> Callable:
+    args = [c.expr(a) for a in e.args]
+    kwargs = {k: (c.expr(v) if isinstance(v, Expr) else v) for k, v in e.kwargs
+              if k not in ("pipe",)}
+    dyn_kwargs = {k for k, v in e.kwargs if isinstance(v, Expr)}
+    fixed_pipe = e.kwarg("pipe")
+    spaces = [a.type.memory if isinstance(getattr(a, "type", None), TileType) else None
+              for a in e.args]
+    pipe = fixed_pipe if isinstance(fixed_pipe, PipeType) else spec.pipe_for(spaces)
+    span, op = e.span, e.op
+    split = op in ("block.move", "block.move_fp") and e.kwarg("acc_to_vec_mode") is not None
+    mode = e.kwarg("acc_to_vec_mode")
+
+    def run(fr: Frame):
+        core = fr.core
+        values = [a(fr) for a in args]
+        kw = {k: (v(fr) if k in dyn_kwargs else v) for k, v in kwargs.items()}
+        resolved = [core.operand(v, span, pair=(split and i == 0), mode=mode)
+                    for i, v in enumerate(values)]
+        yield from core.issue(Instr("op", pipe, op, span, resolved, kw))
+        return None
+
+    return run
+
+
+def _noop(c, e: Call) -> Callable:
+    def run(fr: Frame):
+        fr.core.time += 1
+        return None
+        yield
+
+    return run
+
+
+def _set_validshape(c, e: Call) -> Callable:
+    target, shape = c.expr(e.args[0]), c.expr(e.args[1])
+    span = e.span
+
+    def run(fr: Frame):
+        t = target(fr)
+        rows, cols = shape(fr)
+        tiles = t.slots if isinstance(t, RtGroup) else [t]
+        for tile in tiles:
+            if not (0 <= rows <= tile.geom.rows and 0 <= cols <= tile.geom.cols):
+                raise SimulationError(f"set_validshape [{rows}, {cols}] exceeds the tile's "
+                                      f"shape [{tile.geom.rows}, {tile.geom.cols}]", span)
+            tile.valid = [rows, cols]
+        fr.core.time += 1
+        return None
+        yield
+
+    return run
+
+
+def _setval(c, e: Call) -> Callable:
+    target, off, value = (c.expr(a) for a in e.args)
+    span = e.span
+
+    def run(fr: Frame):
+        core = fr.core
+        yield from core.sync_scalar()
+        ref = core.resolve_scalar_target(target(fr), span)
+        import torch
+
+        try:
+            ref.write_linear(off(fr), torch.tensor([value(fr)]))
+        except (IndexError, ValueError) as err:
+            raise SimulationError(f"setval out of bounds: {err}", span) from None
+        core.time += 1
+        return None
+
+    return run
+
+
+def _set_stride(c, e: Call) -> Callable:
+    target, strides = c.expr(e.args[0]), c.expr(e.args[1])
+
+    def run(fr: Frame):
+        ref: GMRef = target(fr)
+        ref.strides = tuple(strides(fr))
+        return None
+        yield
+
+    return run
+
+
+# ---------------------------------------------------------------- sync
+
+
+def _flag(c, e: Call) -> Callable:
+    src, dst = e.kwarg("set_pipe"), e.kwarg("wait_pipe")
+    dyn = e.op.endswith("_dyn")
+    ident = c.expr(e.args[0]) if dyn else (lambda fr, v=e.kwarg("event_id"): v)
+    setting = e.op.startswith("system.sync_src")
+    span, op = e.span, e.op
+
+    def run(fr: Frame):
+        key = (src, dst, int(ident(fr)))
+        core = fr.core
+        if setting:
+            yield from core.issue(Instr("set_flag", src, op, span, key=key))
+        else:
+            yield from core.issue(Instr("wait_flag", dst, op, span, key=key))
+        return None
+
+    return run
+
+
+def _barrier(pipe_name: str):
+    def build(c, e: Call) -> Callable:
+        span = e.span
+
+        def run(fr: Frame):
+            yield from fr.core.barrier(pipe_name, span)
+            return None
+
+        return run
+
+    return build
+
+
+def _mutex(c, e: Call) -> Callable:
+    pipe: PipeType = e.kwarg("pipe")
+    dyn = e.op.endswith("_dyn")
+    ident = c.expr(e.args[0]) if dyn else (lambda fr, v=e.kwarg("mutex_id"): v)
+    guards = [c.expr(g) for g in (e.kwarg("guard") or ())]
+    kind = "lock" if "lock" in e.op and "unlock" not in e.op else "unlock"
+    span, op = e.span, e.op
+
+    def run(fr: Frame):
+        i = int(ident(fr))
+        if any(int(g(fr)) == i for g in guards):
+            return None  # the same id is already held by this op (codegen's dedup guard)
+        yield from fr.core.issue(Instr(kind, pipe, op, span, key=i))
+        return None
+
+    return run
+
+
+def _cross_core(c, e: Call) -> Callable:
+    pipe: PipeType = e.kwarg("pipe")
+    dyn = e.op.endswith("_dyn")
+    ident = c.expr(e.args[0]) if dyn else (lambda fr, v=e.kwarg("event_id"): v)
+    mode = e.kwarg("sync_mode")
+    kind = "xset" if "set_cross" in e.op else "xwait"
+    span, op = e.span, e.op
+
+    def run(fr: Frame):
+        yield from fr.core.issue(Instr(kind, pipe, op, span, key=(mode, int(ident(fr)))))
+        return None
+
+    return run
+
+
+def _sync_all(c, e: Call) -> Callable:
+    core_type = e.kwarg("core_type")
+    span = e.span
+
+    def run(fr: Frame):
+        yield from fr.core.sync_all(core_type, span)
+        return None
+
+    return run
+
+
+# ---------------------------------------------------------------- debug
+
+
+def _printf(c, e: Call) -> Callable:
+    fmt = e.args[0].value
+    values = [c.expr(a) for a in e.args[1:]]
+    loc = e.kwarg("loc", False)
+    span = e.span
+
+    def run(fr: Frame):
+        core = fr.core
+        yield from core.sync_scalar()
+        text = _c_format(fmt, [v(fr) for v in values])
+        core.print(f"[{span.file.rsplit('/', 1)[-1]}:{span.line}] {text}" if loc else text)
+        return None
+
+    return run
+
+
+def _c_format(fmt: str, values: list) -> str:
+    import re
+
+    py = re.sub(r"%([-+ #0]*\d*(?:\.\d+)?)[lh]*([diuxXpfsc])",
+                lambda m: "%" + m.group(1) + {"i": "d", "u": "d", "p": "x"}.get(m.group(2),
+                                                                                 m.group(2)),
+                fmt)
+    try:
+        return py % tuple(values)
+    except (TypeError, ValueError):
+        return fmt + " " + " ".join(map(str, values))
+
+
+def _assert(c, e: Call) -> Callable:
+    cond = c.expr(e.args[0])
+    fmt = e.args[1].value if len(e.args) > 1 else None
+    values = [c.expr(a) for a in e.args[2:]]
+    span = e.span
+
+    def run(fr: Frame):
+        core = fr.core
+        yield from core.sync_scalar()
+        if not cond(fr):
+            msg = _c_format(fmt, [v(fr) for v in values]) if fmt else ""
+            core.print(f"pto_assert failed at {span.file.rsplit('/', 1)[-1]}:{span.line}"
+                       + (f": {msg}" if msg else ""))
+        return None
+
+    return run
+
+
+def _trap(c, e: Call) -> Callable:
+    span = e.span
+
+    def run(fr: Frame):
+        yield from fr.core.sync_scalar()
+        raise KernelTrap(f"pl.trap() executed on {fr.core.label}", span)
+
+    return run
+
+
+def _dump(c, e: Call) -> Callable:
+    target = c.expr(e.args[0])
+    span = e.span
+
+    def run(fr: Frame):
+        core = fr.core
+        yield from core.barrier("ALL", span)
+        value = target(fr)
+        ref = core.resolve_scalar_target(value, span)
+        data = ref.read() if hasattr(ref, "valid") else ref.tensor
+        core.print(f"dump at line {span.line}: {type(ref).__name__} {list(data.shape)}\n{data}")
+        return None
+
+    return run
+
+
+def _simt_launch(c, e: Call) -> Callable:
+    raise NotSupported("the simulator does not run SIMT launches yet", e.span,
+                       hint="SIMT support arrives with the Reg API / SIMT work")
+
+
+_EFFECTS: dict[str, Callable] = {
+    "block.set_validshape": _set_validshape,
+    "block.setval": _setval,
+    "block.set_stride": _set_stride,
+    **{f"system.{n}": _flag for n in ("sync_src", "sync_dst", "sync_src_dyn", "sync_dst_dyn")},
+    **{f"system.bar_{p}": _barrier(p.upper()) for p in ("all", "m", "fix", "mte1", "mte2",
+                                                       "mte3", "v")},
+    **{f"system.{n}": _mutex for n in ("mutex_lock", "mutex_unlock", "mutex_lock_dyn",
+                                       "mutex_unlock_dyn")},
+    **{f"system.{n}": _cross_core for n in ("set_cross_core", "wait_cross_core",
+                                            "set_cross_core_dyn", "wait_cross_core_dyn")},
+    "system.sync_all": _sync_all,
+    "debug.printf": _printf, "debug.assert": _assert, "debug.trap": _trap,
+    "debug.dump_tensor": _dump, "debug.dump_tile": _dump,
+    "simt.launch": _simt_launch,
+}
+
+__all__ = ["Instr", "compile_effect", "RtTile"]

@@ -1,0 +1,200 @@
+"""Cost model: cycles, bytes, FLOPs and HBM bytes of one instruction on one core.
+
+Owns `op_cost(op_name, args, kwargs, soc) -> OpCost`, with the operands resolved as for
+`sim.ops.IMPLS`. Formulas (spec `ascend_950_model.md` §3.5 "Recommended cost model"; every
+number from the SoC table, so every term carries a source key there):
+
+* data movement (MTE1/MTE2/MTE3/FIX): `mte_startup[path] + ceil(bytes / mte_rates[path])`
+  (§3.5.1, rates §1.3). `gm_bytes` = bytes crossing HBM (loads, stores, init_output); the engine
+  divides `hbm_bytes_per_s` between concurrent transfers (§3.5.3).
+* vector (V): `vector_startup_cycles + ceil(repeats * vector_cycles_per_repeat[class])` with a
+  repeat = `vector_repeat_bytes` (256 B) of the widest operand; a row shorter than its tile
+  costs whole repeats per row (§3.2, §3.4). Multi-pass ops (addc-style) count their passes.
+* cube (M): `cube_head_cycles + ceil(M/16) * ceil(K/k0) * ceil(N/16) * (2 if FP32 else 1)`,
+  k0 = `cube_k0_bytes` / element size (§1.4, §3.3 [PTOCUBE]); FLOPs = 2 M N K.
+* scalar getval/setval: `scalar_access_cycles`; sync (flags, barriers, mutexes, cross-core):
+  `flag_cycles` / `mutex_cycles` / `cross_core_cycles`; other scalar, meta and debug ops:
+  `scalar_issue_cycles`. Reg-API `vf.*` instructions cost one repeat of their class, no start-up.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from pypto_pro.ir.dtype import DataType
+from pypto_pro.ir.ops import REGISTRY
+from pypto_pro.ir.types import MemorySpace
+
+from .memory import GMRef, TileRef
+from .soc import SoC
+
+Space = MemorySpace
+
+
+@dataclass(frozen=True)
+class OpCost:
+    cycles: int
+    bytes: int  # bytes moved (MTE/FIX), processed (V: read + written) or read from L0 (M)
+    flops: int
+    gm_bytes: int  # bytes crossing HBM
+    path: str  # transfer path, "vector:<class>", "cube:<dtype>", "scalar", "sync"
+
+
+#: (src space, dst space) -> transfer path of `move` / `insert` / `ub_copy`
+MOVE_PATHS = {
+    (Space.Mat, Space.Left): "l1_to_l0a", (Space.Mat, Space.Right): "l1_to_l0b",
+    (Space.Mat, Space.Bias): "l1_to_bias", (Space.Mat, Space.Scaling): "l1_to_fb",
+    (Space.Mat, Space.ScaleLeft): "l1_to_scale", (Space.Mat, Space.ScaleRight): "l1_to_scale",
+    (Space.Acc, Space.Vec): "l0c_to_ub", (Space.Acc, Space.Mat): "l0c_to_l1",
+    (Space.Mat, Space.Vec): "l1_to_ub", (Space.Vec, Space.Vec): "ub_to_ub",
+    (Space.Vec, Space.Mat): "ub_to_l1",
+}
+
+_VECTOR_CLASSES = {
+    "copy": "ub_copy expands full fill_index transpose fillpad fillpad_expand fillpad_inplace "
+            "gathermask row_expand col_expand",
+    "unary": "neg abs relu not adds subs muls maxs mins ands ors xors shls shrs",
+    "binary": "add sub mul maximum minimum and or xor shl shr add_relu sub_relu partadd partmax "
+              "partmin partmul addc subc addsc subsc mul_add_dst fused_mul_add "
+              "fused_mul_add_relu axpy",
+    "transcendental": "exp log sqrt rsqrt recip",
+    "div": "div divs rem rems",
+    "cast": "cast add_relu_cast sub_relu_cast mul_cast quant dequant",
+    "compare": "cmp cmps",
+    "select": "sel sels",
+    "gather": "gather gatherb scatter",
+    "sort": "sort32 mrgsort mrgsort2 histogram",
+}
+VECTOR_CLASS = {f"block.{op}": cls for cls, ops in _VECTOR_CLASSES.items() for op in ops.split()}
+#: ops that make two passes over their data
+TWO_PASS = {"block.addc", "block.subc", "block.addsc", "block.subsc", "block.add_relu_cast",
+            "block.sub_relu_cast"}
+
+
+def _tile_bytes(tile: TileRef, rows: int | None = None, cols: int | None = None) -> int:
+    rows = tile.valid_rows if rows is None else rows
+    cols = tile.valid_cols if cols is None else cols
+    return rows * cols * tile.dtype.bits // 8
+
+
+def _tiles(args: list) -> list[TileRef]:
+    found = []
+    for arg in args:
+        if isinstance(arg, TileRef):
+            found.append(arg)
+        elif isinstance(arg, (tuple, list)):
+            found.extend(a for a in arg if isinstance(a, TileRef))
+    return found
+
+
+def _transfer(soc: SoC, path: str, nbytes: int, gm_bytes: int = 0) -> OpCost:
+    cycles = soc.mte_startup[path] + math.ceil(nbytes / soc.mte_rates[path])
+    return OpCost(int(cycles), nbytes, 0, gm_bytes, path)
+
+
+def _movement_cost(op: str, args: list, kwargs: dict, soc: SoC) -> OpCost:
+    if op == "block.load":
+        dst = args[0]
+        nbytes = _tile_bytes(dst)
+        return _transfer(soc, "gm_to_l1" if dst.space is Space.Mat else "gm_to_ub", nbytes, nbytes)
+    if op in ("block.store", "block.store_fp"):
+        dst, src = args[0], args[1]
+        nbytes = src.valid_rows * src.valid_cols * dst.dtype.bits // 8
+        return _transfer(soc, "l0c_to_gm" if src.space is Space.Acc else "ub_to_gm", nbytes,
+                         nbytes)
+    if op == "block.init_output":
+        gm = args[0]
+        count = kwargs.get("size") or math.prod(gm.shape) - int(kwargs.get("offset", 0) or 0)
+        nbytes = int(count) * gm.dtype.bits // 8
+        return _transfer(soc, "ub_to_gm", nbytes, nbytes)
+    src = args[1]
+    dst = _tiles([args[0]])[0]
+    return _transfer(soc, MOVE_PATHS.get((src.space, dst.space), "ub_to_ub"), _tile_bytes(src))
+
+
+def _repeats(tile: TileRef, itemsize_bits: int, repeat_bytes: int) -> int:
+    rows, cols = tile.valid
+    if cols == tile.shape[1]:  # whole rows: the valid window is contiguous
+        return math.ceil(rows * cols * itemsize_bits / 8 / repeat_bytes)
+    return rows * math.ceil(cols * itemsize_bits / 8 / repeat_bytes)
+
+
+def _vector_cost(op: str, args: list, soc: SoC) -> OpCost:
+    tiles = _tiles(args)
+    if op.startswith("block.row_"):
+        cls = "row_reduce" if "expand" not in op else None
+    elif op.startswith("block.col_"):
+        cls = "col_reduce" if "expand" not in op else None
+    else:
+        cls = VECTOR_CLASS.get(op)
+    if cls is None:  # row/col expand ops: one binary (or exp) pass
+        cls = "transcendental" if op.endswith("expdif") else (
+            "div" if op.endswith("div") else "binary")
+    widest = max(t.dtype.bits for t in tiles)
+    basis = tiles[1] if len(tiles) > 1 and cls in ("row_reduce", "col_reduce") else tiles[0]
+    repeats = _repeats(basis, widest, soc.vector_repeat_bytes) * (2 if op in TWO_PASS else 1)
+    cycles = soc.vector_startup_cycles + math.ceil(repeats * soc.vector_cycles_per_repeat[cls])
+    elements = basis.valid_rows * basis.valid_cols
+    return OpCost(int(cycles), sum(_tile_bytes(t) for t in tiles), elements, 0, f"vector:{cls}")
+
+
+def _cube_cost(op: str, args: list, soc: SoC) -> OpCost:
+    tiles = _tiles(args)
+    lhs_at = 2 if op.endswith("_acc") else 1
+    lhs, rhs = tiles[lhs_at], tiles[lhs_at + 1]
+    m, k = lhs.valid
+    n = rhs.valid_cols
+    k0 = soc.cube_k0_bytes * 8 // lhs.dtype.bits
+    fractals = (math.ceil(m / soc.cube_fractal_m) * math.ceil(k / k0)
+                * math.ceil(n / soc.cube_fractal_n))
+    per_fractal = soc.cube_fp32_cycles_per_fractal if lhs.dtype is DataType.FP32 else 1
+    cycles = soc.cube_head_cycles + fractals * per_fractal
+    return OpCost(int(cycles), _tile_bytes(lhs) + _tile_bytes(rhs, k, n), 2 * m * n * k, 0,
+                  f"cube:{lhs.dtype.value}")
+
+
+def _sync_cost(op: str, soc: SoC) -> OpCost:
+    if "mutex" in op:
+        cycles = soc.mutex_cycles
+    elif "cross_core" in op or op == "system.sync_all":
+        cycles = soc.cross_core_cycles
+    elif op.startswith(("system.sync_", "system.bar_")):
+        cycles = soc.flag_cycles
+    else:
+        cycles = soc.scalar_issue_cycles
+    return OpCost(int(cycles), 0, 0, 0, "sync")
+
+
+def _scalar_access_cost(args: list, soc: SoC) -> OpCost:
+    container = args[0]
+    gm = isinstance(container, GMRef)
+    size = max(1, container.dtype.bits // 8)
+    return OpCost(int(soc.scalar_access_cycles), size, 0, size if gm else 0, "scalar")
+
+
+def _vf_cost(op: str, soc: SoC) -> OpCost:
+    name = op.removeprefix("vf.")
+    cls = "transcendental" if name in ("exp", "exp_sub", "ln", "log", "log2", "log10",
+                                       "sqrt") else "div" if name == "div" else "binary"
+    return OpCost(math.ceil(soc.vector_cycles_per_repeat[cls]), 0, 0, 0, f"vector:{cls}")
+
+
+def op_cost(op_name: str, args: list, kwargs: dict, soc: SoC) -> OpCost:
+    """The cost of one instruction `op_name` with resolved operands `args` on `soc`."""
+    spec = REGISTRY.get(op_name)
+    if spec is None:
+        raise ValueError(f"op_cost: unknown op {op_name!r}")
+    family = spec.family
+    if family in ("load", "store", "move", "vec_copy") and op_name != "block.ub_copy":
+        return _movement_cost(op_name, args, kwargs, soc)
+    if op_name in ("block.getval", "block.setval"):
+        return _scalar_access_cost(args, soc)
+    if family == "cube":
+        return _cube_cost(op_name, args, soc)
+    if family == "sync":
+        return _sync_cost(op_name, soc)
+    if family == "vf":
+        return _vf_cost(op_name, soc)
+    if op_name.startswith("block.") and family not in ("meta", "alloc", "scalar", "debug"):
+        return _vector_cost(op_name, args, soc)
+    return OpCost(int(soc.scalar_issue_cycles), 0, 0, 0, "scalar")

@@ -1,0 +1,204 @@
+"""One simulated launch: geometry, block waves, operand memories and cross-core wiring (spec §9).
+
+AIV-only kernels run `block_dim` AIV instances, AIC-only `block_dim` AIC instances, mix kernels
+`block_dim` blocks of 1 AIC + 2 AIV. Blocks beyond the physical cores run in waves: a block
+starts on a slot when the previous block on it has finished. On-chip memory belongs to the
+physical slot (a new block sees what the last one left).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import SimulationError
+from ..ir.attrs import AccToVecMode, CrossCoreSyncMode, SyncCoreType
+from ..ir.span import Span
+from ..ir.types import CUBE_SPACES, MemorySpace
+from ..trace.schema import EventLog
+from .engine import Core, Engine
+from .memory import CoreMemory, TileRef
+from .program import CompiledProgram, RtTile
+
+_INTRA, _UNICAST = CrossCoreSyncMode.INTRA_BLOCK, CrossCoreSyncMode.UNICAST_BLOCK
+
+
+@dataclass
+class _Slot:
+    """A physical placement: one AIV, one AIC, or (mix) one AI core with its two AIVs."""
+
+    memories: dict[str, CoreMemory]
+    free_at: int = 0
+
+
+@dataclass
+class _Block:
+    index: int
+    cores: list[Core] = field(default_factory=list)
+
+
+class _SyncAllGroup:
+    def __init__(self, members: int) -> None:
+        self.members = members
+        self.arrived: dict[int, int] = {}  # core id → arrivals
+        self.rounds = 0
+
+    def arrive(self, core: Core) -> None:
+        self.arrived[core.core_id] = self.arrived.get(core.core_id, 0) + 1
+        if len(self.arrived) == self.members and min(self.arrived.values()) > self.rounds:
+            self.rounds += 1
+
+    def released(self, core: Core) -> bool:
+        return self.rounds >= self.arrived.get(core.core_id, 0)
+
+
+class Launch:
+    def __init__(self, programs: dict[str, CompiledProgram], kernel_type: str, block_dim: int,
+                 params: dict[str, list[Any]], soc: Any, log: EventLog | None,
+                 functional_only: bool = False) -> None:
+        self.programs, self.kernel_type, self.block_dim = programs, kernel_type, block_dim
+        self.params = params  # target → parameter values in the program's param order
+        self.soc = soc
+        self.engine = Engine(soc, log, functional_only)
+        n_slots = soc.aiv_cores if kernel_type == "aiv" else soc.aic_cores
+        self.slots = [self._new_slot() for _ in range(min(n_slots, block_dim))]
+        self.pending = list(range(block_dim))
+        self.blocks: list[_Block] = []
+        self.sync_groups: dict[Any, _SyncAllGroup] = {}
+        self.xglobal: dict[tuple, int] = {}
+
+    def _new_slot(self) -> _Slot:
+        kinds = {"aiv": ["aiv"], "aic": ["aic"], "mix": ["aic", "aiv0", "aiv1"]}[
+            self.kernel_type]
+        return _Slot({k: CoreMemory(self.soc, "aic" if k == "aic" else "aiv") for k in kinds})
+
+    # ------------------------------------------------------------ running
+    def run(self) -> list[_Block]:
+        for slot in self.slots:
+            self._start_next(slot, 0)
+        self.engine.run()
+        if any(not c.done for b in self.blocks for c in b.cores) or self.pending:
+            raise self.engine.deadlock()
+        return self.blocks
+
+    def _start_next(self, slot: _Slot, t: int) -> None:
+        if not self.pending:
+            return
+        b = self.pending.pop(0)
+        block = _Block(b)
+        self.blocks.append(block)
+        bd = self.block_dim
+        if self.kernel_type == "mix":
+            aic = self._core("AIC", slot.memories["aic"], b, 0,
+                             dict(block_idx=b, block_num=bd, subblock_idx=0, subblock_num=1))
+            aivs = [self._core("AIV", slot.memories[f"aiv{s}"], b, s,
+                               dict(block_idx=2 * b + s, block_num=bd, subblock_idx=s,
+                                    subblock_num=2)) for s in (0, 1)]
+            aic.peers, aivs[0].peers, aivs[1].peers = aivs, [aic], [aic]
+            block.cores = [aic, *aivs]
+        else:
+            kind = "AIV" if self.kernel_type == "aiv" else "AIC"
+            mem = slot.memories["aiv" if kind == "AIV" else "aic"]
+            block.cores = [self._core(kind, mem, b, 0, dict(block_idx=b, block_num=bd,
+                                                            subblock_idx=0, subblock_num=1))]
+        remaining = {id(c) for c in block.cores}
+
+        def done(core: Core) -> None:
+            remaining.discard(id(core))
+            if not remaining:
+                end = max(c.end_time for c in block.cores)
+                self.engine.at(end, lambda: self._start_next(slot, end))
+
+        for core in block.cores:
+            core.on_done = done
+            target = "cube" if core.kind == "AIC" else "vector"
+            program = self.programs[target]
+            frame = program.frame(core, self.params[target])
+            core.start(program.run_body(frame), t)
+
+    def _core(self, kind: str, memory: CoreMemory, block: int, subblock: int,
+              geometry: dict[str, int]) -> Core:
+        label = f"block {block} {kind}" + (str(subblock) if self.kernel_type == "mix" and
+                                           kind == "AIV" else "")
+        core = Core(self.engine, kind, memory, block, subblock, geometry, label,
+                    len(self.engine.cores))
+        core.launch = self
+        self.engine.cores.append(core)
+        return core
+
+    # ------------------------------------------------------------ operands
+    def tile_ref(self, core: Core, tile: RtTile, span: Span, pair: bool, mode: Any) -> Any:
+        """The TileRef(s) of a tile operand, in the memory of the core owning its space."""
+        space = tile.geom.space
+        rows, cols = tile.valid
+        if core.kind == "AIC" and space is MemorySpace.Vec:
+            if not core.peers:
+                raise SimulationError("a Vec tile used by the cube needs a mix kernel (the "
+                                      "AIVs' UB)", span)
+            if pair:
+                return tuple(TileRef(p.memory, tile.geom, rows, cols)
+                             for p in self._acc_to_vec_targets(core, mode))
+            return TileRef(core.peers[0].memory, tile.geom, rows, cols)
+        if core.kind == "AIV" and space in CUBE_SPACES:
+            if not core.peers:
+                raise SimulationError(f"a {space.value} tile used by a vector core needs a mix "
+                                      f"kernel (the AIC's buffers)", span)
+            return TileRef(core.peers[0].memory, tile.geom, rows, cols)
+        return TileRef(core.memory, tile.geom, rows, cols)
+
+    @staticmethod
+    def _acc_to_vec_targets(core: Core, mode: Any) -> list[Core]:
+        m = AccToVecMode(int(mode)) if mode is not None else AccToVecMode.SingleModeVec0
+        if m is AccToVecMode.SingleModeVec0:
+            return [core.peers[0]]
+        if m is AccToVecMode.SingleModeVec1:
+            return [core.peers[1]]
+        return list(core.peers)
+
+    # ------------------------------------------------------------ cross-core sync
+    def xset_slots(self, core: Core, key: tuple, span: Span) -> list[tuple[Core, int]]:
+        mode, ident = key
+        if mode in (_INTRA, _UNICAST):
+            self._need_peers(core, span)
+            if core.kind == "AIC":
+                if mode is _INTRA:
+                    return [(core.peers[0], ident), (core.peers[1], ident)]
+                return [(core.peers[ident // 16], ident % 16)]
+            return [(core.peers[0], ident + 16 * core.subblock)]
+        return [(self._global(core, mode), ident)]
+
+    def xwait_slots(self, core: Core, key: tuple, span: Span) -> list[tuple[Core, int]]:
+        mode, ident = key
+        if mode in (_INTRA, _UNICAST):
+            self._need_peers(core, span)
+            if core.kind == "AIC" and mode is _INTRA:
+                return [(core, ident), (core, ident + 16)]
+            return [(core, ident)]
+        return [(self._global(core, mode), ident)]
+
+    def _need_peers(self, core: Core, span: Span) -> None:
+        if not core.peers:
+            raise SimulationError("intra-block cross-core sync needs a mix kernel (both a "
+                                  "section_cube and a section_vector)", span)
+
+    def _global(self, core: Core, mode: Any) -> Core:
+        """INTER_* modes: a counter shared by the cores of the scope (held by its first core)."""
+        if mode is CrossCoreSyncMode.INTER_SUBBLOCK and core.kind == "AIV" and core.peers:
+            aic = core.peers[0]
+            return aic.peers[0]
+        return next(c for c in self.engine.cores if c.kind == core.kind)
+
+    def sync_all_group(self, core: Core, core_type: Any, span: Span) -> _SyncAllGroup:
+        ct = SyncCoreType(int(core_type)) if core_type is not None else SyncCoreType.MIX
+        if ct is SyncCoreType.MIX:
+            members = self.block_dim * {"mix": 3}.get(self.kernel_type, 1)
+        elif ct is SyncCoreType.AIV_ONLY:
+            members = self.block_dim * (2 if self.kernel_type == "mix" else 1)
+        else:
+            members = self.block_dim
+        if (core.kind == "AIC" and ct is SyncCoreType.AIV_ONLY) or (
+                core.kind == "AIV" and ct is SyncCoreType.AIC_ONLY):
+            raise SimulationError(f"sync_all({ct.name}) executed by an {core.kind}", span)
+        return self.sync_groups.setdefault(ct, _SyncAllGroup(members))
+
+
+__all__ = ["Launch"]

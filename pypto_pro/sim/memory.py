@@ -1,0 +1,461 @@
+"""Simulated memories: per-core on-chip byte buffers, typed tile views on them, and GM views.
+
+Owns `CoreMemory` (one `torch.uint8` buffer per MemorySpace of a core, filled with a garbage
+pattern, with a per-byte "initialised" mask for the uninitialised-read sanitizer), `TileGeometry`
+and `TileRef` (a typed, layout-aware view of a tile's bytes: reads and writes reinterpret raw
+bytes, so aliased views behave as on hardware), `GMRef` (a strided view of a CPU torch tensor's
+storage as global memory) and `SimMemoryError`. Dtypes without a torch dtype (HF8, FP4, INT4,
+HF4) are read and written as raw uint8 codes (4-bit ones packed two per byte, low nibble first);
+their values are decoded by `pypto_pro.sim.ops.numerics`. Imports `pypto_pro.ir`, `sim.soc` and
+`sim.layout` only.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+
+from pypto_pro.ir.dtype import DataType
+from pypto_pro.ir.types import MemorySpace, TileLayout, TilePad, TileType
+
+from .layout import element_offsets, fractal_shape, outer_stride
+from .soc import SoC
+
+#: the byte pattern of never-written on-chip memory ("DEADBEEF" as bytes; fp32 -1.18e29)
+GARBAGE_PATTERN = (0xDE, 0xAD, 0xBE, 0xEF)
+CORE_SPACES = {
+    "aic": (MemorySpace.Mat, MemorySpace.Left, MemorySpace.Right, MemorySpace.Acc,
+            MemorySpace.Bias, MemorySpace.Scaling, MemorySpace.ScaleLeft, MemorySpace.ScaleRight),
+    "aiv": (MemorySpace.Vec,),
+}
+_TORCH_NAMES = {
+    DataType.BOOL: "bool", DataType.INT8: "int8", DataType.INT16: "int16",
+    DataType.INT32: "int32", DataType.INT64: "int64", DataType.UINT8: "uint8",
+    DataType.UINT16: "uint16", DataType.UINT32: "uint32", DataType.UINT64: "uint64",
+    DataType.FP16: "float16", DataType.BF16: "bfloat16", DataType.FP32: "float32",
+    DataType.FP8E4M3FN: "float8_e4m3fn", DataType.FP8E5M2: "float8_e5m2",
+    DataType.FP8E8M0: "float8_e8m0fnu", DataType.HF8: "uint8", DataType.INDEX: "int64",
+}
+
+
+class SimMemoryError(IndexError):
+    """An access outside a simulated buffer (or outside a GM tensor's extent)."""
+
+    def __init__(self, space: str, start: int, end: int, size: int, what: str = "access"):
+        self.space, self.start, self.end, self.size = space, start, end, size
+        super().__init__(f"{what} of bytes [{start:#x}, {end:#x}) is outside {space} "
+                         f"({size} bytes)")
+
+
+def storage_dtype(dtype: DataType) -> torch.dtype:
+    """The torch dtype tile reads return for `dtype` (uint8 codes for HF8 and 4-bit types)."""
+    return getattr(torch, _TORCH_NAMES.get(dtype, "uint8"))
+
+
+def is_packed4(dtype: DataType) -> bool:
+    """4-bit types are stored two per byte, the first element in the low nibble."""
+    return dtype.bits == 4
+
+
+def read_nibbles(buf: torch.Tensor, nibbles: torch.Tensor) -> torch.Tensor:
+    """4-bit codes at nibble positions (2 * byte + 0 for the low nibble, + 1 for the high)."""
+    return (buf[nibbles // 2] >> (4 * (nibbles % 2)).to(torch.uint8)) & 0xF
+
+
+def write_nibbles(buf: torch.Tensor, nibbles: torch.Tensor, codes: torch.Tensor) -> None:
+    """Store 4-bit codes at nibble positions, keeping the other nibble of each byte."""
+    nibbles, codes = nibbles.reshape(-1), codes.reshape(-1).to(torch.uint8)
+    for parity in (0, 1):  # two passes so both nibbles of one byte survive
+        sel = nibbles % 2 == parity
+        byte = nibbles[sel] // 2
+        keep = 0xF0 if parity == 0 else 0x0F
+        buf[byte] = (buf[byte] & keep) | ((codes[sel] & 0xF) << (4 * parity))
+
+
+class CoreMemory:
+    """The on-chip buffers of one core ("aic": L1/L0A/L0B/L0C/BT/FB/MX scales, "aiv": UB)."""
+
+    def __init__(self, soc: SoC, kind: str):
+        if kind not in CORE_SPACES:
+            raise ValueError(f"core kind must be 'aic' or 'aiv', not {kind!r}")
+        self.soc, self.kind = soc, kind
+        self.buffers: dict[MemorySpace, torch.Tensor] = {}
+        self.initialised: dict[MemorySpace, torch.Tensor] = {}
+        word = int.from_bytes(bytes(GARBAGE_PATTERN), "little", signed=True)
+        for space in CORE_SPACES[kind]:
+            size = soc.buffer_size(space)
+            words = torch.full((-(-size // 4),), word, dtype=torch.int32)
+            self.buffers[space] = words.view(torch.uint8)[:size].clone()
+            self.initialised[space] = torch.zeros(size, dtype=torch.bool)
+
+    def buffer(self, space: MemorySpace) -> torch.Tensor:
+        if space not in self.buffers:
+            raise SimMemoryError(space.value, 0, 0, 0, what=f"{self.kind} has no {space.value}; "
+                                 "access")
+        return self.buffers[space]
+
+    def check_range(self, space: MemorySpace, start: int, end: int) -> None:
+        size = self.buffer(space).numel()
+        if start < 0 or end > size or start > end:
+            raise SimMemoryError(space.value, start, end, size)
+
+    def uninitialised_bytes(self, space: MemorySpace, start: int, end: int) -> torch.Tensor:
+        """Addresses in [start, end) of `space` that no write has ever touched (int64)."""
+        self.check_range(space, start, end)
+        return torch.nonzero(~self.initialised[space][start:end]).flatten() + start
+
+
+@dataclass(frozen=True)
+class TileGeometry:
+    """Where and how a tile lives: shape, dtype, space, layout, fractal bytes, byte address."""
+
+    rows: int
+    cols: int
+    dtype: DataType
+    space: MemorySpace
+    layout: TileLayout = TileLayout.ND
+    fractal: int = 512
+    addr: int = 0
+    pad: TilePad = TilePad.null
+    compact: int = 0
+
+    @classmethod
+    def from_tile_type(cls, tile_type: TileType, addr: int | None = None) -> TileGeometry:
+        address = tile_type.addr if addr is None else addr
+        if address is None:
+            raise ValueError("a tile chosen at runtime needs an explicit addr")
+        rows, cols = tile_type.shape
+        return cls(rows, cols, tile_type.dtype, tile_type.memory, tile_type.layout,
+                   tile_type.fractal, address, tile_type.pad, tile_type.compact)
+
+    @property
+    def fractal_shape(self) -> tuple[int, int]:
+        return fractal_shape(self.layout, self.dtype.bits, self.fractal)
+
+    def offsets(self, valid: tuple[int, int]) -> torch.Tensor:
+        """Physical element offset of every logical element ([rows, cols] int64)."""
+        shape = (self.rows, self.cols)
+        stride = outer_stride(self.layout, shape, self.fractal_shape, self.compact, valid)
+        return element_offsets(shape, self.layout, self.fractal_shape, stride)
+
+
+class TileRef:
+    """A typed view of a tile in a `CoreMemory`: logical reads/writes of its valid window."""
+
+    def __init__(self, memory: CoreMemory, geometry: TileGeometry, valid_rows: int | None = None,
+                 valid_cols: int | None = None):
+        self.memory, self.geometry = memory, geometry
+        self.valid_rows = geometry.rows if valid_rows is None else valid_rows
+        self.valid_cols = geometry.cols if valid_cols is None else valid_cols
+        if not (0 <= self.valid_rows <= geometry.rows and 0 <= self.valid_cols <= geometry.cols):
+            raise ValueError(f"valid shape [{self.valid_rows}, {self.valid_cols}] exceeds tile "
+                             f"shape [{geometry.rows}, {geometry.cols}]")
+
+    dtype = property(lambda self: self.geometry.dtype)
+    space = property(lambda self: self.geometry.space)
+    shape = property(lambda self: (self.geometry.rows, self.geometry.cols))
+    valid = property(lambda self: (self.valid_rows, self.valid_cols))
+
+    def __repr__(self) -> str:
+        g = self.geometry
+        return (f"TileRef({g.space.value}@{g.addr:#x} {g.dtype.value}[{g.rows},{g.cols}] "
+                f"{g.layout.value} valid=[{self.valid_rows},{self.valid_cols}])")
+
+    def read(self) -> torch.Tensor:
+        """The logical [valid_rows, valid_cols] window (a fresh tensor)."""
+        return self.read_block(0, 0, self.valid_rows, self.valid_cols)
+
+    def read_full(self) -> torch.Tensor:
+        """The whole logical [rows, cols] tile, padding included."""
+        return self.read_block(0, 0, *self.shape)
+
+    def read_block(self, r0: int, c0: int, rows: int, cols: int) -> torch.Tensor:
+        plain = self._plain_views(r0, c0, rows, cols)
+        if plain is not None:
+            return plain[0].clone()
+        offs = self._window(r0, c0, rows, cols)
+        buf = self.memory.buffer(self.space)
+        if is_packed4(self.dtype):
+            return read_nibbles(buf, 2 * self.geometry.addr + offs)
+        size = self.dtype.itemsize
+        if self.geometry.addr % size == 0:
+            return buf.view(storage_dtype(self.dtype))[self.geometry.addr // size + offs]
+        idx = (self.geometry.addr + offs * size)[..., None] + torch.arange(size)
+        return buf[idx].view(storage_dtype(self.dtype)).reshape(rows, cols)
+
+    def write(self, value: torch.Tensor, offset: tuple[int, int] | None = None) -> None:
+        """Write `value` ([r, c]) at `offset` (default: the valid window at (0, 0))."""
+        value = torch.as_tensor(value)
+        if offset is None:
+            if tuple(value.shape) != self.valid:
+                raise ValueError(f"write of shape {list(value.shape)} into a tile with valid "
+                                 f"shape {list(self.valid)}")
+            offset = (0, 0)
+        rows, cols = value.shape
+        plain = self._plain_views(offset[0], offset[1], rows, cols)
+        if plain is not None:
+            plain[0].copy_(value.to(storage_dtype(self.dtype)))
+            plain[1].fill_(True)
+            return
+        offs = self._window(offset[0], offset[1], rows, cols)
+        buf, init = self.memory.buffer(self.space), self.memory.initialised[self.space]
+        if is_packed4(self.dtype):
+            nibbles = 2 * self.geometry.addr + offs
+            write_nibbles(buf, nibbles, value)
+            init[nibbles.reshape(-1) // 2] = True
+            return
+        size = self.dtype.itemsize
+        idx = (self.geometry.addr + offs * size)[..., None] + torch.arange(size)
+        data = value.to(storage_dtype(self.dtype)).contiguous().view(torch.uint8)
+        buf[idx.reshape(-1)] = data.reshape(-1)
+        init[idx.reshape(-1)] = True
+
+    def _plain_views(self, r0: int, c0: int, rows: int, cols: int
+                     ) -> tuple[torch.Tensor, torch.Tensor] | None:
+        """Zero-copy (typed values, byte mask) strided views of a block of an ND/DN tile.
+
+        None when the tile needs the general offset path: fractal or compact layouts, 4-bit
+        types, or an address not aligned to the element size.
+        """
+        g = self.geometry
+        size = g.dtype.itemsize
+        if (g.layout not in (TileLayout.ND, TileLayout.DN) or g.compact or is_packed4(g.dtype)
+                or g.addr % size or rows == 0 or cols == 0):
+            return None
+        if r0 < 0 or c0 < 0 or r0 + rows > g.rows or c0 + cols > g.cols:
+            raise ValueError(f"block [{r0}:{r0 + rows}, {c0}:{c0 + cols}] is outside tile shape "
+                             f"[{g.rows}, {g.cols}]")
+        nd = g.layout is TileLayout.ND
+        stride = g.cols if nd else g.rows
+        first = r0 * stride + c0 if nd else c0 * stride + r0
+        last = (first + (rows - 1) * stride + cols - 1 if nd
+                else first + (cols - 1) * stride + rows - 1)
+        self.memory.check_range(g.space, g.addr + first * size, g.addr + (last + 1) * size)
+        buf, init = self.memory.buffer(g.space), self.memory.initialised[g.space]
+        base = g.addr // size + first
+        if nd:
+            values = buf.view(storage_dtype(g.dtype)).as_strided((rows, cols), (stride, 1), base)
+            mask = init.as_strided((rows, cols * size), (stride * size, 1), base * size)
+        else:
+            values = buf.view(storage_dtype(g.dtype)).as_strided((rows, cols), (1, stride), base)
+            mask = init.as_strided((cols, rows * size), (stride * size, 1), base * size)
+        return values, mask
+
+    def read_linear(self, offset: int, count: int = 1) -> torch.Tensor:
+        """`count` elements at physical element `offset` from the tile's address (scalar access)."""
+        view, skip = self._linear_view(offset, count)
+        return view.read_block(0, skip, 1, count).reshape(-1)
+
+    def write_linear(self, offset: int, value: torch.Tensor) -> None:
+        value = value.reshape(1, -1)
+        view, skip = self._linear_view(offset, value.shape[1])
+        view.write(value, offset=(0, skip))
+
+    def _linear_view(self, offset: int, count: int) -> tuple[TileRef, int]:
+        """A one-row ND view starting at (or, for 4-bit types, just before) element `offset`."""
+        g = self.geometry
+        if offset < 0 or offset + count > g.rows * g.cols:
+            raise SimMemoryError(g.space.value, offset, offset + count, g.rows * g.cols,
+                                 what=f"element access past tile {self}:")
+        skip = offset % 2 if is_packed4(g.dtype) else 0
+        base = g.addr + ((offset - skip) // 2 if is_packed4(g.dtype) else offset * g.dtype.itemsize)
+        flat = TileGeometry(1, count + skip, g.dtype, g.space, TileLayout.ND, g.fractal, base)
+        return TileRef(self.memory, flat), skip
+
+    def byte_span(self) -> tuple[int, int]:
+        """[start, end) bytes the whole tile can touch, for overlap and sanitizer checks."""
+        offs = self.geometry.offsets(self.valid)
+        return self._byte_bounds(offs)
+
+    def _byte_bounds(self, offs: torch.Tensor) -> tuple[int, int]:
+        if offs.numel() == 0:
+            return (self.geometry.addr, self.geometry.addr)
+        bits = self.dtype.bits if is_packed4(self.dtype) else self.dtype.itemsize * 8
+        lo, hi = int(offs.min()), int(offs.max())
+        return (self.geometry.addr + lo * bits // 8, self.geometry.addr + -(-(hi + 1) * bits // 8))
+
+    def _window(self, r0: int, c0: int, rows: int, cols: int) -> torch.Tensor:
+        g = self.geometry
+        if r0 < 0 or c0 < 0 or r0 + rows > g.rows or c0 + cols > g.cols:
+            raise ValueError(f"block [{r0}:{r0 + rows}, {c0}:{c0 + cols}] is outside tile shape "
+                             f"[{g.rows}, {g.cols}]")
+        offs = g.offsets(self.valid)[r0:r0 + rows, c0:c0 + cols]
+        self.memory.check_range(g.space, *self._byte_bounds(offs))
+        return offs
+
+
+class GMRef:
+    """A view of a CPU torch tensor's storage as global memory: shape, element strides, dtype.
+
+    `base_offset` counts elements of `dtype` from the start of the storage. 4-bit dtypes count
+    elements two per byte, the first in the low nibble.
+    """
+
+    def __init__(self, tensor: torch.Tensor, shape: Sequence[int] | None = None,
+                 strides: Sequence[int] | None = None, dtype: DataType | None = None,
+                 base_offset: int | None = None):
+        self.tensor = tensor
+        self.dtype = dtype if dtype is not None else _dtype_of(tensor)
+        self.shape = tuple(int(s) for s in (tensor.shape if shape is None else shape))
+        if strides is None:
+            strides = _row_major(self.shape) if shape is not None else tensor.stride()
+        self.strides = tuple(int(s) for s in strides)
+        self._bytes = torch.empty(0, dtype=torch.uint8).set_(tensor.untyped_storage())
+        bits = 4 if is_packed4(self.dtype) else self.dtype.itemsize * 8
+        if base_offset is None:
+            base_offset = tensor.storage_offset() * tensor.element_size() * 8 // bits
+        self.base_offset = int(base_offset)
+        self._bits = bits
+
+    def __repr__(self) -> str:
+        return f"GMRef({self.dtype.value}{list(self.shape)} strides={list(self.strides)})"
+
+    @property
+    def rank(self) -> int:
+        return len(self.shape)
+
+    def read_window(self, offsets: Sequence[int], rows: int, cols: int, transpose: bool = False,
+                    axes: tuple[int, int] | None = None) -> torch.Tensor:
+        """A [rows, cols] window at per-axis element `offsets`.
+
+        The tile covers tensor axes `axes` (default: the last two; leading axes stay fixed at
+        their offsets); `transpose` swaps them (tile rows run along the second axis).
+        """
+        view = self._strided_window(offsets, rows, cols, transpose, axes)
+        if view is not None:
+            return view.clone()
+        return self._read_elems(self._window_offsets(offsets, rows, cols, transpose, axes))
+
+    def write_window(self, offsets: Sequence[int], value: torch.Tensor, transpose: bool = False,
+                     axes: tuple[int, int] | None = None) -> None:
+        rows, cols = value.shape
+        view = self._strided_window(offsets, rows, cols, transpose, axes)
+        if view is not None:
+            view.copy_(value.to(view.dtype))
+            return
+        self._write_elems(self._window_offsets(offsets, rows, cols, transpose, axes), value)
+
+    def _strided_window(self, offsets: Sequence[int], rows: int, cols: int, transpose: bool,
+                        axes: tuple[int, int] | None) -> torch.Tensor | None:
+        """The window as a strided view of the typed storage (byte-sized dtypes): no gathers."""
+        if self._bits == 4 or rows == 0 or cols == 0:
+            return None
+        base, rs, cs = self._window_geometry(offsets, rows, cols, transpose, axes)
+        typed = self._typed()
+        last = base + (rows - 1) * rs + (cols - 1) * cs
+        if base < 0 or last >= typed.numel() or rs < 0 or cs < 0:
+            return None  # let the checked path report it
+        return torch.as_strided(typed, (rows, cols), (rs, cs), base)
+
+    def _typed(self) -> torch.Tensor:
+        typed = getattr(self, "_typed_view", None)
+        if typed is None:
+            size = self._bits // 8
+            n = self._bytes.numel() - self._bytes.numel() % size
+            typed = self._typed_view = self._bytes[:n].view(storage_dtype(self.dtype))
+        return typed
+
+    def atomic_add_window(self, offsets: Sequence[int], value: torch.Tensor,
+                          transpose: bool = False, axes: tuple[int, int] | None = None) -> None:
+        """GM[window] += value, rounded once to the GM dtype (float adds computed in fp32)."""
+        rows, cols = value.shape
+        elems = self._window_offsets(offsets, rows, cols, transpose, axes)
+        old = self._read_elems(elems)
+        if self.dtype.is_float:
+            total = (old.float() + value.float()).to(old.dtype)
+        else:
+            total = (old.to(torch.int64) + value.to(torch.int64)).to(old.dtype)
+        self._write_elems(elems, total)
+
+    def read_linear(self, offset: int, count: int) -> torch.Tensor:
+        """`count` elements from element `offset` past the base (no shape, as `getval` sees GM)."""
+        return self._read_elems(torch.arange(offset, offset + count) + self.base_offset)
+
+    def write_linear(self, offset: int, value: torch.Tensor) -> None:
+        value = value.reshape(-1)
+        self._write_elems(torch.arange(offset, offset + value.numel()) + self.base_offset, value)
+
+    def logical_offsets(self, start: int, count: int) -> torch.Tensor:
+        """Storage element offsets of the row-major logical elements [start, start + count)."""
+        flat = torch.arange(start, start + count)
+        offs = torch.full_like(flat, self.base_offset)
+        for size, stride in zip(reversed(self.shape), reversed(self.strides)):
+            offs += (flat % size) * stride
+            flat = flat // size
+        return offs
+
+    def fill_logical(self, start: int, count: int, value: float | int) -> None:
+        """Set the row-major logical elements [start, start + count) to `value`."""
+        elems = self.logical_offsets(start, count)
+        self._write_elems(elems, torch.full((count,), value).to(storage_dtype(self.dtype)))
+
+    def _window_offsets(self, offsets: Sequence[int], rows: int, cols: int, transpose: bool,
+                        axes: tuple[int, int] | None) -> torch.Tensor:
+        base, rs, cs = self._window_geometry(offsets, rows, cols, transpose, axes)
+        return base + torch.arange(rows)[:, None] * rs + torch.arange(cols)[None, :] * cs
+
+    def _window_geometry(self, offsets: Sequence[int], rows: int, cols: int, transpose: bool,
+                         axes: tuple[int, int] | None) -> tuple[int, int, int]:
+        """(first element, row stride, col stride) of a window, after bounds checks."""
+        offsets = [int(o) for o in (offsets if isinstance(offsets, Sequence) else [offsets])]
+        shape, strides = self.shape, self.strides
+        if self.rank == 1:  # a 1-D tensor is one row
+            shape, strides = (1, *shape), (0, *strides)
+            offsets = [0, *offsets] if len(offsets) == 1 else offsets
+        if len(offsets) != len(shape):
+            raise ValueError(f"{len(offsets)} offsets for a rank-{self.rank} GM tensor")
+        row_axis, col_axis = (len(shape) - 2, len(shape) - 1) if axes is None else (
+            axes[0] % len(shape), axes[1] % len(shape))
+        if transpose:
+            row_axis, col_axis = col_axis, row_axis
+        extents = [1] * len(shape)
+        extents[row_axis], extents[col_axis] = rows, cols
+        if any(o < 0 or o + e > s for o, e, s in zip(offsets, extents, shape)):
+            raise SimMemoryError("GM", min(offsets), max(o + e for o, e in zip(offsets, extents)),
+                                 math.prod(shape), what=f"window {offsets}+{extents} of tensor "
+                                 f"{list(shape)}: access")
+        base = self.base_offset + sum(o * s for o, s in zip(offsets, strides))
+        return base, strides[row_axis], strides[col_axis]
+
+    def _read_elems(self, elems: torch.Tensor) -> torch.Tensor:
+        self._check(elems)
+        if self._bits == 4:
+            return read_nibbles(self._bytes, elems)
+        size = self._bits // 8
+        idx = (elems * size)[..., None] + torch.arange(size)
+        return self._bytes[idx].view(storage_dtype(self.dtype)).reshape(elems.shape)
+
+    def _write_elems(self, elems: torch.Tensor, value: torch.Tensor) -> None:
+        self._check(elems)
+        elems, value = elems.reshape(-1), value.reshape(-1)
+        if self._bits == 4:
+            write_nibbles(self._bytes, elems, value)
+            return
+        size = self._bits // 8
+        idx = (elems * size)[:, None] + torch.arange(size)
+        data = value.to(storage_dtype(self.dtype)).contiguous().view(torch.uint8)
+        self._bytes[idx.reshape(-1)] = data.reshape(-1)
+
+    def _check(self, elems: torch.Tensor) -> None:
+        if elems.numel() == 0:
+            return
+        lo, hi = int(elems.min()) * self._bits // 8, -(-(int(elems.max()) + 1) * self._bits // 8)
+        if lo < 0 or hi > self._bytes.numel():
+            raise SimMemoryError("GM", lo, hi, self._bytes.numel())
+
+
+def _row_major(shape: tuple[int, ...]) -> tuple[int, ...]:
+    strides, acc = [], 1
+    for size in reversed(shape):
+        strides.append(acc)
+        acc *= size
+    return tuple(reversed(strides))
+
+
+def _dtype_of(tensor: torch.Tensor) -> DataType:
+    for dtype, name in _TORCH_NAMES.items():
+        if getattr(torch, name) == tensor.dtype and dtype not in (DataType.HF8, DataType.INDEX):
+            return dtype
+    raise ValueError(f"no PyPTO Pro dtype for torch {tensor.dtype}; pass dtype=")

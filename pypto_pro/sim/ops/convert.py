@@ -1,0 +1,72 @@
+"""Type conversion (pipe V): `cast` and the fused `add_relu_cast`, `sub_relu_cast`, `mul_cast`.
+
+Rounding follows the `mode` kwarg exactly (pto-isa RoundMode: NONE, RINT = half to even,
+ROUND = half away from zero, FLOOR, CEIL, TRUNC, ODD); `cast` defaults to CAST_ROUND as
+`pl.cast` does, the fused casts to CAST_RINT. Float -> integer conversions saturate to the
+target range (NaN -> 0), integer -> narrower integer saturates, float -> float overflows to
+inf under nearest rounding and to the largest finite value under directed rounding (formats
+without inf, e.g. FP8 E4M3FN, saturate).
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+
+from pypto_pro.ir.dtype import DataType
+
+from . import SimOpError
+from .elementwise import NUMERIC, block_values
+from .numerics import RoundMode, int_to_stored, saturate_int, to_compute
+from .operands import dtype_arg, encode, require_dtype, require_same_dtype, round_mode, tile_arg
+
+CASTABLE = NUMERIC + (DataType.FP8E4M3FN, DataType.FP8E5M2, DataType.HF8, DataType.FP4E2M1,
+                      DataType.FP4E1M2, DataType.FP4, DataType.INT4, DataType.UINT4,
+                      DataType.BOOL)
+
+
+def convert(values: torch.Tensor, src: DataType, dst: DataType, mode: RoundMode) -> torch.Tensor:
+    """Compute values of dtype `src` converted into `dst`'s storage with rounding `mode`."""
+    if src.is_float or dst.is_float:
+        if mode is RoundMode.CAST_ODD and not dst.is_float:
+            raise SimOpError(f"block.cast: CAST_ODD needs a float target, not {dst.value}")
+        return encode(dst, values, mode)
+    return int_to_stored(saturate_int(values, dst), dst)
+
+
+def cast(args: list, kwargs: dict) -> None:
+    """`cast(out, src, mode=)`: out = src converted to out's dtype."""
+    op = "block.cast"
+    out, src = tile_arg(args[0], op=op, position=0), tile_arg(args[1], op=op, position=1)
+    require_dtype(op, (out, src), CASTABLE)
+    mode = round_mode(kwargs, RoundMode.CAST_ROUND, op=op)
+    out.write(convert(block_values(src, out.valid), src.dtype, out.dtype, mode))
+
+
+FUSED: dict[str, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]] = {
+    "add_relu_cast": lambda a, b: torch.relu(a + b),
+    "sub_relu_cast": lambda a, b: torch.relu(a - b),
+    "mul_cast": torch.mul,
+}
+
+
+def _fused_impl(name: str) -> Callable[[list, dict], None]:
+    fn, op = FUSED[name], f"block.{name}"
+
+    def impl(args: list, kwargs: dict) -> None:
+        out, lhs, rhs = (tile_arg(a, op=op, position=i) for i, a in enumerate(args[:3]))
+        require_same_dtype(op, lhs, rhs)
+        require_dtype(op, (lhs,), NUMERIC)
+        target = dtype_arg(kwargs.get("target_type", out.dtype), op=op)
+        if target is not out.dtype:
+            raise SimOpError(f"{op}: target_type {target.value} differs from the output tile's "
+                             f"{out.dtype.value}")
+        mode = round_mode(kwargs, RoundMode.CAST_RINT, op=op)
+        result = fn(block_values(lhs, out.valid), block_values(rhs, out.valid))
+        # the sum or product is formed in the source dtype, then converted
+        intermediate = to_compute(encode(lhs.dtype, result), lhs.dtype)
+        out.write(convert(intermediate, lhs.dtype, out.dtype, mode))
+    return impl
+
+
+IMPLS = {"block.cast": cast, **{f"block.{n}": _fused_impl(n) for n in FUSED}}

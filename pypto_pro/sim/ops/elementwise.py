@@ -1,0 +1,251 @@
+"""Element-wise vector ops (pipe V): binary tile-tile and tile-scalar, unary, fills, ternary /
+fused ops and the partial (tail) ops `part*`.
+
+Every op iterates over the destination's valid window (pto-isa convention) and reads each tile
+operand's block of the same shape. Float math is done in float32 and rounded once into the
+output dtype (exact for + - * / and sqrt of FP16/BF16 inputs); integer math in int64, wrapped
+two's-complement into the output dtype. Scalars are first rounded to the tile dtype, as the
+hardware receives them.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+
+from pypto_pro.ir.dtype import DataType
+
+from ..memory import TileRef
+from . import SimOpError
+from .numerics import float_to_stored, to_compute, wrap_int
+from .operands import require_dtype, require_same_dtype, store, tile_arg
+
+FLOATS = (DataType.FP16, DataType.BF16, DataType.FP32)
+INTS = (DataType.INT8, DataType.INT16, DataType.INT32, DataType.INT64, DataType.UINT8,
+        DataType.UINT16, DataType.UINT32, DataType.UINT64)
+NUMERIC = FLOATS + INTS
+Binary = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+
+
+def block_values(tile: TileRef, shape: tuple[int, int]) -> torch.Tensor:
+    """The top-left `shape` block of `tile` as compute values (the destination's window)."""
+    return to_compute(tile.read_block(0, 0, *shape), tile.dtype)
+
+
+def scalar_in_dtype(value: float | int, dtype: DataType) -> torch.Tensor:
+    """A scalar operand rounded (float) or wrapped (int) to `dtype`, as a 0-d compute tensor."""
+    if dtype.is_float:
+        return to_compute(float_to_stored(torch.tensor([float(value)]), dtype), dtype)[0]
+    return to_compute(wrap_int(torch.tensor([int(value)]), dtype), dtype)[0]
+
+
+def _div(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    if a.is_floating_point():
+        return a / b
+    safe = torch.where(b == 0, 1, b)
+    return torch.where(b == 0, 0, torch.div(a, safe, rounding_mode="trunc"))
+
+
+def _rem(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    if a.is_floating_point():
+        return torch.fmod(a, b)
+    safe = torch.where(b == 0, 1, b)
+    return torch.where(b == 0, 0, torch.fmod(a, safe))
+
+
+def _shift_left(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    return torch.where((b >= 0) & (b < 64), a << b.clamp(0, 63), 0)
+
+
+def _shift_right(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    return a >> b.clamp(0, 63)
+
+
+#: name -> (function, allowed dtypes)
+BINARY: dict[str, tuple[Binary, tuple[DataType, ...]]] = {
+    "add": (torch.add, NUMERIC),
+    "sub": (torch.sub, NUMERIC),
+    "mul": (torch.mul, NUMERIC),
+    "div": (_div, NUMERIC),
+    "maximum": (torch.maximum, NUMERIC),
+    "minimum": (torch.minimum, NUMERIC),
+    "and": (torch.bitwise_and, INTS),
+    "or": (torch.bitwise_or, INTS),
+    "xor": (torch.bitwise_xor, INTS),
+    "shl": (_shift_left, INTS),
+    "shr": (_shift_right, INTS),
+    "rem": (_rem, NUMERIC),
+    "add_relu": (lambda a, b: torch.relu(a + b), NUMERIC),
+    "sub_relu": (lambda a, b: torch.relu(a - b), NUMERIC),
+}
+#: tile-scalar op -> the binary it applies with the scalar on the right
+SCALAR = {"adds": "add", "subs": "sub", "muls": "mul", "divs": "div", "maxs": "maximum",
+          "mins": "minimum", "ands": "and", "ors": "or", "xors": "xor", "shls": "shl",
+          "shrs": "shr", "rems": "rem"}
+
+
+def _binary_impl(name: str) -> Callable[[list, dict], None]:
+    fn, allowed = BINARY[name]
+    op = f"block.{name}"
+
+    def impl(args: list, kwargs: dict) -> None:
+        out, lhs, rhs = (tile_arg(a, op=op, position=i) for i, a in enumerate(args[:3]))
+        require_same_dtype(op, out, lhs, rhs)
+        require_dtype(op, (out,), allowed)
+        store(out, fn(block_values(lhs, out.valid), block_values(rhs, out.valid)))
+    return impl
+
+
+def _scalar_impl(name: str) -> Callable[[list, dict], None]:
+    fn, allowed = BINARY[SCALAR[name]]
+    op = f"block.{name}"
+
+    def impl(args: list, kwargs: dict) -> None:
+        out, src = tile_arg(args[0], op=op, position=0), tile_arg(args[1], op=op, position=1)
+        require_same_dtype(op, out, src)
+        require_dtype(op, (out,), allowed)
+        store(out, fn(block_values(src, out.valid), scalar_in_dtype(args[2], src.dtype)))
+    return impl
+
+
+UNARY: dict[str, tuple[Callable[[torch.Tensor], torch.Tensor], tuple[DataType, ...]]] = {
+    "neg": (torch.neg, FLOATS + INTS),
+    "abs": (torch.abs, FLOATS + INTS),
+    "exp": (torch.exp, FLOATS),
+    "log": (torch.log, FLOATS),
+    "sqrt": (torch.sqrt, FLOATS),
+    "rsqrt": (torch.rsqrt, FLOATS),
+    "recip": (torch.reciprocal, FLOATS),
+    "relu": (torch.relu, FLOATS + INTS),
+    "not": (torch.bitwise_not, INTS),
+}
+
+
+def _unary_impl(name: str) -> Callable[[list, dict], None]:
+    fn, allowed = UNARY[name]
+    op = f"block.{name}"
+
+    def impl(args: list, kwargs: dict) -> None:
+        out, src = tile_arg(args[0], op=op, position=0), tile_arg(args[1], op=op, position=1)
+        require_same_dtype(op, out, src)
+        require_dtype(op, (out,), allowed)
+        store(out, fn(block_values(src, out.valid)))
+    return impl
+
+
+def expands(args: list, kwargs: dict) -> None:
+    """`expands(out, scalar)` / `full`: every valid element = scalar."""
+    out = tile_arg(args[0], op="block.expands", position=0)
+    require_dtype("block.expands", (out,), NUMERIC)
+    store(out, scalar_in_dtype(args[1], out.dtype).expand(out.valid))
+
+
+def fill_index(args: list, kwargs: dict) -> None:
+    """`fill_index(out, start)`: start, start+1, ... over the row-flattened valid window."""
+    out = tile_arg(args[0], op="block.fill_index", position=0)
+    require_dtype("block.fill_index", (out,), NUMERIC)
+    count = out.valid_rows * out.valid_cols
+    ramp = scalar_in_dtype(args[1], out.dtype) + torch.arange(count)
+    store(out, ramp.reshape(out.valid).to(torch.float32 if out.dtype.is_float else torch.int64))
+
+
+def _ternary(op: str, args: list, count: int) -> tuple[TileRef, list[torch.Tensor]]:
+    """The output tile (args[0]) and `count` tile operands from args[1:] on its window."""
+    tiles = [tile_arg(a, op=op, position=i) for i, a in enumerate(args[:count + 1])]
+    require_same_dtype(op, *tiles)
+    require_dtype(op, tiles[:1], NUMERIC)
+    return tiles[0], [block_values(t, tiles[0].valid) for t in tiles[1:]]
+
+
+def addc(args: list, kwargs: dict) -> None:
+    """`addc(out, a, b, c)` = a + b + c."""
+    out, (a, b, c) = _ternary("block.addc", args, 3)
+    store(out, a + b + c)
+
+
+def subc(args: list, kwargs: dict) -> None:
+    """`subc(out, a, b, c)` = a - b + c (pto-isa TSUBC)."""
+    out, (a, b, c) = _ternary("block.subc", args, 3)
+    store(out, a - b + c)
+
+
+def addsc(args: list, kwargs: dict) -> None:
+    """`addsc(out, a, scalar, c)` = a + scalar + c."""
+    out, (a,) = _ternary("block.addsc", args, 1)
+    c = block_values(tile_arg(args[3], op="block.addsc", position=3), out.valid)
+    store(out, a + scalar_in_dtype(args[2], out.dtype) + c)
+
+
+def subsc(args: list, kwargs: dict) -> None:
+    """`subsc(out, a, scalar, c)` = a - scalar + c."""
+    out, (a,) = _ternary("block.subsc", args, 1)
+    c = block_values(tile_arg(args[3], op="block.subsc", position=3), out.valid)
+    store(out, a - scalar_in_dtype(args[2], out.dtype) + c)
+
+
+def mul_add_dst(args: list, kwargs: dict) -> None:
+    """`mul_add_dst(out, a, b)`: out = a * b + out."""
+    out, (a, b) = _ternary("block.mul_add_dst", args, 2)
+    store(out, a * b + block_values(out, out.valid))
+
+
+def fused_mul_add(args: list, kwargs: dict) -> None:
+    """`fused_mul_add(out, a, b)`: out = a * out + b."""
+    out, (a, b) = _ternary("block.fused_mul_add", args, 2)
+    store(out, a * block_values(out, out.valid) + b)
+
+
+def fused_mul_add_relu(args: list, kwargs: dict) -> None:
+    """`fused_mul_add_relu(out, a, b)`: out = relu(out * a + b)."""
+    out, (a, b) = _ternary("block.fused_mul_add_relu", args, 2)
+    store(out, torch.relu(block_values(out, out.valid) * a + b))
+
+
+def axpy(args: list, kwargs: dict) -> None:
+    """`axpy(out, src, alpha)`: out = alpha * src + out."""
+    out, (src,) = _ternary("block.axpy", args, 1)
+    store(out, scalar_in_dtype(args[2], out.dtype) * src + block_values(out, out.valid))
+
+
+PART = {"partadd": torch.add, "partmax": torch.maximum, "partmin": torch.minimum,
+        "partmul": torch.mul}
+
+
+def _part_impl(name: str) -> Callable[[list, dict], None]:
+    fn, op = PART[name], f"block.{name}"
+
+    def impl(args: list, kwargs: dict) -> None:
+        out, src0, src1 = (tile_arg(a, op=op, position=i) for i, a in enumerate(args[:3]))
+        require_same_dtype(op, out, src0, src1)
+        require_dtype(op, (out,), NUMERIC)
+        if out.valid not in (src0.valid, src1.valid):
+            raise SimOpError(f"{op}: one source's valid shape must equal the output's "
+                             f"{list(out.valid)} (got {list(src0.valid)}, {list(src1.valid)})")
+        rows = torch.arange(out.valid_rows)[:, None]
+        cols = torch.arange(out.valid_cols)[None, :]
+        in0 = (rows < src0.valid_rows) & (cols < src0.valid_cols)
+        in1 = (rows < src1.valid_rows) & (cols < src1.valid_cols)
+        a, b = _clipped(src0, out.valid), _clipped(src1, out.valid)
+        result = torch.where(in0 & in1, fn(a, b), torch.where(in0, a, b))
+        store(out, result)
+    return impl
+
+
+def _clipped(tile: TileRef, shape: tuple[int, int]) -> torch.Tensor:
+    """Values of `tile` over `shape`, zero beyond the tile's own valid window."""
+    block = torch.zeros(shape, dtype=torch.float32 if tile.dtype.is_float else torch.int64)
+    rows, cols = min(tile.valid_rows, shape[0]), min(tile.valid_cols, shape[1])
+    block[:rows, :cols] = block_values(tile, (rows, cols))
+    return block
+
+
+IMPLS = {
+    **{f"block.{n}": _binary_impl(n) for n in BINARY},
+    **{f"block.{n}": _scalar_impl(n) for n in SCALAR},
+    **{f"block.{n}": _unary_impl(n) for n in UNARY},
+    **{f"block.{n}": _part_impl(n) for n in PART},
+    "block.expands": expands, "block.full": expands, "block.fill_index": fill_index,
+    "block.addc": addc, "block.subc": subc, "block.addsc": addsc, "block.subsc": subsc,
+    "block.mul_add_dst": mul_add_dst, "block.fused_mul_add": fused_mul_add,
+    "block.fused_mul_add_relu": fused_mul_add_relu, "block.axpy": axpy,
+}

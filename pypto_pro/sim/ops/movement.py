@@ -1,0 +1,215 @@
+"""Data movement: `load` (MTE2), `store`/`store_fp` (MTE3 from UB, FIX from L0C), `move`,
+`move_fp` and `insert` between on-chip tiles, `ub_copy`, `init_output`, and the scalar
+element access `getval`/`setval`.
+
+Loads and stores move the tile's valid window; layouts (ND <-> NZ, DN, ...) are converted for
+free because tiles are read and written logically. Tile and GM element sizes must match (bits
+are reinterpreted when the dtypes differ but the sizes agree). Paths out of L0C go through the
+fixpipe (`fixpipe.convert`). Every op reads all its operands before writing anything.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+
+from pypto_pro.ir.types import MemorySpace
+
+from ..memory import GMRef, TileRef, storage_dtype
+from . import SimOpError
+from .fixpipe import block_scale, convert
+from .numerics import RoundMode, to_compute
+from .operands import AccToVecMode, AtomicType, encode, enum_arg, gm_arg, tile_arg
+
+
+def _as_tile_dtype(data: torch.Tensor, source, tile: TileRef, op: str) -> torch.Tensor:
+    """`data` (stored as `source`'s dtype) reinterpreted for `tile` (element sizes must match)."""
+    if source is tile.dtype:
+        return data
+    if source.bits != tile.dtype.bits:
+        raise SimOpError(f"{op}: element sizes differ ({source.value} vs {tile.dtype.value})")
+    if source.bits == 4:
+        return data
+    return data.contiguous().view(storage_dtype(tile.dtype))
+
+
+def _gm_view(kwargs: dict) -> dict:
+    """Window kwargs for GMRef: `tile_dims` (tensor axes of tile rows/cols), `is_transpose`."""
+    dims = kwargs.get("tile_dims")
+    return {"transpose": bool(kwargs.get("is_transpose", False)),
+            "axes": (int(dims[0]), int(dims[1])) if dims else None}
+
+
+def load(args: list, kwargs: dict) -> None:
+    """`load(dst_tile, src_gm, offsets)`: the tile's valid window from GM at `offsets`."""
+    op = "block.load"
+    dst, src = tile_arg(args[0], op=op, position=0), gm_arg(args[1], op=op, position=1)
+    window = src.read_window(_offsets(args[2]), *dst.valid, **_gm_view(kwargs))
+    dst.write(_as_tile_dtype(window, src.dtype, dst, op))
+
+
+def _offsets(value: object) -> list[int]:
+    return [int(v) for v in value] if isinstance(value, Sequence) else [int(value)]
+
+
+def _to_gm(op: str, dst: GMRef, data: torch.Tensor, offsets: list[int], kwargs: dict) -> None:
+    view = _gm_view(kwargs)
+    if enum_arg(kwargs.get("atomic"), AtomicType, AtomicType.AtomicNone,
+                op=op) is AtomicType.AtomicAdd:
+        dst.atomic_add_window(offsets, data, **view)
+    else:
+        dst.write_window(offsets, data, **view)
+
+
+def store(args: list, kwargs: dict) -> None:
+    """`store(dst_gm, src_tile, offsets[, deq_scalar])`: valid window to GM (fixpipe from Acc)."""
+    op = "block.store"
+    dst, src = gm_arg(args[0], op=op, position=0), tile_arg(args[1], op=op, position=1)
+    if src.space is MemorySpace.Acc:
+        scale = block_scale(kwargs, args[3] if len(args) > 3 else None)
+        data = convert(src, (0, 0, *src.valid), dst.dtype, kwargs, scale)
+    else:
+        data = src.read()
+        if dst.dtype.bits != src.dtype.bits:
+            raise SimOpError(f"{op}: element sizes differ ({src.dtype.value} vs "
+                             f"{dst.dtype.value})")
+        data = data if dst.dtype is src.dtype or dst.dtype.bits == 4 else \
+            data.contiguous().view(storage_dtype(dst.dtype))
+    _to_gm(op, dst, data, _offsets(args[2]), kwargs)
+
+
+def store_fp(args: list, kwargs: dict) -> None:
+    """`store_fp(dst_gm, src_acc, offsets, scale_tile)`: per-channel quantised store."""
+    op = "block.store_fp"
+    dst, src = gm_arg(args[0], op=op, position=0), tile_arg(args[1], op=op, position=1)
+    scale = block_scale(kwargs, scale_tile=tile_arg(args[3], op=op, position=3),
+                        cols=src.valid_cols)
+    data = convert(src, (0, 0, *src.valid), dst.dtype, kwargs, scale)
+    _to_gm(op, dst, data, _offsets(args[2]), kwargs)
+
+
+def _split_blocks(mode: AccToVecMode, rows: int, cols: int) -> list[tuple[int, int, int, int]]:
+    """Blocks (r0, c0, rows, cols) of the Acc window for each destination UB."""
+    if mode is AccToVecMode.DualModeSplitM:
+        half = rows // 2
+        return [(0, 0, half, cols), (half, 0, rows - half, cols)]
+    if mode is AccToVecMode.DualModeSplitN:
+        half = cols // 2
+        return [(0, 0, rows, half), (0, half, rows, cols - half)]
+    return [(0, 0, rows, cols)]
+
+
+def _move_from_acc(op: str, dst: object, src: TileRef, kwargs: dict,
+                   scale_tile: TileRef | None = None) -> None:
+    targets = list(dst) if isinstance(dst, (tuple, list)) else [dst]
+    mode = enum_arg(kwargs.get("acc_to_vec_mode"), AccToVecMode, AccToVecMode.SingleModeVec0,
+                    op=op)
+    blocks = _split_blocks(mode, *src.valid)
+    if len(targets) != len(blocks):
+        raise SimOpError(f"{op}: {mode.name} writes {len(blocks)} destination tile(s), "
+                         f"got {len(targets)}")
+    converted = []
+    for target, block in zip(targets, blocks):
+        tile_arg(target, op=op, position=0)
+        scale = block_scale(kwargs, scale_tile=scale_tile, cols=block[3], c0=block[1])
+        converted.append(convert(src, block, target.dtype, kwargs, scale))
+    for target, data in zip(targets, converted):
+        target.write(data, offset=(0, 0))
+
+
+def _tile_to_tile(op: str, dst: TileRef, src: TileRef, offset: object) -> None:
+    if offset is None:
+        data = src.read()
+    else:
+        r0, c0 = _offsets(offset)
+        data = src.read_block(r0, c0, *dst.valid)
+    if dst.dtype.is_float and src.dtype.is_float and dst.dtype.bits != src.dtype.bits:
+        data = encode(dst.dtype, to_compute(data, src.dtype), RoundMode.CAST_RINT)  # e.g. bias
+    else:
+        data = _as_tile_dtype(data, src.dtype, dst, op)
+    dst.write(data, offset=(0, 0))
+
+
+def move(args: list, kwargs: dict) -> None:
+    """`move(dst, src[, offset])`: tile -> tile; Acc sources go through the fixpipe.
+
+    Acc -> Vec with `acc_to_vec_mode` DualModeSplitM/N takes `dst` as a pair of UB tiles (AIV0,
+    AIV1) and sends each the top/bottom rows (M) or left/right columns (N) of the Acc window.
+    """
+    op = "block.move"
+    src = tile_arg(args[1], op=op, position=1)
+    if src.space is MemorySpace.Acc:
+        _move_from_acc(op, args[0], src, kwargs)
+        return
+    dst = args[0][0] if isinstance(args[0], (tuple, list)) else args[0]
+    _tile_to_tile(op, tile_arg(dst, op=op, position=0), src, args[2] if len(args) > 2 else None)
+
+
+def move_fp(args: list, kwargs: dict) -> None:
+    """`move_fp(dst, src_acc, scale_tile)`: Acc -> Vec/Mat with per-channel scales."""
+    op = "block.move_fp"
+    src = tile_arg(args[1], op=op, position=1)
+    if src.space is not MemorySpace.Acc:
+        raise SimOpError(f"{op}: source must be an Acc tile, not {src.space.value}")
+    _move_from_acc(op, args[0], src, kwargs, scale_tile=tile_arg(args[2], op=op, position=2))
+
+
+def insert(args: list, kwargs: dict) -> None:
+    """`insert(dst, src, (row, col))`: src's valid window written into dst at [row, col]."""
+    op = "block.insert"
+    dst, src = tile_arg(args[0], op=op, position=0), tile_arg(args[1], op=op, position=1)
+    if src.space is MemorySpace.Acc:
+        data = convert(src, (0, 0, *src.valid), dst.dtype, kwargs, block_scale(kwargs))
+    else:
+        data = _as_tile_dtype(src.read(), src.dtype, dst, op)
+    r0, c0 = _offsets(args[2])
+    dst.write(data, offset=(r0, c0))
+
+
+def ub_copy(args: list, kwargs: dict) -> None:
+    """`ub_copy(dst, src)`: UB -> UB copy of src's valid window."""
+    op = "block.ub_copy"
+    dst, src = tile_arg(args[0], op=op, position=0), tile_arg(args[1], op=op, position=1)
+    dst.write(_as_tile_dtype(src.read(), src.dtype, dst, op), offset=(0, 0))
+
+
+def init_output(args: list, kwargs: dict) -> None:
+    """`init_output(tensor, offset=0, size=all, value=0)`: fill logical GM elements."""
+    dst = gm_arg(args[0], op="block.init_output", position=0)
+    offset = int(kwargs.get("offset", 0) or 0)
+    total = 1
+    for dim in dst.shape:
+        total *= dim
+    size = kwargs.get("size")
+    dst.fill_logical(offset, total - offset if size is None else int(size), kwargs.get("value", 0))
+
+
+def getval(args: list, kwargs: dict) -> float | int | bool:
+    """`getval(container, offset)`: the element at linear element `offset` (integers widen)."""
+    container, offset = args[0], int(args[1])
+    if isinstance(container, GMRef):
+        stored, dtype = container.read_linear(offset, 1), container.dtype
+    else:
+        tile = tile_arg(container, op="block.getval", position=0)
+        stored, dtype = tile.read_linear(offset, 1), tile.dtype
+    value = to_compute(stored, dtype)[0]
+    return bool(value) if dtype.value == "BOOL" else value.item()
+
+
+def setval(args: list, kwargs: dict) -> None:
+    """`setval(container, offset, value)`: one element, rounded / wrapped to its dtype."""
+    container, offset, value = args[0], int(args[1]), args[2]
+    if isinstance(container, GMRef):
+        dtype = container.dtype
+        container.write_linear(offset, encode(dtype, torch.tensor([value])))
+        return
+    tile = tile_arg(container, op="block.setval", position=0)
+    tile.write_linear(offset, encode(tile.dtype, torch.tensor([value])))
+
+
+IMPLS = {
+    "block.load": load, "block.store": store, "block.store_fp": store_fp,
+    "block.move": move, "block.move_fp": move_fp, "block.insert": insert,
+    "block.ub_copy": ub_copy, "block.init_output": init_output,
+    "block.getval": getval, "block.setval": setval,
+}

@@ -1,0 +1,69 @@
+"""Reductions (pipe V): `row_*` reduce each row of the source's valid window to a [rows, 1]
+result, `col_*` each column to [1, cols]; sum, max, min, prod, argmax, argmin and the generic
+`row_reduce`/`col_reduce` (kwarg `op`: SUM, MAX, MIN, PROD).
+
+Float sums and products accumulate in float32 and round once into the output dtype; integer
+ones in int64, wrapped. Arg-reductions write the first index of the extreme value as INT32 /
+UINT32 (or any integer output). The `tmp` scratch operand is accepted and left untouched.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+
+from . import SimOpError
+from .elementwise import NUMERIC, block_values
+from .operands import ReduceOp, enum_arg, require_dtype, store, tile_arg
+
+Reducer = Callable[[torch.Tensor, int], torch.Tensor]
+
+REDUCERS: dict[str, Reducer] = {
+    "sum": lambda x, d: x.sum(d, keepdim=True),
+    "max": lambda x, d: x.amax(d, keepdim=True),
+    "min": lambda x, d: x.amin(d, keepdim=True),
+    "prod": lambda x, d: x.prod(d, keepdim=True),
+    "argmax": lambda x, d: x.argmax(d, keepdim=True),
+    "argmin": lambda x, d: x.argmin(d, keepdim=True),
+}
+
+
+def _reduce(op: str, args: list, kind: str, axis: int) -> None:
+    """Reduce the source's valid window along `axis` (1: row_*, 0: col_*) into args[0]."""
+    out, src = tile_arg(args[0], op=op, position=0), tile_arg(args[1], op=op, position=1)
+    require_dtype(op, (src,), NUMERIC)
+    if kind.startswith("arg"):
+        if not out.dtype.is_int:
+            raise SimOpError(f"{op}: index output must be an integer tile, not {out.dtype.value}")
+    elif out.dtype is not src.dtype:
+        raise SimOpError(f"{op}: output dtype {out.dtype.value} differs from source "
+                         f"{src.dtype.value}")
+    if 0 in src.valid:
+        return
+    result = REDUCERS[kind](block_values(src, src.valid), axis)
+    store(out, result, offset=(0, 0))
+
+
+def _impl(kind: str, axis: int) -> Callable[[list, dict], None]:
+    op = f"block.{'row' if axis == 1 else 'col'}_{kind}"
+
+    def impl(args: list, kwargs: dict) -> None:
+        _reduce(op, args, kind, axis)
+    return impl
+
+
+def _generic(axis: int) -> Callable[[list, dict], None]:
+    op = f"block.{'row' if axis == 1 else 'col'}_reduce"
+
+    def impl(args: list, kwargs: dict) -> None:
+        which = enum_arg(kwargs.get("op", kwargs.get("mode")), ReduceOp, op=op)
+        _reduce(op, args, which.name.lower(), axis)
+    return impl
+
+
+IMPLS = {
+    **{f"block.row_{k}": _impl(k, 1) for k in REDUCERS},
+    **{f"block.col_{k}": _impl(k, 0) for k in REDUCERS},
+    "block.row_reduce": _generic(1),
+    "block.col_reduce": _generic(0),
+}

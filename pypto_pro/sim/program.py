@@ -1,0 +1,402 @@
+"""IR → closures for a core's scalar unit (DESIGN §5 "Speed of the simulator").
+
+`compile_function(fn)` turns a lowered IR function into a `CompiledProgram` once; running it for
+a core is `program.run(core)`, a generator that walks the statements in order, evaluates scalar
+code directly and hands tile / sync instructions to the core (`core.issue`). The generator
+yields only when the scalar unit must wait (a full pipe queue, a barrier, a scalar read of
+memory that must see all earlier writes, a wait on pipe S, sync_all).
+Control flow returns `_BREAK` / `_CONTINUE` / `_RETURN` signals up the closure tree.
+"""
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from ..errors import NotSupported, SimulationError
+from ..ir import ops as opreg
+from ..ir.dtype import DataType
+from ..ir.nodes import (
+    AssignStmt, BinaryExpr, BinOp, BreakStmt, Call, Cast, ConstBool, ConstFloat, ConstInt,
+    ConstStr, ContinueStmt, EnumConst, EvalStmt, Expr, ForStmt, Function, GetField, GetItem,
+    IfStmt, MakeTuple, ReturnStmt, SectionStmt, Select, SeqStmts, SetField, Stmt, UnaryExpr,
+    UnOp, Var, WhileStmt, YieldStmt,
+)
+from ..ir.span import Span
+from ..ir.types import ScalarType, SectionKind, TileType
+from .memory import TileGeometry
+
+_BREAK, _CONTINUE, _RETURN = "break", "continue", "return"
+
+
+# ---------------------------------------------------------------- runtime values
+
+
+@dataclass(eq=False)
+class RtTile:
+    """A Tile object of the running kernel: placement plus its (mutable) valid shape."""
+
+    geom: TileGeometry
+    valid: list[int]
+    ttype: TileType
+
+
+@dataclass(eq=False)
+class RtGroup:
+    slots: list[RtTile]
+    mutex_ids: tuple[tuple[int, ...], ...]
+
+
+@dataclass
+class Frame:
+    slots: list[Any]
+    core: Any  # the engine's Core
+
+
+def make_rt_tile(t: TileType, addr: int) -> RtTile:
+    valid = [v if v is not None else d for v, d in zip(t.valid_shape, t.shape)]
+    return RtTile(TileGeometry.from_tile_type(t, addr), valid, t)
+
+
+# ---------------------------------------------------------------- scalar semantics
+
+_INT_BIN = {
+    BinOp.Add: operator.add, BinOp.Sub: operator.sub, BinOp.Mul: operator.mul,
+    BinOp.FloorDiv: operator.floordiv, BinOp.FloorMod: operator.mod,
+    BinOp.FloatDiv: operator.truediv, BinOp.Pow: operator.pow, BinOp.Min: min, BinOp.Max: max,
+    BinOp.Eq: operator.eq, BinOp.Ne: operator.ne, BinOp.Lt: operator.lt, BinOp.Le: operator.le,
+    BinOp.Gt: operator.gt, BinOp.Ge: operator.ge, BinOp.BitAnd: operator.and_,
+    BinOp.BitOr: operator.or_, BinOp.BitXor: operator.xor, BinOp.Shl: operator.lshift,
+    BinOp.Shr: operator.rshift,
+}
+
+
+def convert_scalar(value: Any, dtype: DataType) -> Any:
+    if dtype is DataType.BOOL:
+        return bool(value)
+    if dtype.is_float:
+        return float(value)
+    v = int(value)
+    bits = dtype.bits
+    if dtype.kind == "uint":
+        return v & ((1 << bits) - 1)
+    v &= (1 << bits) - 1
+    return v - (1 << bits) if v >= 1 << (bits - 1) else v
+
+
+# ---------------------------------------------------------------- the compiler
+
+
+class _Compiler:
+    def __init__(self, fn: Function, functions: dict[str, Function]) -> None:
+        self.slot_of: dict[int, int] = {}
+        self.functions = functions
+        self.yield_targets: list[list[int]] = []  # slots a YieldStmt assigns (innermost last)
+        for p in fn.params:
+            self.slot(p)
+
+    def slot(self, var: Var) -> int:
+        s = self.slot_of.get(var.uid)
+        if s is None:
+            s = self.slot_of[var.uid] = len(self.slot_of)
+        return s
+
+    # ------------------------------------------------------------ expressions
+    def expr(self, e: Expr) -> Callable[[Frame], Any]:
+        if isinstance(e, Var):
+            i = self.slot(e)
+            return lambda fr: fr.slots[i]
+        if isinstance(e, (ConstInt, ConstFloat, ConstBool, ConstStr, EnumConst)):
+            v = e.value
+            return lambda fr: v
+        if isinstance(e, BinaryExpr):
+            return self.binary(e)
+        if isinstance(e, UnaryExpr):
+            f = self.expr(e.operand)
+            op = {UnOp.Neg: operator.neg, UnOp.Not: operator.not_, UnOp.BitNot: operator.invert,
+                  UnOp.Abs: abs}[e.op]
+            return lambda fr: op(f(fr))
+        if isinstance(e, Cast):
+            f, dt = self.expr(e.operand), e.type.dtype
+            return lambda fr: convert_scalar(f(fr), dt)
+        if isinstance(e, Select):
+            c, a, b = self.expr(e.cond), self.expr(e.true_value), self.expr(e.false_value)
+            return lambda fr: a(fr) if c(fr) else b(fr)
+        if isinstance(e, MakeTuple):
+            fs = [self.expr(x) for x in e.elements]
+            return lambda fr: tuple(f(fr) for f in fs)
+        if isinstance(e, GetItem):
+            v, i = self.expr(e.value), self.expr(e.index)
+            return lambda fr: _index(v(fr), i(fr))
+        if isinstance(e, GetField):
+            v, name = self.expr(e.value), e.name
+            return lambda fr: v(fr)[name]
+        if isinstance(e, Call):
+            from .calls_scalar import compile_value_call
+
+            return compile_value_call(self, e)
+        raise NotSupported(f"simulator: expression {type(e).__name__}", getattr(e, "span", None))
+
+    def binary(self, e: BinaryExpr) -> Callable[[Frame], Any]:
+        a, b = self.expr(e.lhs), self.expr(e.rhs)
+        if e.op is BinOp.And:
+            return lambda fr: bool(a(fr)) and bool(b(fr))
+        if e.op is BinOp.Or:
+            return lambda fr: bool(a(fr)) or bool(b(fr))
+        op = _INT_BIN[e.op]
+        dt = e.type.dtype if isinstance(e.type, ScalarType) else None
+        span = e.span
+        if e.op in (BinOp.FloorDiv, BinOp.FloorMod, BinOp.FloatDiv):
+            def div(fr: Frame) -> Any:
+                rhs = b(fr)
+                if rhs == 0:
+                    raise SimulationError("division by zero in scalar code", span,
+                                          hint="guard the divisor; the NPU would give garbage")
+                return op(a(fr), rhs)
+
+            return div
+        if dt is not None and dt.is_int and dt is not DataType.INDEX and dt.bits < 64:
+            return lambda fr: convert_scalar(op(a(fr), b(fr)), dt)
+        return lambda fr: op(a(fr), b(fr))
+
+    # ------------------------------------------------------------ statements
+    def stmt(self, s: Stmt) -> Callable[[Frame], Any]:
+        method = getattr(self, f"s_{type(s).__name__}", None)
+        if method is None:
+            raise NotSupported(f"simulator: statement {type(s).__name__}", getattr(s, "span",
+                                                                                    None))
+        return method(s)
+
+    def s_SeqStmts(self, s: SeqStmts):
+        parts = [self.stmt(x) for x in s.stmts]
+
+        def run(fr: Frame):
+            for p in parts:
+                sig = yield from p(fr)
+                if sig is not None:
+                    return sig
+            return None
+
+        return run
+
+    def s_AssignStmt(self, s: AssignStmt):
+        i = self.slot(s.var)
+        if isinstance(s.value, Call) and s.value.op in _SYNCED_READS:
+            from .calls_scalar import compile_synced_read
+
+            read = compile_synced_read(self, s.value)
+
+            def run_read(fr: Frame):
+                yield from fr.core.sync_scalar()
+                fr.slots[i] = read(fr)
+                return None
+
+            return run_read
+        f = self.expr(s.value)
+        conv = s.var.type.dtype if isinstance(s.var.type, ScalarType) and \
+            isinstance(s.value.type, ScalarType) and s.value.type != s.var.type else None
+
+        def run(fr: Frame):
+            v = f(fr)
+            fr.slots[i] = v if conv is None else convert_scalar(v, conv)
+            fr.core.time += 1
+            return None
+            yield  # a generator that never waits
+
+        return run
+
+    def s_EvalStmt(self, s: EvalStmt):
+        from .calls_issue import compile_effect
+
+        return compile_effect(self, s.expr)
+
+    def s_SetField(self, s: SetField):
+        target, value = self.expr(s.target), self.expr(s.value)
+        name = s.name
+        index = self.expr(s.index) if s.index is not None else None
+
+        def run(fr: Frame):
+            obj = target(fr)
+            if index is None:
+                obj[name] = value(fr)
+            else:
+                (obj[name] if name is not None else obj)[index(fr)] = value(fr)
+            return None
+            yield
+
+        return run
+
+    def s_IfStmt(self, s: IfStmt):
+        cond = self.expr(s.cond)
+        carried = bool(s.return_vars)
+        if carried:
+            self.yield_targets.append([self.slot(v) for v in s.return_vars])
+        then = self.stmt(s.then_body)
+        other = self.stmt(s.else_body) if s.else_body is not None else None
+        if carried:
+            self.yield_targets.pop()
+
+        def run(fr: Frame):
+            fr.core.time += 1
+            if cond(fr):
+                return (yield from then(fr))
+            if other is not None:
+                return (yield from other(fr))
+            return None
+
+        return run
+
+    def s_YieldStmt(self, s: YieldStmt):
+        if not self.yield_targets:
+            raise NotSupported("simulator: yield outside a loop or if with results", s.span)
+        targets = self.yield_targets[-1]
+        fs = [self.expr(v) for v in s.values]
+
+        def run(fr: Frame):
+            values = [f(fr) for f in fs]  # parallel assignment
+            for slot, v in zip(targets, values):
+                fr.slots[slot] = v
+            return None
+            yield
+
+        return run
+
+    def _loop_carry(self, iter_args, init_values, return_vars):
+        it = [self.slot(v) for v in iter_args]
+        init = [self.expr(v) for v in init_values]
+        rv = [self.slot(v) for v in return_vars]
+        return it, init, rv
+
+    def _loop_body(self, body: Stmt, iter_slots: list[int]):
+        self.yield_targets.append(iter_slots)
+        try:
+            return self.stmt(body)
+        finally:
+            self.yield_targets.pop()
+
+    def s_ForStmt(self, s: ForStmt):
+        lv = self.slot(s.loop_var)
+        start, stop, step = self.expr(s.start), self.expr(s.stop), self.expr(s.step)
+        it, init, rv = self._loop_carry(s.iter_args, s.init_values, s.return_vars)
+        body = self._loop_body(s.body, it)
+        span = s.span
+
+        def run(fr: Frame):
+            slots = fr.slots
+            for slot, f in zip(it, [f(fr) for f in init]):
+                slots[slot] = f
+            i, end, st = start(fr), stop(fr), step(fr)
+            if st == 0:
+                raise SimulationError("pl.range step is zero at runtime", span)
+            result = None
+            while (i < end) if st > 0 else (i > end):
+                slots[lv] = i
+                fr.core.time += 1
+                fr.core.count_iteration(span)
+                sig = yield from body(fr)
+                if sig == _BREAK:
+                    break
+                if sig == _RETURN:
+                    result = _RETURN
+                    break
+                i += st
+            for slot, src in zip(rv, it):
+                slots[slot] = slots[src]
+            return result
+
+        return run
+
+    def s_WhileStmt(self, s: WhileStmt):
+        cond = self.expr(s.cond)
+        it, init, rv = self._loop_carry(s.iter_args, s.init_values, s.return_vars)
+        body = self._loop_body(s.body, it)
+        span = s.span
+
+        def run(fr: Frame):
+            slots = fr.slots
+            for slot, f in zip(it, [f(fr) for f in init]):
+                slots[slot] = f
+            result = None
+            while cond(fr):
+                fr.core.time += 1
+                fr.core.count_iteration(span)
+                sig = yield from body(fr)
+                if sig == _BREAK:
+                    break
+                if sig == _RETURN:
+                    result = _RETURN
+                    break
+            for slot, src in zip(rv, it):
+                slots[slot] = slots[src]
+            return result
+
+        return run
+
+    def s_BreakStmt(self, s: BreakStmt):
+        return _signal(_BREAK)
+
+    def s_ContinueStmt(self, s: ContinueStmt):
+        return _signal(_CONTINUE)
+
+    def s_ReturnStmt(self, s: ReturnStmt):
+        return _signal(_RETURN)
+
+    def s_SectionStmt(self, s: SectionStmt):
+        if s.kind is SectionKind.VF:
+            raise NotSupported("the simulator does not run Reg API (VF) sections yet", s.span,
+                               hint="use the Tile API ops (pl.add, pl.exp, ...) for now")
+        return self.stmt(s.body)
+
+
+def _signal(sig: str):
+    def run(fr: Frame):
+        return sig
+        yield
+
+    return run
+
+
+def _index(container: Any, i: Any) -> Any:
+    if isinstance(container, RtGroup):
+        return container.slots[i]
+    return container[i]
+
+
+#: ops whose result is a scalar read of memory: the scalar unit first catches up with time
+_SYNCED_READS = frozenset({"block.getval", "simt.atomic"})
+
+
+@dataclass
+class CompiledProgram:
+    """A kernel function compiled for the scalar unit: run(core) is its generator."""
+
+    function: Function
+    run_body: Callable[[Frame], Any]
+    n_slots: int
+    param_slots: list[int]
+    dyn_slots: list[int] = field(default_factory=list)
+
+    def frame(self, core: Any, params: list[Any]) -> Frame:
+        slots: list[Any] = [None] * self.n_slots
+        for slot, value in zip(self.param_slots, params):
+            slots[slot] = value
+        return Frame(slots, core)
+
+
+def compile_function(fn: Function, functions: dict[str, Function] | None = None
+                     ) -> CompiledProgram:
+    c = _Compiler(fn, functions or {})
+    body = c.stmt(fn.body)
+    param_slots = [c.slot(p) for p in fn.params]
+    return CompiledProgram(fn, body, len(c.slot_of), param_slots)
+
+
+def op_spec(call: Call) -> opreg.OpSpec:
+    spec = opreg.get(call.op)
+    if spec is None:
+        raise NotSupported(f"simulator: unknown op {call.op}", call.span)
+    return spec
+
+
+__all__ = ["compile_function", "CompiledProgram", "Frame", "RtTile", "RtGroup", "make_rt_tile",
+           "convert_scalar", "op_spec", "Span"]

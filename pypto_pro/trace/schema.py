@@ -1,0 +1,69 @@
+"""The Trace schema: one row per executed instruction, stall or sync event (DESIGN §5 "Trace").
+
+Every backend that produces timing writes these columns; the views never know which backend
+produced a Trace. Times are in core clock cycles from the launch start (all cores share one
+clock). The simulator appends rows with `EventLog.add` (columnar, cheap) and the `Trace` turns
+them into a pandas DataFrame on demand.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+#: column name → (python type, meaning)
+COLUMNS: dict[str, tuple[type, str]] = {
+    "launch": (int, "launch number within the profiling session"),
+    "core": (int, "physical core instance id (AIC and AIV numbered separately, see core_kind)"),
+    "core_kind": (str, "'AIC' or 'AIV'"),
+    "block": (int, "logical block index"),
+    "subblock": (int, "0/1 for the two AIVs of a mix block, 0 otherwise"),
+    "pipe": (str, "S, MTE1, MTE2, MTE3, M, V, FIX"),
+    "kind": (str, "'instr' (executed), 'stall' (a pipe or the scalar unit waiting), 'sync'"),
+    "op": (str, "hardware instruction family, e.g. TLOAD, TADD, set_flag, get_buf"),
+    "ir_op": (str, "IR op name, e.g. block.load, system.sync_src"),
+    "file": (str, "kernel source file (or notebook cell name)"),
+    "line": (int, "kernel source line (0 when unknown)"),
+    "start": (int, "start cycle"),
+    "end": (int, "end cycle (>= start)"),
+    "bytes": (int, "bytes moved (data movement) or touched (compute)"),
+    "flops": (int, "floating-point (or integer) operations"),
+    "sync_ids": (str, "ids involved: 'flag MTE2->V #0', 'mutex 3', 'xcore 2' ..."),
+    "stall_reason": (str, "for stalls: 'flag', 'mutex', 'cross_core', 'barrier', 'sync_all', "
+                          "'hbm', 'queue'; '' otherwise"),
+    "flow_id": (int, "pairs a set (flow_role 'set') with the wait it released ('wait'); -1"),
+    "flow_role": (str, "'set', 'wait' or ''"),
+}
+
+
+@dataclass
+class EventLog:
+    """Columnar event storage appended to by a backend during a launch."""
+
+    columns: dict[str, list] = field(default_factory=lambda: {c: [] for c in COLUMNS})
+
+    def add(self, **row: Any) -> None:
+        cols = self.columns
+        for name in COLUMNS:
+            cols[name].append(row.get(name, _DEFAULTS[name]))
+
+    def __len__(self) -> int:
+        return len(self.columns["start"])
+
+
+_DEFAULTS = {name: ("" if typ is str else (-1 if name == "flow_id" else 0))
+             for name, (typ, _) in COLUMNS.items()}
+
+
+@dataclass(frozen=True)
+class TraceMeta:
+    """What a Trace was measured on."""
+
+    kernel: str
+    backend: str
+    soc: str
+    clock_mhz: float
+    block_dim: int
+    kernel_type: str  # "aiv" | "aic" | "mix"
+    launch: int = 0
+    hbm_bytes_per_cycle: float = 0.0  # chip-wide HBM bandwidth in bytes per core cycle
+    extra: tuple[tuple[str, Any], ...] = ()
