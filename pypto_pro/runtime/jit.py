@@ -29,6 +29,7 @@ from ..language.pipeline import PipelineConfig
 from .arch import normalize_arch, resolve_arch
 from .backends import LaunchRequest, LaunchResult, current_backend_name, get_backend
 from .binding import bind, resolve_datatype
+from .profile import record
 from .kernel_def import JitOptions, KernelDef, ParamSpec, Specialization
 from .signature import is_kernel_function, params_from_function
 from .tilingkey import TilingKeySchema, build_schema
@@ -290,8 +291,15 @@ class JitKernel:
         request = LaunchRequest(compiled, plan.block_dim, plan.stream, bound.args,
                                 bound.dyn_dims, bound.tiling_bytes)
         self.last_result = backend.launch(request)
+        record(self.options.name or self.kernel_def.name, self.last_result)
         for block in sorted(self.last_result.printed):
             sys.stdout.write(self.last_result.printed[block])
+
+
+    @property
+    def last_trace(self) -> Any:
+        """The Trace of the last launch (None before any launch or on a backend without one)."""
+        return None if self.last_result is None else self.last_result.trace
 
 
 _TileJitKernel = JitKernel

@@ -13,7 +13,7 @@ from typing import Any
 #: column name → (python type, meaning)
 COLUMNS: dict[str, tuple[type, str]] = {
     "launch": (int, "launch number within the profiling session"),
-    "core": (int, "physical core instance id (AIC and AIV numbered separately, see core_kind)"),
+    "core": (int, "core instance id within the launch (one sequence over AIC and AIV)"),
     "core_kind": (str, "'AIC' or 'AIV'"),
     "block": (int, "logical block index"),
     "subblock": (int, "0/1 for the two AIVs of a mix block, 0 otherwise"),

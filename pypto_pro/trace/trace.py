@@ -1,0 +1,159 @@
+"""`Trace`: what every pipe of every core did and when, for one launch or several.
+
+Owns the Trace object every backend returns (DESIGN §5 "Trace"): the events DataFrame in the
+schema's columns and dtypes, the `TraceMeta` of each launch, and the views users call
+(`block_detail`, `mix_block_detail`, `pipe_utilization`, `stalls`, `waves`, `for_line`,
+`summary`, `roofline`, rich reprs). The views live in `summary` and `roofline`, imported when
+first used so that importing this module needs no pandas. Times are cycles from each launch's
+start; a concatenation keeps one time base per launch and lays launches back to back only on
+wall timelines (`launches()["offset_us"]`).
+"""
+from __future__ import annotations
+
+import dataclasses
+import html
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from .events import require_pandas, to_frame
+from .schema import TraceMeta
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from .events import EventSource
+    from .roofline import Roofline
+
+
+class Trace:
+    """Events of one or more launches plus what they were measured on."""
+
+    def __init__(self, events: EventSource, meta: TraceMeta, *,
+                 launch_metas: Mapping[int, TraceMeta] | None = None) -> None:
+        self._events = to_frame(events)
+        present = sorted(int(k) for k in self._events["launch"].unique())
+        if launch_metas is None:
+            self._metas = {k: meta for k in present} or {meta.launch: meta}
+        else:
+            missing = sorted(set(present) - set(launch_metas))
+            if missing:
+                raise ValueError(f"no TraceMeta for launches {missing}")
+            self._metas = dict(launch_metas)
+        self._meta = meta
+        self._launches: pd.DataFrame | None = None
+
+    @classmethod
+    def concat(cls, traces: Sequence[Trace]) -> Trace:
+        """One Trace of several launches, in order. Launch numbers are kept when they are
+        distinct across `traces`, else renumbered 0, 1, ... in order."""
+        if not traces:
+            raise ValueError("Trace.concat needs at least one Trace")
+        pd = require_pandas()
+        numbers = [k for t in traces for k in sorted(t._metas)]
+        if len(set(numbers)) != len(numbers):
+            numbers = list(range(len(numbers)))
+        numbering = iter(numbers)
+        frames, metas = [], {}
+        for trace in traces:
+            mine = {k: next(numbering) for k in sorted(trace._metas)}
+            frames.append(trace._events.assign(launch=trace._events["launch"].map(mine)))
+            metas.update({n: dataclasses.replace(trace._metas[k], launch=n)
+                          for k, n in mine.items()})
+        events = pd.concat(frames, ignore_index=True)
+        return cls(events, metas[min(metas)], launch_metas=metas)
+
+    # -- data ------------------------------------------------------------------------------
+    @property
+    def events(self) -> pd.DataFrame:
+        """All events, one row each, in the schema's columns (treat as read-only)."""
+        return self._events
+
+    @property
+    def meta(self) -> TraceMeta:
+        """What the (first) launch was measured on."""
+        return self._meta
+
+    @property
+    def launch_metas(self) -> dict[int, TraceMeta]:
+        """TraceMeta of every launch, by launch number."""
+        return dict(self._metas)
+
+    def launches(self) -> pd.DataFrame:
+        """One row per launch: kernel, clock, instruction span, µs and wall-timeline offset."""
+        if self._launches is None:
+            self._launches = _views().launch_table(self._events, self._metas)
+        return self._launches
+
+    @property
+    def duration_cycles(self) -> int:
+        """Max end − min start over instruction events (summed over launches)."""
+        return int(self.launches()["cycles"].sum())
+
+    @property
+    def duration_us(self) -> float:
+        """`duration_cycles` in microseconds at each launch's clock."""
+        return float(self.launches()["us"].sum())
+
+    # -- views -----------------------------------------------------------------------------
+    def block_detail(self) -> pd.DataFrame:
+        """msprof-style per-block rows: one per core instance, span and per-pipe busy cycles."""
+        return _views().block_detail(self._events, self.launches())
+
+    def mix_block_detail(self) -> pd.DataFrame:
+        """Mix kernels: one row per block with AIC, AIV0 and AIV1 durations side by side."""
+        return _views().mix_block_detail(self._events, self.launches())
+
+    def pipe_utilization(self) -> pd.DataFrame:
+        """Per core kind and pipe: busy cycles over all cores and ratio of their capacity."""
+        return _views().pipe_utilization(self._events, self.launches())
+
+    def stalls(self) -> pd.DataFrame:
+        """Stall count and cycles by launch, core and stall reason."""
+        return _views().stalls(self._events, self.launches())
+
+    def waves(self) -> pd.DataFrame:
+        """The wave each block ran in, with its span."""
+        return _views().waves(self._events)
+
+    def for_line(self, file: str, line: int) -> pd.DataFrame:
+        """Events of one kernel source line (`file` may be a base name)."""
+        return _views().for_line(self._events, file, line)
+
+    def source_lines(self) -> pd.DataFrame:
+        """Instructions and instruction cycles per source line, busiest first."""
+        return _views().source_lines(self._events)
+
+    def roofline(self, soc_peaks: Mapping[str, float]) -> Roofline:
+        """Achieved HBM bytes/s and FLOP/s against `soc_peaks` (`hbm_bytes_per_s`,
+        `cube_flops_per_s`, `vector_flops_per_s`), spec §7."""
+        from .roofline import roofline
+
+        return roofline(self._events, self._meta, self.duration_us * 1e-6, soc_peaks)
+
+    def summary(self) -> str:
+        """A short text summary for terminals."""
+        return _views().summary_text(self._meta, self._events, self.launches())
+
+    # -- reprs -----------------------------------------------------------------------------
+    def _headline(self) -> str:
+        m = self._meta
+        n = len(self._metas)
+        blocks = self._events["block"].nunique()
+        kernels = dict.fromkeys(f"{k.kernel} [{k.kernel_type}]" for k in self._metas.values())
+        return (f"{', '.join(kernels) or m.kernel} on {m.soc} via {m.backend}: "
+                f"{n} launch{'es' if n > 1 else ''}, {blocks} blocks, {len(self._events):,} "
+                f"events, {self.duration_cycles:,} cycles = {self.duration_us:.3f} us")
+
+    def __repr__(self) -> str:
+        return f"<Trace {self._headline()}>"
+
+    def _repr_html_(self) -> str:
+        table = self.pipe_utilization().to_html(index=False, float_format="{:.3f}".format)
+        return (f"<div class='pypto-trace'><p><b>Trace</b> {html.escape(self._headline())}</p>"
+                f"{table}</div>")
+
+
+def _views():
+    from . import summary
+
+    return summary
