@@ -9,6 +9,10 @@ assigns its `iter_args` from `init_values` before the first iteration; a `YieldS
 loop body assigns the iter_args in parallel (the SSA pass emits one before every `continue` /
 `break` and at the end of the body); after the loop the `return_vars` take the iter_args' values.
 An `IfStmt` with `return_vars` ends each branch with a `YieldStmt` giving their values.
+Ownership: a `YieldStmt` immediately followed by `break` / `continue` belongs to the innermost
+loop (it writes back the iter_args before the jump); an if-branch that ends in `break`,
+`continue` or `return` has no yield for the if. Otherwise a yield belongs to the innermost
+construct with carried values. `passes.verify` checks this rule.
 """
 from __future__ import annotations
 

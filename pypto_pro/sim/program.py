@@ -92,6 +92,7 @@ class _Compiler:
         self.slot_of: dict[int, int] = {}
         self.functions = functions
         self.yield_targets: list[list[int]] = []  # slots a YieldStmt assigns (innermost last)
+        self.loop_targets: list[list[int]] = []  # iter_arg slots of the enclosing loops
         for p in fn.params:
             self.slot(p)
 
@@ -168,7 +169,13 @@ class _Compiler:
         return method(s)
 
     def s_SeqStmts(self, s: SeqStmts):
-        parts = [self.stmt(x) for x in s.stmts]
+        parts = []
+        for k, x in enumerate(s.stmts):
+            nxt = s.stmts[k + 1] if k + 1 < len(s.stmts) else None
+            if isinstance(x, YieldStmt) and isinstance(nxt, (BreakStmt, ContinueStmt)):
+                parts.append(self.yield_stmt(x, self.loop_targets))  # the loop's write-back
+            else:
+                parts.append(self.stmt(x))
 
         def run(fr: Frame):
             for p in parts:
@@ -247,9 +254,12 @@ class _Compiler:
         return run
 
     def s_YieldStmt(self, s: YieldStmt):
-        if not self.yield_targets:
+        return self.yield_stmt(s, self.yield_targets)
+
+    def yield_stmt(self, s: YieldStmt, stack: list[list[int]]):
+        if not stack:
             raise NotSupported("simulator: yield outside a loop or if with results", s.span)
-        targets = self.yield_targets[-1]
+        targets = stack[-1]
         fs = [self.expr(v) for v in s.values]
 
         def run(fr: Frame):
@@ -269,10 +279,12 @@ class _Compiler:
 
     def _loop_body(self, body: Stmt, iter_slots: list[int]):
         self.yield_targets.append(iter_slots)
+        self.loop_targets.append(iter_slots)
         try:
             return self.stmt(body)
         finally:
             self.yield_targets.pop()
+            self.loop_targets.pop()
 
     def s_ForStmt(self, s: ForStmt):
         lv = self.slot(s.loop_var)
