@@ -30,6 +30,9 @@ _PREC = {
 }
 
 
+_ADDRESS_KWARGS = ("addrs", "memref_addr")
+
+
 class Printer:
     def __init__(self, prefix: str = "ir", concise: bool = False) -> None:
         self.p = prefix
@@ -143,8 +146,14 @@ class Printer:
 
     def call(self, c: Call) -> str:
         args = [self.expr(a) for a in c.args]
-        args += [f"{k}={self.value(v)}" for k, v in c.kwargs]
+        args += [f"{k}={self.addr(v) if k in _ADDRESS_KWARGS else self.value(v)}"
+                 for k, v in c.kwargs]
         return f"{self.p}.call @{c.op}({', '.join(args)})"
+
+    def addr(self, v: Any) -> str:
+        if isinstance(v, int):
+            return hex(v)
+        return "[" + ", ".join(map(hex, v)) + "]" if isinstance(v, tuple) else self.value(v)
 
     def value(self, v: Any) -> str:
         if isinstance(v, Expr):
@@ -182,8 +191,12 @@ class Printer:
             self.for_stmt(s, depth)
         elif isinstance(s, WhileStmt):
             head = self.carried(s.iter_args, s.return_vars)
-            init = f"  # init {self.tuple(s.init_values)}" if s.iter_args else ""
-            self.emit(depth, f"{head}while {self.expr(s.cond)}:{init}", s.span)
+            if s.iter_args:
+                carried = ", ".join(v.name for v in s.iter_args)
+                self.emit(depth, f"{head}while {self.p}.cond({self.expr(s.cond)}, iter_args=("
+                                 f"{carried}), init_values={self.tuple(s.init_values)}):", s.span)
+            else:
+                self.emit(depth, f"while {self.expr(s.cond)}:", s.span)
             self.stmt(s.body, depth + 1)
         elif isinstance(s, YieldStmt):
             self.emit(depth, f"{self.p}.yield_({', '.join(self.expr(v) for v in s.values)})",

@@ -71,7 +71,7 @@ def test_while_loops_and_nested_loops(irb, trace):
                         irb.while_(irb.bin(BinOp.Lt, k, 4), body), use(irb, x, t, k, s)],
                        params=(x,))
     out = ssa(irb, prog)
-    assert "while k_1 < 4:" in irb.text(out)
+    assert "while ir.cond(k_1 < 4, iter_args=(s_1, k_1), init_values=(s, k)):" in irb.text(out)
     assert trace(out) == trace(prog)
 
 
