@@ -271,78 +271,65 @@ class _Compiler:
 
         return run
 
-    def _loop_carry(self, iter_args, init_values, return_vars):
+    def _loop(self, iter_args, init_values, return_vars, body: Stmt, span: Span,
+              iterations: Callable[[Frame], Any]):
+        """A loop runner: carried values in, one body run per value of `iterations(fr)`
+        (an iterator the body may stop early with break / return), carried values out."""
         it = [self.slot(v) for v in iter_args]
         init = [self.expr(v) for v in init_values]
         rv = [self.slot(v) for v in return_vars]
-        return it, init, rv
-
-    def _loop_body(self, body: Stmt, iter_slots: list[int]):
-        self.yield_targets.append(iter_slots)
-        self.loop_targets.append(iter_slots)
+        self.yield_targets.append(it)
+        self.loop_targets.append(it)
         try:
-            return self.stmt(body)
+            run_body = self.stmt(body)
         finally:
             self.yield_targets.pop()
             self.loop_targets.pop()
 
+        def run(fr: Frame):
+            slots = fr.slots
+            for slot, v in zip(it, [f(fr) for f in init]):
+                slots[slot] = v
+            result = None
+            for _ in iterations(fr):
+                fr.core.time += 1
+                fr.core.count_iteration(span)
+                sig = yield from run_body(fr)
+                if sig == _BREAK:
+                    break
+                if sig == _RETURN:
+                    result = _RETURN
+                    break
+            for slot, src in zip(rv, it):
+                slots[slot] = slots[src]
+            return result
+
+        return run
+
     def s_ForStmt(self, s: ForStmt):
         lv = self.slot(s.loop_var)
         start, stop, step = self.expr(s.start), self.expr(s.stop), self.expr(s.step)
-        it, init, rv = self._loop_carry(s.iter_args, s.init_values, s.return_vars)
-        body = self._loop_body(s.body, it)
         span = s.span
 
-        def run(fr: Frame):
-            slots = fr.slots
-            for slot, f in zip(it, [f(fr) for f in init]):
-                slots[slot] = f
+        def iterations(fr: Frame):
             i, end, st = start(fr), stop(fr), step(fr)
             if st == 0:
                 raise SimulationError("pl.range step is zero at runtime", span)
-            result = None
             while (i < end) if st > 0 else (i > end):
-                slots[lv] = i
-                fr.core.time += 1
-                fr.core.count_iteration(span)
-                sig = yield from body(fr)
-                if sig == _BREAK:
-                    break
-                if sig == _RETURN:
-                    result = _RETURN
-                    break
+                fr.slots[lv] = i
+                yield i
                 i += st
-            for slot, src in zip(rv, it):
-                slots[slot] = slots[src]
-            return result
 
-        return run
+        return self._loop(s.iter_args, s.init_values, s.return_vars, s.body, span, iterations)
 
     def s_WhileStmt(self, s: WhileStmt):
         cond = self.expr(s.cond)
-        it, init, rv = self._loop_carry(s.iter_args, s.init_values, s.return_vars)
-        body = self._loop_body(s.body, it)
-        span = s.span
 
-        def run(fr: Frame):
-            slots = fr.slots
-            for slot, f in zip(it, [f(fr) for f in init]):
-                slots[slot] = f
-            result = None
+        def iterations(fr: Frame):
             while cond(fr):
-                fr.core.time += 1
-                fr.core.count_iteration(span)
-                sig = yield from body(fr)
-                if sig == _BREAK:
-                    break
-                if sig == _RETURN:
-                    result = _RETURN
-                    break
-            for slot, src in zip(rv, it):
-                slots[slot] = slots[src]
-            return result
+                yield None
 
-        return run
+        return self._loop(s.iter_args, s.init_values, s.return_vars, s.body, s.span, iterations)
 
     def s_BreakStmt(self, s: BreakStmt):
         return _signal(_BREAK)
