@@ -13,6 +13,7 @@ from ..ir.nodes import FunctionType
 from ..ir.types import MemorySpace, PipeType, TilePad
 from . import pipeline
 from .decl import Declaration, Namespace, declare
+from .ir_text import function, loads, loads_program, parse, parse_program, program
 from .markers import inline, simt_function, vector_function
 from .types import (
     DN, DYNAMIC, ND, NN, NZ, STATIC, ZN, ZZ, Input, MemRef, Output, Ptr, Scalar, Tensor,
@@ -67,9 +68,13 @@ vf = Vf
 def __getattr__(name: str):
     # jit / kernel live in the runtime, which imports this module: resolve lazily.
     if name in ("jit", "kernel", "KernelDef"):
-        from ..runtime import jit as _jit
+        import importlib
 
-        return getattr(_jit, name)
+        return getattr(importlib.import_module("pypto_pro.runtime.jit"), name)
+    if name == "parser":  # the AST parser package, imported on first use
+        import importlib
+
+        return importlib.import_module(f"{__name__}.parser")
     raise AttributeError(f"module 'pypto_pro.language' has no attribute {name!r}")
 
 
@@ -77,7 +82,8 @@ __all__ = sorted(
     ["jit", "kernel", "KernelDef", "pipeline", "vector_function", "inline", "Tensor", "Tile",
      "Ptr", "Scalar", "DYNAMIC", "STATIC", "TileType", "FunctionType", "MemRef", "MemorySpace",
      "TilePad", "PipeType", "TensorLayout", "ND", "DN", "NZ", "ZN", "NN", "ZZ", "DataType",
-     "Input", "Output", "system", "simt", "mutex", "Vf", "vf"]
+     "Input", "Output", "system", "simt", "mutex", "Vf", "vf", "function", "program", "parse",
+     "loads", "parse_program", "loads_program", "parser"]
     + [f"DT_{d.value}" for d in _PUBLIC_DTYPES]
     + list(_attrs.ALL)
     + list(_DECLS)

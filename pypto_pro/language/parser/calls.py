@@ -37,6 +37,8 @@ def eval_call(ctx: ParseContext, node: ast.Call) -> Any:
     if isinstance(callee, Declaration):
         return dispatch(ctx, callee.op, callee.qualname, node)
     if isinstance(callee, Fallback):
+        if ctx.section == "simt":
+            raise _block_op_in_simt(ctx, f"pl.{callee.name}", node)
         spec = opreg.block_op_for(callee.name)
         if spec is None:
             raise ctx.error(UndefinedVariableError,
@@ -69,8 +71,16 @@ def eval_call(ctx: ParseContext, node: ast.Call) -> Any:
     return _call_at_parse_time(ctx, callee, node)
 
 
+def _block_op_in_simt(ctx: ParseContext, qualname: str, node: ast.AST) -> PyptoError:
+    return ctx.error(UnsupportedFeatureError, f"'{qualname}' is a tile (block) op and cannot be "
+                                              f"used inside a SIMT function", node,
+                     hint="SIMT bodies use scalar code and element access: tile[r, c]")
+
+
 def _is_library(fn: types.FunctionType) -> bool:
     mod = getattr(fn, "__module__", "") or ""
+    if mod == "pypto_pro.examples" or mod.startswith("pypto_pro.examples."):
+        return False  # user kernels shipped with the package: their helpers are inlined
     return mod.split(".")[0] in ("torch", "numpy", "math", "pypto_pro", "functools", "typing")
 
 
@@ -111,13 +121,17 @@ def eval_args(ctx: ParseContext, node: ast.Call) -> tuple[list, dict]:
 
 def _suggest(name: str) -> str | None:
     import difflib
+    import keyword
 
     import pypto_pro.language as pl
 
-    pool = [n for n in pl.__all__] + [s.split(".", 1)[1] for s in opreg.REGISTRY
-                                      if s.startswith("block.")]
-    close = difflib.get_close_matches(name, pool, n=1)
-    return f"did you mean 'pl.{close[0]}'?" if close else None
+    # declared names first; then block ops reachable through the fallback (legal spellings only)
+    fallback = [s.split(".", 1)[1] for s in opreg.REGISTRY if s.startswith("block.")]
+    for pool in (list(pl.__all__), [n for n in fallback if not keyword.iskeyword(n)]):
+        close = difflib.get_close_matches(name, pool, n=1)
+        if close:
+            return f"did you mean 'pl.{close[0]}'?"
+    return None
 
 
 # ---------------------------------------------------------------- op emission
@@ -181,6 +195,17 @@ def materialize(ctx: ParseContext, expr: Expr, name: str) -> Var:
     return var
 
 
+def eval_condition(ctx: ParseContext, test: ast.expr) -> Any:
+    """The condition of an `if` / ternary: `pl.constexpr(c)` is only legal here (spec §2.10)."""
+    if isinstance(test, ast.Call):
+        callee = resolve_callee(ctx, test.func)
+        if isinstance(callee, Declaration) and callee.op == "constexpr":
+            from .ops_misc import constexpr
+
+            return constexpr_value(ctx, constexpr(ctx, test, "constexpr"), test)
+    return constexpr_value(ctx, eval_expr(ctx, test), test)
+
+
 def constexpr_value(ctx: ParseContext, value: Any, node: ast.AST) -> Any:
     """Unwrap a `pl.constexpr(c)` marker: must be a compile-time constant."""
     from .ops_misc import ConstexprValue
@@ -212,6 +237,8 @@ def _group_method(ctx: ParseContext, m: BoundMethod, node: ast.Call) -> Any:
 def dispatch(ctx: ParseContext, op: str, qualname: str, node: ast.Call) -> Any:
     from . import ops_block, ops_misc, ops_system
 
+    if ctx.section == "simt" and (op in ops_block.HANDLERS or opreg.block_op_for(op)):
+        raise _block_op_in_simt(ctx, qualname, node)
     for table in (ops_block.HANDLERS, ops_system.HANDLERS, ops_misc.HANDLERS):
         handler = table.get(op)
         if handler is not None:
@@ -229,4 +256,4 @@ def dispatch(ctx: ParseContext, op: str, qualname: str, node: ast.Call) -> Any:
 
 
 __all__ = ["eval_call", "emit_op", "eval_args", "dispatch", "materialize", "constexpr_value",
-           "resolve_callee", "binary", "BinOp", "inspect"]
+           "eval_condition", "resolve_callee", "binary", "BinOp", "inspect"]

@@ -161,6 +161,8 @@ class ParseContext:
         mutable = name in frame.mutable
         if mutable and isinstance(value, (bool, int, float)):
             value = const(value, span)
+        if isinstance(value, Var) and self._rename_fresh(value, name, span):
+            return
         if not isinstance(value, Expr) or (isinstance(value, Var) and not mutable):
             frame.scope[name] = value
             return
@@ -173,6 +175,23 @@ class ParseContext:
             value = Cast(value, var.type, span)
         self.builder.emit(AssignStmt(var, value, span))
         frame.scope[name] = var
+
+    def _rename_fresh(self, var: Var, name: str, span: Span) -> bool:
+        """`t = g.next()`: store the call just materialised straight into the user's name."""
+        stmts = self.builder.stack[-1]
+        last = stmts[-1] if stmts else None
+        if not (isinstance(last, AssignStmt) and last.var is var and var.name != name
+                and var.name.split("_")[0] in ("tile", "group", "val", "view", "old")):
+            return False
+        frame = self.frame
+        target = frame.vars.get(name) if name in frame.mutable else None
+        if target is None or target.type != var.type:
+            target = self.new_var(name, var.type, span)
+            if name in frame.mutable:
+                frame.vars[name] = target
+        stmts[-1] = AssignStmt(target, last.value, last.span)
+        frame.scope[name] = target
+        return True
 
     def error(self, cls: type[PyptoError], message: str, node: ast.AST | Span,
               hint: str | None = None) -> PyptoError:

@@ -101,11 +101,15 @@ def binary(ctx: ParseContext, op: BinOp, a: Any, b: Any, node: ast.AST) -> Any:
     ka, va = try_const(a)
     kb, vb = try_const(b)
     if ka and kb and isinstance(va, (int, float, bool)) and isinstance(vb, (int, float, bool)):
+        _check_huge(ctx, op, va, vb, node)
         try:
             return _PYFUNC[op](va, vb)
         except ZeroDivisionError:
             raise ctx.error(InvalidOperationError, "division by zero in a constant expression",
                             node) from None
+        except (TypeError, ValueError, OverflowError) as e:
+            raise ctx.error(ParserTypeError, f"operator '{op.value}' cannot be applied to "
+                                             f"{va!r} and {vb!r}: {e}", node) from None
     ta, tb = scalar_type(a), scalar_type(b)
     if ta is None or tb is None:
         bad = a if ta is None else b
@@ -121,11 +125,34 @@ def binary(ctx: ParseContext, op: BinOp, a: Any, b: Any, node: ast.AST) -> Any:
     return BinaryExpr(op, to_expr(ctx, a, node), to_expr(ctx, b, node), rtype, ctx.span(node))
 
 
+def _check_huge(ctx: ParseContext, op: BinOp, va: Any, vb: Any, node: ast.AST) -> None:
+    """Refuse to fold `a ** b` / `a << b` whose integer result is far beyond 64 bits (Python
+    would compute it, slowly, before any range check could see it)."""
+    import math
+
+    if not (isinstance(va, int) and isinstance(vb, int)):
+        return
+    bits = 0.0
+    if op is BinOp.Pow and vb > 0 and abs(va) > 1:
+        bits = vb * math.log2(abs(va))
+    elif op is BinOp.Shl and va != 0:
+        bits = vb + abs(va).bit_length()
+    if bits > 256:
+        from ...errors import OutOfRange
+
+        raise ctx.error(OutOfRange, f"constant expression overflows: {va} {op.value} {vb}",
+                        node)
+
+
 def unary(ctx: ParseContext, op: UnOp, a: Any, node: ast.AST) -> Any:
     k, v = try_const(a)
     if k and isinstance(v, (int, float, bool)):
-        return {UnOp.Neg: operator.neg, UnOp.Not: operator.not_, UnOp.BitNot: operator.invert,
-                UnOp.Abs: abs}[op](v)
+        try:
+            return {UnOp.Neg: operator.neg, UnOp.Not: operator.not_,
+                    UnOp.BitNot: operator.invert, UnOp.Abs: abs}[op](v)
+        except TypeError as e:
+            raise ctx.error(ParserTypeError, f"operator '{op.value}' cannot be applied to "
+                                             f"{v!r}: {e}", node) from None
     t = scalar_type(a)
     if t is None:
         raise ctx.error(ParserTypeError, f"operator '{op.value}' needs a scalar, got "
@@ -234,10 +261,9 @@ def _membership(ctx: ParseContext, left: Any, right_node: ast.expr, node: ast.AS
 
 
 def _ifexp(ctx: ParseContext, node: ast.IfExp) -> Any:
-    cond = eval_expr(ctx, node.test)
-    from .calls import constexpr_value
+    from .calls import eval_condition
 
-    cond = constexpr_value(ctx, cond, node.test)
+    cond = eval_condition(ctx, node.test)
     k, c = try_const(cond)
     if k:
         return eval_expr(ctx, node.body if c else node.orelse)

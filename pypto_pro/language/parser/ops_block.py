@@ -56,7 +56,8 @@ def _tensor(ctx: ParseContext, v: Any, node: ast.AST, what: str) -> Expr:
 def _const_int(ctx: ParseContext, v: Any, node: ast.AST, what: str) -> int:
     k, c = try_const(v)
     if not k or not isinstance(c, int) or isinstance(c, bool):
-        raise ctx.error(ParserTypeError, f"{what} must be a compile-time int, got {v!r}", node,
+        got = "a runtime value" if isinstance(v, Expr) else repr(v)
+        raise ctx.error(ParserTypeError, f"{what} must be a compile-time int, got {got}", node,
                         hint="tile placement is fixed at compile time")
     return c
 
@@ -118,7 +119,8 @@ def make_tile(ctx: ParseContext, node: ast.Call, op: str) -> Any:
     t = replace(t, addr=addr)
     call = Call("block.make_tile", (MakeTuple(tuple(ConstInt(d) for d in t.shape),
                                               TupleType((INDEX, INDEX))),),
-                (("memref_addr", addr), ("memref_size", size)), t, ctx.span(node))
+                (("dtype", t.dtype), ("target_memory", t.memory), ("memref_addr", addr),
+                 ("memref_size", size)), t, ctx.span(node))
     return materialize(ctx, call, "tile")
 
 
@@ -152,7 +154,10 @@ def make_tile_group(ctx: ParseContext, node: ast.Call, op: str) -> Any:
     fwd = tuple(_id_list(ctx, kw.get("fwd_ids"), node, "fwd_ids", 16))
     bwd = tuple(_id_list(ctx, kw.get("bwd_ids"), node, "bwd_ids", 16))
     gt = TileGroupType(t, tuple(addrs), ids, fwd, bwd)
-    call = Call("tile_group.make", (), (), gt, ctx.span(node))
+    placement = (("memory", t.memory), ("shape", t.shape), ("dtype", t.dtype),
+                 ("addrs", tuple(addrs)), ("mutex_ids", ids))
+    call = Call("tile_group.make", (), placement + ((("fwd_ids", fwd),) if fwd else ())
+                + ((("bwd_ids", bwd),) if bwd else ()), gt, ctx.span(node))
     return materialize(ctx, call, "group")
 
 
@@ -205,7 +210,10 @@ def set_validshape(ctx: ParseContext, node: ast.Call, op: str) -> Any:
     t = getattr(target, "type", None)
     if not isinstance(t, (TileType, TileGroupType)):
         raise ctx.error(ParserTypeError, "pl.set_validshape needs a tile or tile group", node)
-    dims = shape.items if isinstance(shape, PyList) else list(shape)
+    dims = int_items(ctx, shape, node, "valid shape")
+    if len(dims) != 2:
+        raise ctx.error(InvalidShape, f"pl.set_validshape needs [rows, cols], got {len(dims)} "
+                                      f"values", node)
     tile_t = t.tile if isinstance(t, TileGroupType) else t
     for d, full in zip(dims, tile_t.shape):
         k, v = try_const(d)
@@ -218,13 +226,30 @@ def set_validshape(ctx: ParseContext, node: ast.Call, op: str) -> Any:
 # ---------------------------------------------------------------- data movement (spec §2.6)
 
 
+def int_items(ctx: ParseContext, value: Any, node: ast.AST, what: str) -> list:
+    """A list of integer offsets / sizes: compile-time ints or runtime integer scalars."""
+    items = value.items if isinstance(value, PyList) else value
+    if not isinstance(items, (list, tuple)):
+        raise ctx.error(ParserTypeError, f"{what} must be a list of integers, got {items!r}",
+                        node)
+    for v in items:
+        t = getattr(v, "type", None)
+        known, c = try_const(v)
+        if known and not (isinstance(c, int) and not isinstance(c, bool)) or \
+                not known and not (isinstance(t, ScalarType) and t.dtype.is_int):
+            got = repr(c) if known else "a non-integer value"
+            raise ctx.error(ParserTypeError, f"{what} must be integers, got {got}", node)
+    return list(items)
+
+
 def _offsets(ctx: ParseContext, value: Any, rank: int, node: ast.AST) -> list:
     items = value.items if isinstance(value, PyList) else value
     if not isinstance(items, (list, tuple)):
         items = [0] * (rank - 1) + [items]
+    items = int_items(ctx, items, node, "offsets")
     if len(items) != rank:
         raise ctx.error(InvalidShape, f"{len(items)} offsets for a rank-{rank} tensor", node)
-    return list(items)
+    return items
 
 
 def _check_static_window(ctx: ParseContext, tensor: Expr, tile: TileType, offsets: list,
@@ -250,8 +275,8 @@ def _order_dims(ctx: ParseContext, order: Any, rank: int, node: ast.AST) -> tupl
                                                                                    bool]:
     if order is None:
         return [rank - 2, rank - 1] if rank >= 2 else [0, 0], False
-    o = list(order)
-    if len(o) != 2 or any(not isinstance(x, int) for x in o):
+    o = list(order) if isinstance(order, (list, tuple)) else [order]
+    if any(type(x) is not int for x in o) or sorted(o) != [0, 1]:
         raise ctx.error(ParserTypeError, "order= maps the two tile dims to tensor axes, e.g. "
                                          "[1, 0]", node)
     return ([rank - 2 + x for x in o] if rank >= 2 else o), o[0] > o[1]
@@ -356,7 +381,7 @@ def move(ctx: ParseContext, node: ast.Call, op: str) -> Any:
     offset = kw.pop("offset", None)
     rest = list(args[2:]) if len(args) == 3 else ([offset] if offset is not None else [])
     if rest:
-        rest = [PyList(list(rest[0].items if isinstance(rest[0], PyList) else rest[0]))]
+        rest = [PyList(int_items(ctx, rest[0], node, "move offset"))]
     scale = kw.get("scale")
     if isinstance(getattr(scale, "type", None), TileType):
         return emit_op(ctx, "block.move_fp", [dst, src, scale, *rest],
@@ -376,7 +401,7 @@ def insert(ctx: ParseContext, node: ast.Call, op: str) -> Any:
         raise ctx.error(InvalidOperationError, f"insert: unsupported path "
                                                f"{src.type.memory.value}->{dst.type.memory.value}",
                         node)
-    off = args[2].items if isinstance(args[2], PyList) else list(args[2])
+    off = int_items(ctx, args[2], node, "insert offset")
     for o, full, part in zip(off, dst.type.shape, src.type.shape):
         k, v = try_const(o)
         if k and not 0 <= v <= full - part:
@@ -459,7 +484,8 @@ def fillpad(ctx: ParseContext, node: ast.Call, op: str) -> Any:
     args, kw = eval_args(ctx, node)
     mode = kw.get("mode", attrs.FillPadMode.NORMAL)
     name = {attrs.FillPadMode.NORMAL: "fillpad", attrs.FillPadMode.EXPAND: "fillpad_expand",
-            attrs.FillPadMode.INPLACE: "fillpad_inplace"}.get(mode)
+            attrs.FillPadMode.INPLACE: "fillpad_inplace"}.get(mode) if isinstance(
+        mode, attrs.FillPadMode) else None
     if name is None:
         raise ctx.error(ParserTypeError, "fillpad: mode must be a pl.FillPadMode", node)
     return emit_op(ctx, f"block.{name}", args, {}, node)
@@ -518,19 +544,33 @@ def setval(ctx: ParseContext, node: ast.Call, op: str) -> Any:
 
 def set_stride(ctx: ParseContext, node: ast.Call, op: str) -> Any:
     args, _ = eval_args(ctx, node)
+    if len(args) != 2:
+        raise ctx.error(ParserTypeError, "pl.set_stride(tensor, [row_stride, col_stride])", node)
     _tensor(ctx, args[0], node, "set_stride target")
-    items = args[1].items if isinstance(args[1], PyList) else list(args[1])
+    items = int_items(ctx, args[1], node, "strides")
     return emit_op(ctx, "block.set_stride", [args[0], PyList(items)], {}, node,
                    check_tiles=False)
 
 
 def reinterpret(ctx: ParseContext, node: ast.Call, op: str) -> Any:
     args, kw = eval_args(ctx, node)
+    if len(args) != 1:
+        raise ctx.error(ParserTypeError, "pl.reinterpret(tile, *, dtype=None, shape=None, "
+                                         "layout=None)", node)
     src = _tile(ctx, args[0], node, "reinterpret source")
     t: TileType = src.type
-    new = replace(t, dtype=kw.get("dtype") or t.dtype,
-                  shape=tuple(kw["shape"]) if kw.get("shape") else t.shape,
-                  layout=kw.get("layout") or t.layout, valid_shape=(None, None))
+    dtype, shape, layout = kw.get("dtype"), kw.get("shape"), kw.get("layout")
+    if dtype is not None and not isinstance(dtype, DataType) or \
+            layout is not None and not isinstance(layout, TileLayout):
+        raise ctx.error(ParserTypeError, "reinterpret: dtype= must be a pl.DT_* and layout= a "
+                                         "pl layout", node)
+    if shape is not None:
+        shape = int_items(ctx, shape, node, "reinterpret shape")
+        if len(shape) != 2 or not all(isinstance(d, int) and d > 0 for d in shape):
+            raise ctx.error(InvalidShape, "reinterpret: shape= must be two positive "
+                                          "compile-time ints", node)
+    new = replace(t, dtype=dtype or t.dtype, shape=tuple(shape) if shape else t.shape,
+                  layout=layout or t.layout, valid_shape=(None, None))
     if new.nbytes > t.nbytes:
         raise ctx.error(InvalidShape, "reinterpret: the new view is larger than the buffer",
                         node)

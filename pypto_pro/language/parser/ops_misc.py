@@ -135,8 +135,11 @@ def dump_data(ctx: ParseContext, node: ast.Call, op: str) -> Any:
         raise ctx.error(InvalidOperationError, "dump_data of an Acc tile needs a GM "
                                                "workspace= tensor", node)
     name = "debug.dump_tile" if isinstance(t, TileType) else "debug.dump_tensor"
+    from .ops_block import int_items
+
     rest = [kw.get("offsets"), kw.get("shapes")]
-    extra = [PyList(list(x)) for x in args[1:] + [r for r in rest if r is not None]]
+    extra = [PyList(int_items(ctx, x, node, "dump_data offsets / shapes"))
+             for x in args[1:] + [r for r in rest if r is not None]]
     return emit_op(ctx, name, [args[0], *extra], {"flag": kw.get("flag")}, node)
 
 
@@ -149,19 +152,24 @@ def trap(ctx: ParseContext, node: ast.Call, op: str) -> Any:
 
 def make_tensor(ctx: ParseContext, node: ast.Call, op: str) -> Any:
     args, kw = eval_args(ctx, node)
-    if len(args) < 2:
+    if not 2 <= len(args) <= 4:
         raise ctx.error(ParserTypeError, "pl.make_tensor(ptr_or_tensor, shape, stride=None, "
                                          "dtype=None)", node)
+    from .ops_block import int_items
+
     src = args[0]
     st = getattr(src, "type", None)
     if not isinstance(st, (PtrType, TensorType)):
         raise ctx.error(ParserTypeError, "pl.make_tensor needs a pl.Ptr or a tensor", node)
-    dtype = kw.get("dtype") or st.dtype
-    shape = args[1].items if isinstance(args[1], PyList) else list(args[1])
+    dtype = kw.get("dtype", args[3] if len(args) > 3 else None) or st.dtype
+    if not isinstance(dtype, DataType):
+        raise ctx.error(ParserTypeError, f"pl.make_tensor: dtype must be a pl.DT_*, got "
+                                         f"{dtype!r}", node)
+    shape = int_items(ctx, args[1], node, "make_tensor shape")
     stride = kw.get("stride") if len(args) < 3 else args[2]
     dims = tuple(to_expr(ctx, d, node) for d in shape)
     strides = None if stride is None else tuple(
-        to_expr(ctx, s, node) for s in (stride.items if isinstance(stride, PyList) else stride))
+        to_expr(ctx, s, node) for s in int_items(ctx, stride, node, "make_tensor stride"))
     tt = TensorType(dims, dtype, strides=strides)
     call_args = [src, PyList(list(shape))] + ([PyList(list(strides))] if strides else [])
     call = emit_op(ctx, "ptr.make_tensor", call_args, {"dtype": dtype}, node, result_type=tt,
@@ -234,7 +242,10 @@ def simt_math(ctx: ParseContext, node: ast.Call, op: str) -> Any:
     t = next((e.type for e in exprs if isinstance(e.type, ScalarType)), ScalarType(
         DataType.FP32))
     if op == "simt.cast":
-        t = ScalarType(kw.get("dtype") or args[1])
+        dtype = kw.get("dtype", args[1] if len(args) > 1 else None)
+        if not isinstance(dtype, DataType) or not exprs:
+            raise ctx.error(ParserTypeError, "pl.simt.cast(value, dtype)", node)
+        t = ScalarType(dtype)
         exprs = exprs[:1]
     if op in ("simt.isnan", "simt.isinf"):
         from ...ir.types import BOOL
@@ -259,7 +270,8 @@ HANDLERS = {
     "range": _only_in("as the iterable of a for loop"),
     "section_vector": _only_in("in a with statement"),
     "section_cube": _only_in("in a with statement"),
-    "constexpr": constexpr, "const": const, "min": min_max, "max": min_max, "astype": astype,
+    "constexpr": _only_in("as the condition of an if statement or a ternary"),
+    "const": const, "min": min_max, "max": min_max, "astype": astype,
     **{n: system_var for n in ("get_block_idx", "get_block_num", "get_subblock_idx",
                                "get_subblock_num", "get_spr")},
     **{n: ctrl_spr for n in ("get_ctrl_spr", "get_saturation_flag")},

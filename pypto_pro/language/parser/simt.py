@@ -11,7 +11,7 @@ from ...ir.nodes import Call, Function, FunctionType, Var
 from ...ir.types import INDEX, ScalarType, TensorType, TileType
 from ..markers import kind_of
 from .calls import emit_op, eval_args, materialize
-from .context import FunctionFrame, ParseContext, assigned_names
+from .context import FunctionFrame, ParseContext, PyList, assigned_names
 from .expr import eval_expr, to_expr, try_const
 from .inline import function_ast, function_env
 from .values import linear_offset
@@ -46,7 +46,11 @@ def launch(ctx: ParseContext, node: ast.Call) -> Any:
         raise ctx.error(OutOfRange, f"simt.launch: {total} threads exceed max_threads="
                                     f"{max_threads}", node)
     call_args = kw.get("args", ())
-    call_args = list(call_args.items if hasattr(call_args, "items") else call_args)
+    call_args = call_args.items if isinstance(call_args, PyList) else call_args
+    if not isinstance(call_args, (tuple, list)):
+        raise ctx.error(ParserTypeError, "simt.launch: args= must be a tuple of tiles, tensors "
+                                         "and scalars", node)
+    call_args = list(call_args)
     exprs = [to_expr(ctx, a, node) for a in call_args]
     fname = _instantiate(ctx, fn, exprs, node)
     return emit_op(ctx, "simt.launch", exprs,

@@ -19,7 +19,7 @@ from ...ir.types import (
     INDEX, ArrayType, ScalarType, SectionKind, StructType, TensorType, TileType,
 )
 from ..decl import Declaration
-from .calls import constexpr_value, emit_op, resolve_callee
+from .calls import emit_op, eval_condition, resolve_callee
 from .context import ParseContext, PyList
 from .expr import binary, eval_expr, to_expr, try_const, unary
 from .values import linear_offset
@@ -127,7 +127,7 @@ def _expr(ctx: ParseContext, node: ast.Expr) -> None:
 
 
 def _if(ctx: ParseContext, node: ast.If) -> None:
-    cond = constexpr_value(ctx, eval_expr(ctx, node.test), node.test)
+    cond = eval_condition(ctx, node.test)
     known, c = try_const(cond)
     if known:
         parse_body(ctx, node.body if c else node.orelse)
@@ -155,7 +155,10 @@ def _range_args(ctx: ParseContext, node: ast.For) -> tuple[Any, Any, Any]:
                                            " | start, stop, step)", it)
     for a in args:
         t = getattr(a, "type", None)
-        if t is not None and not (isinstance(t, ScalarType) and t.dtype.is_int):
+        known, c = try_const(a)
+        if known and (isinstance(c, int) and not isinstance(c, bool)):
+            continue
+        if known or not (isinstance(t, ScalarType) and t.dtype.is_int):
             raise ctx.error(ParserTypeError, "pl.range bounds must be integers", it)
     if len(args) == 1:
         return 0, args[0], 1

@@ -50,7 +50,16 @@ class Fallback:
 def attribute_of(ctx: ParseContext, base: Any, attr: str, node: ast.AST) -> Any:
     if isinstance(base, types.ModuleType) and base.__name__ == "pypto_pro.language":
         value = getattr(base, attr, None)
-        return Fallback(attr) if value is None else value
+        if value is not None:
+            return value
+        from ...ir import ops as opreg
+
+        if opreg.block_op_for(attr) is None:
+            from .calls import _suggest
+
+            raise ctx.error(UndefinedVariableError, f"'pl.{attr}' is not a PyPTO Pro op", node,
+                            hint=_suggest(attr))
+        return Fallback(attr)
     if isinstance(base, Namespace):
         value = getattr(base, attr, None)
         if value is None:
