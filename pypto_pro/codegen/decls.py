@@ -1,0 +1,244 @@
+"""Assignments: what each kind of IR value becomes when a Var is bound to it (spec §4.1).
+`block.make_tile` is a tile object of the type's alias (constructed with the full shape when the
+valid shape is set at run time) bound with `TASSIGN(t, 0xADDR)`; `tile_group.make` a C array of
+such tiles, one `TASSIGN` per slot, plus `<g>_mutex`, the slots' mutex ids (what
+`tile_group.mutex_id(g, i, k)` reads); a tile value (`g[i]`, a Var, `c ? a : b`) a reference
+to it; `subview` / `reinterpret` / `reshape` a new tile object over the same bytes;
+`ptr.make_tensor` a GM view (base pointer, stride array, GlobalTensor instance);
+`struct.create` an object of the struct's class; scalars and pointers a typed declaration (an
+assignment when the Var is hoisted). Hoisted tiles are pointers (`T* t`), assigned `t = &value`;
+the storage of a hoisted make_tile lives in the function prologue. Register Vars of VF code are
+handled by `vf`.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+
+from ..errors import NotSupported
+from ..ir.nodes import AssignStmt, Call, Expr, Var
+from ..ir.types import (
+    MaskType, PtrType, RegType, ScalarType, StructType, TensorType, TileGroupType, TileLayout,
+    TileType,
+)
+from .context import TensorView
+from .types import ctype, gt_template, has_runtime_valid, scalar_ctype, tile_ctor_args
+
+
+def assign(body, s: AssignStmt) -> None:
+    v, e = s.var, s.value
+    if isinstance(v.type, (RegType, MaskType)):
+        from .vf import assign_register
+
+        assign_register(body, s)
+        return
+    if isinstance(e, Call) and e.op in DECLARATIONS:
+        if body.ctx.scopes.is_hoisted(v) and e.op != "block.make_tile":
+            raise NotSupported(f"codegen: a variable bound to {e.op} in several places or "
+                               "used outside its block", s.span, module="PRO_COMPILE",
+                               hint="bind it once, in the block where it is used")
+        DECLARATIONS[e.op](body, s)
+        return
+    t = v.type
+    if isinstance(t, TileType):
+        _bind_tile(body, s)
+    elif isinstance(t, TensorType):
+        _alias_tensor(body, s)
+    elif isinstance(t, TileGroupType):
+        _alias_group(body, s)
+    else:
+        _bind_value(body, s)
+
+
+def _declared(body, v: Var) -> bool:
+    scopes = body.ctx.scopes
+    return scopes.is_hoisted(v) or v in scopes.structural
+
+
+def _bind_value(body, s: AssignStmt) -> None:
+    name = body.ctx.name(s.var)
+    value = body.x.emit(s.value)
+    if _declared(body, s.var):
+        body.w.line(f"{name} = {value};", s.span)
+        return
+    t = s.var.type
+    decl = scalar_ctype(t) if isinstance(t, (ScalarType, StructType, PtrType)) else "auto"
+    body.w.line(f"{decl} {name} = {value};", s.span)
+
+
+def _bind_tile(body, s: AssignStmt) -> None:
+    name = body.ctx.name(s.var)
+    if _declared(body, s.var):
+        body.w.line(f"{name} = &{body.x.paren(s.value, 15)};", s.span)
+        return
+    alias = body.ctx.alias(s.var.type)
+    body.w.line(f"{alias}& {name} = {body.x.emit(s.value)};", s.span)
+
+
+def _alias_tensor(body, s: AssignStmt) -> None:
+    src = s.value
+    view = body.ctx.tensors.get(src) if isinstance(src, Var) else None
+    if view is None:
+        raise NotSupported("codegen: a tensor variable must be a parameter, a make_tensor view "
+                           "or another tensor variable", s.span, module="PRO_COMPILE")
+    body.ctx.tensors[s.var] = view
+
+
+def _alias_group(body, s: AssignStmt) -> None:
+    if not isinstance(s.value, Var):
+        raise NotSupported("codegen: a tile group must be bound to its make_tile_group or "
+                           "another group variable", s.span, module="PRO_COMPILE")
+    name, src = body.ctx.name(s.var), body.ctx.name(s.value)
+    body.w.line(f"auto& {name} = {src};", s.span)
+    if s.var.type.mutex_ids:
+        body.w.line(f"const auto& {name}_mutex = {src}_mutex;", s.span)
+
+
+# ---------------------------------------------------------------- declaration calls
+
+
+def _make_tile(body, s: AssignStmt) -> None:
+    t: TileType = s.value.type
+    name = body.ctx.name(s.var)
+    storage = body.ctx.hoisted_storage.get(id(s.value))
+    if storage is not None:  # hoisted: fresh valid shape, then point at the prologue storage
+        if has_runtime_valid(t):
+            body.w.line(f"{storage}.SetValidShape({t.shape[0]}, {t.shape[1]});", s.span)
+        body.w.line(f"{name} = &{storage};", s.span)
+        return
+    alias = body.ctx.alias(t)
+    body.w.line(f"{alias} {name}{tile_ctor_args(t)};", s.span)
+    body.w.line(f"TASSIGN({name}, {t.addr:#x});", s.span)
+
+
+def declare_tile_storage(body, call: Call, storage: str) -> None:
+    """The prologue object behind a hoisted make_tile (constructed and bound once)."""
+    t: TileType = call.type
+    body.w.line(f"{body.ctx.alias(t)} {storage}{tile_ctor_args(t)};", call.span)
+    body.w.line(f"TASSIGN({storage}, {t.addr:#x});", call.span)
+
+
+def _make_group(body, s: AssignStmt) -> None:
+    gt: TileGroupType = s.value.type
+    name = body.ctx.name(s.var)
+    alias = body.ctx.alias(gt.slot_type(0))
+    ctor = tile_ctor_args(gt.tile)
+    if ctor:
+        init = ", ".join(f"{alias}{ctor}" for _ in gt.addrs)
+        body.w.line(f"{alias} {name}[{gt.depth}] = {{{init}}};", s.span)
+    else:
+        body.w.line(f"{alias} {name}[{gt.depth}];", s.span)
+    for i, addr in enumerate(gt.addrs):
+        body.w.line(f"TASSIGN({name}[{i}], {addr:#x});", s.span)
+    if gt.mutex_ids:
+        body.w.line(_mutex_table(name, gt.mutex_ids), s.span)
+
+
+def _mutex_table(name: str, ids: tuple[tuple[int, ...], ...]) -> str:
+    if len(ids[0]) == 1:
+        return f"const int32_t {name}_mutex[{len(ids)}] = {{{', '.join(str(r[0]) for r in ids)}}};"
+    rows = ", ".join("{" + ", ".join(map(str, r)) + "}" for r in ids)
+    return f"const int32_t {name}_mutex[{len(ids)}][{len(ids[0])}] = {{{rows}}};"
+
+
+def _view_of_tile(body, s: AssignStmt, new_type: TileType, valid: tuple[str, str] | None,
+                  addr: str, extra: str | None = None) -> None:
+    name = body.ctx.name(s.var)
+    alias = body.ctx.alias(new_type)
+    ctor = f"({valid[0]}, {valid[1]})" if valid else tile_ctor_args(new_type)
+    body.w.line(f"{alias} {name}{ctor};", s.span)
+    if addr:
+        body.w.line(f"TASSIGN({name}, {addr});", s.span)
+    if extra:
+        body.w.line(extra.format(name=name), s.span)
+
+
+def _base_addr(body, tile: Expr, byte_offset: str | None = None) -> str:
+    base = f"reinterpret_cast<uint64_t>({body.x.paren(tile, 16)}.data())"
+    return f"{base} + {byte_offset}" if byte_offset else base
+
+
+def _subview(body, s: AssignStmt) -> None:
+    """Whole rows of an ND tile from row r0: valid rows clipped to the parent's (simulator)."""
+    parent, offsets = s.value.args[0], s.value.args[1]
+    sub: TileType = s.value.type
+    pt: TileType = parent.type
+    r0, c0 = body.x.ints(offsets)
+    if pt.layout is not TileLayout.ND or c0 != "0" or sub.shape[1] != pt.shape[1]:
+        raise NotSupported("codegen: tile slices must keep whole rows of an ND tile",
+                           s.span, module="PRO_COMPILE")
+    dyn = replace(sub, valid_shape=(None, None))
+    rows = f"pypto_min<int64_t>({body.x.paren(parent, 16)}.GetValidRow() - {r0}, {sub.shape[0]})"
+    offset = f"{r0} * {pt.shape[1] * pt.dtype.itemsize}" if r0 != "0" else None
+    _view_of_tile(body, s, dyn, (rows, str(sub.shape[1])), _base_addr(body, parent, offset))
+
+
+def _reinterpret(body, s: AssignStmt) -> None:
+    _view_of_tile(body, s, s.value.type, None, _base_addr(body, s.value.args[0]))
+
+
+def _reshape(body, s: AssignStmt) -> None:
+    src = body.x.tile(s.value.args[0])
+    _view_of_tile(body, s, s.value.type, None, "", extra=f"TRESHAPE({{name}}, {src});")
+
+
+def _make_tensor(body, s: AssignStmt) -> None:
+    call: Call = s.value
+    t: TensorType = call.type
+    ctx, x = body.ctx, body.x
+    name = ctx.name(s.var)
+    src = call.args[0]
+    base = ctx.tensors[src].ptr if isinstance(src.type, TensorType) else x.emit(src)
+    shape = x.ints(call.args[1])
+    strides = x.ints(call.args[2]) if len(call.args) > 2 else row_major(shape)
+    view = TensorView(f"{name}_ptr", f"{name}_gt", f"{name}_GT", f"{name}_stride",
+                      tuple(shape), t.dtype, t.layout)
+    body.w.line(f"__gm__ {ctype(t.dtype)}* {view.ptr} = "
+                f"reinterpret_cast<__gm__ {ctype(t.dtype)}*>({base});", s.span)
+    declare_view(body, view, strides, s.span)
+    ctx.tensors[s.var] = view
+
+
+def declare_view(body, view: TensorView, strides: list[str], span) -> None:
+    """Stride array, GlobalTensor alias and instance of a GM tensor view."""
+    body.w.line(f"int64_t {view.stride}[{len(strides)}] = {{{', '.join(strides)}}};", span)
+    body.w.line(f"using {view.alias} = {gt_template(view.dtype, view.layout)};", span)
+    body.w.line(f"{view.alias} {view.gt}({view.ptr});", span)
+
+
+def row_major(shape: list[str]) -> list[str]:
+    """Row-major element strides of `shape` (C++ expressions)."""
+    out, acc = [], []
+    for d in reversed(shape):
+        out.append(" * ".join(acc) if acc else "1")
+        acc.insert(0, d if d.isidentifier() or d.isdigit() else f"({d})")
+    return list(reversed(out))
+
+
+def _struct(body, s: AssignStmt) -> None:
+    call: Call = s.value
+    st: StructType = call.type
+    name = body.ctx.name(s.var)
+    size = call.kwarg("array_size")
+    body.w.line(f"{st.name} {name}{{}};", s.span)
+    for (field, _), value in zip(st.fields, call.args):
+        v = body.x.emit(value)
+        if size:
+            k = body.ctx.fresh("k")
+            body.w.line(f"for (int64_t {k} = 0; {k} < {size}; ++{k}) {{ {name}.{field}[{k}] = "
+                        f"{v}; }}", s.span)
+        else:
+            body.w.line(f"{name}.{field} = {v};", s.span)
+
+
+DECLARATIONS: dict[str, Callable] = {
+    "block.make_tile": _make_tile,
+    "tile_group.make": _make_group,
+    "block.subview": _subview,
+    "block.reinterpret": _reinterpret,
+    "block.reshape": _reshape,
+    "ptr.make_tensor": _make_tensor,
+    "struct.create": _struct,
+}
+
+__all__ = ["assign", "DECLARATIONS", "declare_view", "row_major", "declare_tile_storage"]

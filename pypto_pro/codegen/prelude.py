@@ -1,0 +1,97 @@
+"""The fixed text at the top of kernel.cpp: header comment, includes, scalar helpers.
+
+The header comment names the kernel, arch and kernel type and gives the preprocessing recipe of
+spec §1.4. The helpers give scalar code Python's meaning: floor division and modulo (also for
+floats), integer powers, typed min / max / abs, and the fixpipe deq word of a run-time FP32
+scale. They are defined once, outside the target guards, so both targets (and the native CPU
+build) share them.
+"""
+from __future__ import annotations
+
+ARCH_TARGET = {"a5": "dav-c310", "a3": "dav-c220", "a2": "dav-c220"}
+MEMORY_MACRO = {"a5": "-DREGISTER_BASE", "a3": "-DMEMORY_BASE", "a2": "-DMEMORY_BASE"}
+
+
+def header(kernel: str, arch: str, kernel_type: str, source: str) -> list[str]:
+    target = ARCH_TARGET.get(arch, "dav-c310")
+    macro = MEMORY_MACRO.get(arch, "-DREGISTER_BASE")
+    return [
+        f"// kernel.cpp: PyPTO Pro kernel '{kernel}' (arch {arch}, kernel type {kernel_type})",
+        f"// generated from {source} by the PyPTO Pro Workbench CCE code generator; do not edit.",
+        "//",
+        "// Debug: preprocess with",
+        f"//   bisheng -xcce {macro} -E -I$ASCEND_TOOLKIT_HOME/include -I$ASCEND_HOME_PATH "
+        f"--cce-aicore-arch={target} kernel.cpp > kernel.cce.i",
+        "#include <cstdint>",
+        "#include <pto/pto-inst.hpp>",
+        "using namespace pto;",
+        "",
+    ]
+
+
+HELPERS = """\
+// ---- scalar helpers: Python semantics of //, %, **, min, max, abs ----
+#ifndef PYPTO_SCALAR_HELPERS
+#define PYPTO_SCALAR_HELPERS
+template <typename T>
+__aicore__ inline T pypto_floordiv(T a, T b)
+{
+    if constexpr (static_cast<T>(0.5) != static_cast<T>(0)) {
+        T q = a / b;
+        T t = static_cast<T>(static_cast<int64_t>(q));
+        return t > q ? t - static_cast<T>(1) : t;
+    } else {
+        T q = a / b;
+        return ((a % b != 0) && ((a < 0) != (b < 0))) ? q - 1 : q;
+    }
+}
+template <typename T>
+__aicore__ inline T pypto_floormod(T a, T b)
+{
+    if constexpr (static_cast<T>(0.5) != static_cast<T>(0)) {
+        return a - pypto_floordiv<T>(a, b) * b;
+    } else {
+        T r = a % b;
+        return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+    }
+}
+template <typename T>
+__aicore__ inline T pypto_pow(T base, int64_t exp)
+{
+    bool invert = exp < 0;
+    T result = static_cast<T>(1);
+    for (int64_t e = invert ? -exp : exp; e > 0; --e) {
+        result = result * base;
+    }
+    return invert ? static_cast<T>(1) / result : result;
+}
+template <typename T>
+__aicore__ inline T pypto_min(T a, T b)
+{
+    return b < a ? b : a;
+}
+template <typename T>
+__aicore__ inline T pypto_max(T a, T b)
+{
+    return a < b ? b : a;
+}
+template <typename T>
+__aicore__ inline T pypto_abs(T a)
+{
+    return a < static_cast<T>(0) ? -a : a;
+}
+__aicore__ inline uint64_t pypto_deq_word(float scale, bool signed_out)
+{
+    union {
+        float f;
+        uint32_t u;
+    } bits;
+    bits.f = scale;
+    return static_cast<uint64_t>(bits.u) | (signed_out ? (1ULL << 46) : 0ULL);
+}
+#endif  // PYPTO_SCALAR_HELPERS
+"""
+
+#: helper function names (reserved: never used for variables)
+HELPER_NAMES = ("pypto_floordiv", "pypto_floormod", "pypto_pow", "pypto_min", "pypto_max",
+                "pypto_abs", "pypto_deq_word")

@@ -1,0 +1,260 @@
+"""Sync, system and debug ops → raw CCE intrinsics (spec §4.2, §2.12, §2.15), one emitter per op
+in `SYNC_OPS`. Flags become `set_flag` / `wait_flag(PIPE_A, PIPE_B, EVENT_IDn)` (`(event_t)(id)`
+for run-time ids), barriers `pipe_barrier(PIPE_X)`, buffer-id mutexes `get_buf` / `rls_buf(
+PIPE_X, id, mode)` — a run-time id with a `guard` list (from mutex_dedup) becomes `if (id != g0
+&& ...) { get_buf(...); }`. Cross-core sync on a5: INTRA_BLOCK is `set/wait_intra_block(PIPE_X,
+id)`, on the cube also for `id + 16` (the second AIV), UNICAST_BLOCK one call, INTER_* FFTS
+(`ffts_cross_core_sync(PIPE_X, getFFTSMsg(mode, id))` / `wait_flag_dev(PIPE_X, id)`); on a2/a3
+every mode uses FFTS (`wait_flag_dev(id)`, with an FFTS base address). `sync_all` is
+`SYNCALL<SyncCoreType::X, SyncAllMode::Y>(workspaces...)`; dcci and the vector-mask / control
+SPR writes call their intrinsics; `printf` is `cce::printf`, `pto_assert` a guarded printf (it
+does not abort), `dump_data` `pipe_barrier(PIPE_ALL); TPRINT(x)`, `trap` `trap()`. V-only mutex
+elision and lock de-duplication are the passes' job; this module spells what is left.
+"""
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable
+
+from ..ir.attrs import CrossCoreSyncMode
+from ..ir.nodes import Call, ConstInt, Expr
+from ..ir.span import Span
+from ..ir.types import TensorType
+from .ops import check_kwargs
+from .types import attr_value, enum_value, pipe
+from .writer import c_string
+
+_AIV1_OFFSET = 16
+
+
+def _id(body, call: Call, key: str) -> tuple[str, bool]:
+    """The id operand (text, is_constant): the kwarg of the static form, arg 0 of `_dyn`."""
+    if call.op.endswith("_dyn"):
+        e = call.args[0]
+        return body.x.emit(e), isinstance(e, ConstInt)
+    value = call.kwarg(key)
+    if isinstance(value, Expr):
+        return body.x.emit(value), isinstance(value, ConstInt)
+    return str(int(value)), True
+
+
+def _flag(intrinsic: str) -> Callable:
+    def emit(body, call: Call, span: Span | None) -> None:
+        check_kwargs(call, {"set_pipe", "wait_pipe", "event_id"}, span)
+        ident, const = _id(body, call, "event_id")
+        event = f"EVENT_ID{ident}" if const else f"(event_t)({ident})"
+        body.w.line(f"{intrinsic}({pipe(call.kwarg('set_pipe'))}, "
+                    f"{pipe(call.kwarg('wait_pipe'))}, {event});", span)
+
+    return emit
+
+
+def _barrier(pipe_name: str) -> Callable:
+    def emit(body, call: Call, span: Span | None) -> None:
+        body.w.line(f"pipe_barrier({pipe(pipe_name)});", span)
+
+    return emit
+
+
+_MUTEX_KWARGS = {"pipe", "mutex_id", "mode", "max_mutex_id", "mutex_ids",
+                 "mutex_id_owner_indices", "guard"}
+
+
+def _mutex(intrinsic: str) -> Callable:
+    def emit(body, call: Call, span: Span | None) -> None:
+        check_kwargs(call, _MUTEX_KWARGS, span)
+        ident, _ = _id(body, call, "mutex_id")
+        mode = call.kwarg("mode", 0)
+        mode_text = body.x.emit(mode) if isinstance(mode, Expr) else str(int(mode))
+        stmt = f"{intrinsic}({pipe(call.kwarg('pipe'))}, {ident}, {mode_text});"
+        guards = [body.x.emit(g) for g in (call.kwarg("guard") or ())]
+        if guards:
+            cond = " && ".join(f"{ident} != {g}" for g in guards)
+            stmt = f"if ({cond}) {{ {stmt} }}"
+        body.w.line(stmt, span)
+
+    return emit
+
+
+def _cross_core(setting: bool) -> Callable:
+    def emit(body, call: Call, span: Span | None) -> None:
+        check_kwargs(call, {"pipe", "event_id", "sync_mode"}, span)
+        ident, const = _id(body, call, "event_id")
+        mode = CrossCoreSyncMode(int(call.kwarg("sync_mode", CrossCoreSyncMode.INTRA_BLOCK)))
+        p = pipe(call.kwarg("pipe"))
+        ctx = body.ctx
+        if ctx.arch != "a5" or mode in (CrossCoreSyncMode.INTER_BLOCK,
+                                        CrossCoreSyncMode.INTER_SUBBLOCK):
+            _ffts(body, setting, p, ident, mode, span)
+            return
+        name = "set_intra_block" if setting else "wait_intra_block"
+        body.w.line(f"{name}({p}, {ident});", span)
+        if mode is CrossCoreSyncMode.INTRA_BLOCK and ctx.target == "cube":
+            second = str(int(ident) + _AIV1_OFFSET) if const else \
+                f"{ident if ident.isidentifier() else f'({ident})'} + {_AIV1_OFFSET}"
+            body.w.line(f"{name}({p}, {second});", span)
+
+    return emit
+
+
+def _ffts(body, setting: bool, p: str, ident: str, mode: CrossCoreSyncMode,
+          span: Span | None) -> None:
+    flags = body.ctx.flags
+    if body.ctx.arch == "a5":
+        flags.a5_custom_sync = True
+    else:
+        flags.needs_ffts = True
+    if setting:
+        body.w.line(f"ffts_cross_core_sync({p}, getFFTSMsg({int(mode)}, {ident}));", span)
+    elif body.ctx.arch == "a5":
+        body.w.line(f"wait_flag_dev({p}, {ident});", span)
+    else:
+        body.w.line(f"wait_flag_dev({ident});", span)
+
+
+def _sync_all(body, call: Call, span: Span | None) -> None:
+    check_kwargs(call, {"mode", "core_type"}, span)
+    core, mode = call.kwarg("core_type"), call.kwarg("mode")
+    workspaces = ", ".join(_workspace(body, a) for a in call.args)
+    body.w.line(f"SYNCALL<{enum_value(core)}, {enum_value(mode)}>({workspaces});", span)
+
+
+def _workspace(body, e: Expr) -> str:
+    if isinstance(e.type, TensorType):
+        return body.ctx.tensors[e].ptr if e in body.ctx.tensors else body.x.emit(e)
+    return body.x.tile(e)
+
+
+def _dcci(body, call: Call, span: Span | None) -> None:
+    check_kwargs(call, {"cache_line", "dst"}, span)
+    target = call.args[0]
+    offset = body.x.emit(call.args[1]) if len(call.args) > 1 else "0"
+    plus = "" if offset == "0" else f" + {offset}"
+    if isinstance(target.type, TensorType):
+        ptr = f"(__gm__ void*)({body.ctx.tensors[target].ptr}{plus})"
+    else:
+        ptr = f"(__ubuf__ void*)({body.x.paren(target, 16)}.data(){plus})"
+    line = call.kwarg("cache_line")
+    dst = call.kwarg("dst")
+    line_text = "SINGLE_CACHE_LINE" if line is None else attr_value(line)
+    dst_text = "CACHELINE_OUT" if dst is None else attr_value(dst)
+    body.w.line(f"dcci({ptr}, {line_text}, {dst_text});", span)
+
+
+def _plain(intrinsic: str) -> Callable:
+    """An intrinsic taking the call's positional args and kwargs (values) in order."""
+    def emit(body, call: Call, span: Span | None) -> None:
+        args = [body.x.emit(a) for a in call.args]
+        args += [body.x.emit(v) if isinstance(v, Expr) else attr_value(v)
+                 for k, v in call.kwargs if k not in ("pipe", "guard") and v is not None]
+        body.w.line(f"{intrinsic}({', '.join(args)});", span)
+
+    return emit
+
+
+def _reset_mask(body, call: Call, span: Span | None) -> None:
+    body.w.line("set_vector_mask(static_cast<uint64_t>(-1), static_cast<uint64_t>(-1));", span)
+
+
+# ---------------------------------------------------------------- debug
+
+
+_CONVERSION = re.compile(r"%%|%[-+ #0]*\d*(?:\.\d+)?[lh]*([diuxXpfsc])")
+_ARG_CAST = {"d": "int32_t", "i": "int32_t", "u": "uint32_t", "x": "uint32_t", "X": "uint32_t",
+             "c": "int32_t", "f": "float", "p": "void*"}
+
+
+def _printf_args(body, fmt: str, values: tuple[Expr, ...]) -> list[str]:
+    kinds = [m.group(1) for m in _CONVERSION.finditer(fmt) if m.group(0) != "%%"]
+    out = []
+    for kind, v in zip(kinds, values):
+        cast = _ARG_CAST.get(kind)
+        text = body.x.emit(v)
+        out.append(f"static_cast<{cast}>({text})" if cast and cast != "void*" else
+                   f"(void*)({text})" if cast else text)
+    return out
+
+
+def _where(span: Span | None) -> str:
+    return f"{os.path.basename(span.file)}:{span.line}" if span is not None else "?"
+
+
+def _printf(body, call: Call, span: Span | None) -> None:
+    check_kwargs(call, {"loc"}, span)
+    body.ctx.flags.uses_print = True
+    fmt = call.args[0].value
+    if call.kwarg("loc"):
+        fmt = f"[{_where(span)}] {fmt}"
+    args = [c_string(fmt), *_printf_args(body, fmt, call.args[1:])]
+    body.w.line(f"cce::printf({', '.join(args)});", span)
+
+
+def _assert(body, call: Call, span: Span | None) -> None:
+    check_kwargs(call, {"loc"}, span)
+    body.ctx.flags.uses_print = True
+    user = call.args[1].value if len(call.args) > 1 else ""
+    fmt = f"pto_assert failed at {_where(span)}" + (f": {user}" if user else "") + "\n"
+    args = [c_string(fmt), *_printf_args(body, fmt, call.args[2:])]
+    cond = body.x.emit(call.args[0])
+    body.w.line(f"if (!({cond})) {{ cce::printf({', '.join(args)}); }}", span)
+
+
+def _trap(body, call: Call, span: Span | None) -> None:
+    body.w.line("trap();", span)
+
+
+def _dump(body, call: Call, span: Span | None) -> None:
+    check_kwargs(call, {"flag"}, span)
+    body.ctx.flags.uses_print = True
+    target = call.args[0]
+    window = [body.x.ints(a) for a in call.args[1:]]
+    body.w.line("pipe_barrier(PIPE_ALL);", span)
+    if isinstance(target.type, TensorType):
+        _dump_tensor(body, target, window, span)
+        return
+    args = [body.x.tile(target), *(v for part in window for v in part)]
+    body.w.line(f"TPRINT({', '.join(args)});", span)
+
+
+def _dump_tensor(body, target: Expr, window: list[list[str]], span: Span | None) -> None:
+    """Point the tensor's view at the whole tensor (or the given window) and print it."""
+    view = body.ctx.tensors[target]
+    rank = view.rank
+    offsets = window[0] if window else ["0"] * rank
+    extents = window[1] if len(window) > 1 else list(view.shape)
+    rows = extents[-2] if rank > 1 else "1"
+    row_stride = f"{view.stride}[{rank - 2}]" if rank > 1 else "0"
+    base = " + ".join(f"({o}) * {view.stride}[{k}]" for k, o in enumerate(offsets) if o != "0")
+    body.w.line(f"{view.gt}.SetShape<DIM_3, DIM_4>({rows}, {extents[-1]});", span)
+    body.w.line(f"{view.gt}.SetStride<DIM_3, DIM_4>({row_stride}, {view.stride}[{rank - 1}]);",
+                span)
+    body.w.line(f"TASSIGN({view.gt}, {view.ptr}{' + ' + base if base else ''});", span)
+    body.w.line(f"TPRINT({view.gt});", span)
+
+
+SYNC_OPS: dict[str, Callable] = {
+    "system.sync_src": _flag("set_flag"), "system.sync_src_dyn": _flag("set_flag"),
+    "system.sync_dst": _flag("wait_flag"), "system.sync_dst_dyn": _flag("wait_flag"),
+    **{f"system.bar_{p.lower()}": _barrier(p) for p in ("ALL", "M", "FIX", "MTE1", "MTE2",
+                                                         "MTE3", "V")},
+    "system.mutex_lock": _mutex("get_buf"), "system.mutex_lock_dyn": _mutex("get_buf"),
+    "system.mutex_unlock": _mutex("rls_buf"), "system.mutex_unlock_dyn": _mutex("rls_buf"),
+    "system.set_cross_core": _cross_core(True), "system.set_cross_core_dyn": _cross_core(True),
+    "system.wait_cross_core": _cross_core(False),
+    "system.wait_cross_core_dyn": _cross_core(False),
+    "system.sync_all": _sync_all,
+    "system.dcci": _dcci,
+    "system.set_mm_layout_transform": _plain("set_mm_layout_transform"),
+    "system.set_mask_count": _plain("set_mask_count"),
+    "system.set_mask_norm": _plain("set_mask_norm"),
+    "system.set_vec_mask": _plain("set_vector_mask"),
+    "system.reset_mask": _reset_mask,
+    "system.set_ctrl_spr": _plain("set_ctrl_spr"),
+    "system.reset_ctrl_spr": _plain("reset_ctrl_spr"),
+    "system.set_saturation_flag": _plain("set_saturation_flag"),
+    "debug.printf": _printf, "debug.assert": _assert, "debug.trap": _trap,
+    "debug.dump_tensor": _dump, "debug.dump_tile": _dump,
+}
+
+__all__ = ["SYNC_OPS"]

@@ -1,0 +1,67 @@
+"""`<Name>_tiling.h` per TilingData parameter, C++ classes of `pl.struct`, the entry copy (§4.3).
+
+A TilingData parameter's IR type is a `StructType` whose fields are INT64 / FP32 / BOOL scalars
+or arrays of them; its header declares `class <Name> { public: int64_t n; float s; int64_t
+a[4]; };` in field order, which is the layout the host serialises with `ctypes` (same order,
+native alignment). At kernel entry the struct is copied from GM into a local: the cube copies
+it directly (`copy_data_align64`); the vector core goes through UB address 0
+(`copy_gm_to_ubuf_align_v2`, an MTE2 → S flag, then `copy_data_align64`).
+"""
+from __future__ import annotations
+
+import os
+
+from ..ir.nodes import Function
+from ..ir.types import ArrayType, StructType
+from .types import scalar_ctype
+
+
+def header_name(st: StructType) -> str:
+    return f"{st.name}_tiling.h"
+
+
+def class_lines(st: StructType) -> list[str]:
+    lines = [f"class {st.name} {{", "public:"]
+    for name, t in st.fields:
+        if isinstance(t, ArrayType):
+            lines.append(f"    {scalar_ctype(t.elem)} {name}[{t.size}];")
+        else:
+            lines.append(f"    {scalar_ctype(t)} {name};")
+    lines.append("};")
+    return lines
+
+
+def tiling_header(st: StructType, fn: Function) -> str:
+    source = f"{os.path.basename(fn.span.file)}:{fn.span.line}" if fn.span.line else fn.name
+    lines = ["#pragma once",
+             f"// TilingData {st.name} of kernel '{fn.name}' ({source}); generated, do not edit.",
+             "#include <cstdint>", "", *class_lines(st)]
+    return "\n".join(lines) + "\n"
+
+
+def tiling_params(fn: Function) -> list:
+    """The StructType parameters of a kernel (its TilingData), in order."""
+    return [p for p in fn.params if isinstance(p.type, StructType)]
+
+
+def copy_in(body, param, span) -> None:
+    """Declare the local struct and copy it in from GM (target-specific, spec §4.3)."""
+    ctx, w = body.ctx, body.w
+    st: StructType = param.type
+    name = ctx.name(param)
+    size = f"sizeof({st.name})"
+    w.line(f"{st.name} {name};", span)
+    local = f"reinterpret_cast<uint8_t*>(&{name})"
+    if ctx.target == "cube":
+        w.line(f"copy_data_align64({local}, {name}_ptr, {size});", span)
+        return
+    ub = f"{name}_ub"
+    w.line(f"__ubuf__ uint8_t* {ub} = reinterpret_cast<__ubuf__ uint8_t*>(0);", span)
+    if ctx.arch == "a5":
+        w.line(f"copy_gm_to_ubuf_align_v2({ub}, {name}_ptr, 0, 1, {size}, 0, 0, 0, 0, 0, 0);",
+               span)
+    else:
+        w.line(f"copy_gm_to_ubuf_align_b8({ub}, {name}_ptr, 0, 1, {size}, 0, 0, 0, 0);", span)
+    w.line("set_flag(PIPE_MTE2, PIPE_S, EVENT_ID0);", span)
+    w.line("wait_flag(PIPE_MTE2, PIPE_S, EVENT_ID0);", span)
+    w.line(f"copy_data_align64({local}, {ub}, {size});", span)

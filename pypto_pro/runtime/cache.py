@@ -1,0 +1,509 @@
+"""The on-disk kernel cache (DESIGN §5 "Cache"): content-hash keys, atomic entries, self-healing.
+A key is the sha256 of a canonical JSON of everything that changes a build (`key_fields`): the
+kernel's dedented source and the sources of the user helpers and classes it names (found by
+walking its AST through the captured environment, transitively), the values of the constants
+it reads, `JitOptions.cache_fields()`, the `Specialization`, the backend, the arch / SoC and the
+compiler's own version (a hash of the `pypto_pro` package's `.py` and `.h` files, computed once
+per process); whitespace outside the kernel never matters, its line number only when it prints
+with `loc=`. An entry is the directory `<root>/<key[:2]>/<key>/` (root `$PYPTOPRO_CACHE_DIR`,
+else `~/.cache/pypto_pro`) holding the artifacts (`kernel.cpp`, `<T>_tiling.h`,
+`call_kernel.cpp`, later `call_kernel_<hash12>.so`) and `manifest.json` with each file's sha256,
+written last; it is valid only if the manifest exists and every file matches it, else it is
+rebuilt. Every file is written to a temp name in the same directory and `os.replace`d; builders
+of one key serialise on `fcntl.flock` of `<key>.lock`, so concurrent processes end with one good
+entry. `write_build_dir` writes the real system's `./build/...` layout (spec §1.4).
+"""
+from __future__ import annotations
+
+import ast
+import contextlib
+import dataclasses
+import enum
+import fcntl
+import functools
+import hashlib
+import inspect
+import json
+import os
+import re
+import shutil
+import textwrap
+import threading
+import types
+import uuid
+from collections import ChainMap
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from ..errors import KeyNotFound
+
+ENV_CACHE_DIR = "PYPTOPRO_CACHE_DIR"
+MANIFEST = "manifest.json"
+FORMAT_VERSION = 1
+_LIBRARY_ROOTS = ("torch", "numpy", "math", "pypto_pro", "functools", "typing", "builtins",
+                  "dataclasses", "enum", "collections", "itertools", "operator")
+
+
+def default_cache_dir() -> Path:
+    env = os.environ.get(ENV_CACHE_DIR)
+    return Path(env).expanduser() if env else Path.home() / ".cache" / "pypto_pro"
+
+
+# ---------------------------------------------------------------- the key
+
+
+@functools.lru_cache(maxsize=1)
+def compiler_version() -> str:
+    """sha256 of the compiler's own sources (every .py and .h of `pypto_pro`), once per process."""
+    root = Path(__file__).resolve().parents[1]
+    h = hashlib.sha256()
+    for path in sorted(p for p in root.rglob("*") if p.suffix in (".py", ".h")
+                       and "__pycache__" not in p.parts):
+        h.update(path.relative_to(root).as_posix().encode())
+        h.update(b"\0")
+        h.update(path.read_bytes())
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+def _is_library(obj: Any) -> bool:
+    module = getattr(obj, "__module__", None) or ""
+    if module == "pypto_pro.examples" or module.startswith("pypto_pro.examples."):
+        return False
+    return module.split(".")[0] in _LIBRARY_ROOTS
+
+
+def _normalise(source: str) -> str:
+    lines = [line.rstrip() for line in textwrap.dedent(source).splitlines()]
+    return "\n".join(lines).strip("\n") + "\n"
+
+
+def fingerprint(value: Any, depth: int = 0) -> Any:
+    """A JSON-able, process-independent description of a compile-time value."""
+    if depth > 8:
+        return "<deep>"
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        return repr(value)
+    if isinstance(value, enum.Enum):
+        return f"{type(value).__qualname__}.{value.name}"
+    if isinstance(value, (tuple, list)):
+        return [fingerprint(v, depth + 1) for v in value]
+    if isinstance(value, (set, frozenset)):
+        return sorted((fingerprint(v, depth + 1) for v in value), key=repr)
+    if isinstance(value, Mapping):
+        return {str(k): fingerprint(v, depth + 1) for k, v in sorted(value.items(), key=str)}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {"dataclass": type(value).__qualname__,
+                **{f.name: fingerprint(getattr(value, f.name), depth + 1)
+                   for f in dataclasses.fields(value)}}
+    if isinstance(value, types.ModuleType):
+        return f"module:{value.__name__}"
+    if isinstance(value, (types.FunctionType, type)):
+        return f"{getattr(value, '__module__', '?')}.{value.__qualname__}"
+    text = repr(value)
+    return f"{type(value).__qualname__}" if re.search(r"0x[0-9a-f]{6,}", text) else text
+
+
+class _Sources:
+    """The user code a kernel depends on: its source, helpers, classes and constants."""
+
+    def __init__(self) -> None:
+        self.sources: dict[str, str] = {}
+        self.constants: dict[str, Any] = {}
+        self.lines: dict[str, int] = {}
+        self._seen: set[int] = set()
+
+    def add_function(self, key: str, tree: ast.AST, source: str, env: Mapping[str, Any],
+                     line: int) -> None:
+        self.sources[key] = _normalise(source)
+        if re.search(r"\bloc\s*=", source):
+            self.lines[key] = line
+        for name in _names_read(tree):
+            self._resolve(key, name, env)
+
+    def _resolve(self, owner: str, dotted: str, env: Mapping[str, Any]) -> None:
+        head, *rest = dotted.split(".")
+        try:
+            value = env[head]
+        except (KeyError, ValueError):
+            return
+        for attr in rest:
+            if isinstance(value, types.ModuleType) and _is_library(value):
+                return
+            value = getattr(value, attr, None)
+        self._add_value(f"{owner}:{dotted}", value)
+
+    def _add_value(self, where: str, value: Any) -> None:
+        if isinstance(value, types.ModuleType):
+            return
+        if isinstance(value, types.FunctionType) and not _is_library(value):
+            key = self._slot("fn", value)
+            if key is not None:
+                self._add_helper(key, value)
+            return
+        if isinstance(value, type) and not _is_library(value):
+            key = self._slot("class", value)
+            if key is not None:
+                try:
+                    self.sources[key] = _normalise(inspect.getsource(value))
+                except (OSError, TypeError):
+                    self.sources[key] = repr(fingerprint(value))
+            return
+        self.constants[where] = fingerprint(value)
+
+    def _slot(self, kind: str, obj: Any) -> str | None:
+        """The source key of a helper / class seen for the first time (None: seen already).
+
+        Keys use the qualified name, not the module, so the same code in another file gives
+        the same key; different objects of one name get `#2`, `#3`, ... in discovery order.
+        """
+        if id(obj) in self._seen:
+            return None
+        self._seen.add(id(obj))
+        key, n = f"{kind}:{obj.__qualname__}", 1
+        while key in self.sources:
+            n += 1
+            key = f"{kind}:{obj.__qualname__}#{n}"
+        self.sources[key] = ""
+        return key
+
+    def _add_helper(self, key: str, fn: types.FunctionType) -> None:
+        try:
+            source = inspect.getsource(fn)
+            tree = ast.parse(textwrap.dedent(source))
+        except (OSError, TypeError, SyntaxError):
+            self.sources[key] = fingerprint(fn)
+            return
+        closure = {}
+        for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
+            with contextlib.suppress(ValueError):
+                closure[name] = cell.cell_contents
+        env = ChainMap(closure, fn.__globals__)
+        self.add_function(key, tree, source, env, fn.__code__.co_firstlineno)
+
+
+def _names_read(tree: ast.AST) -> list[str]:
+    """Dotted names a function body reads (`x`, `mod.attr`), in first-occurrence order."""
+    found: dict[str, None] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute):
+            chain, cur = [node.attr], node.value
+            while isinstance(cur, ast.Attribute):
+                chain.append(cur.attr)
+                cur = cur.value
+            if isinstance(cur, ast.Name):
+                found.setdefault(".".join([cur.id, *reversed(chain)]), None)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            found.setdefault(node.id, None)
+    return list(found)
+
+
+def kernel_sources(kdef: Any) -> _Sources:
+    """The kernel's source plus everything user-defined it reads (helpers, classes, constants)."""
+    out = _Sources()
+    out.add_function(f"kernel:{kdef.name}", kdef.tree, kdef.source, kdef.env,
+                     getattr(kdef.tree, "lineno", 0))
+    return out
+
+
+def _spec_json(spec: Any) -> dict[str, Any]:
+    return {"arch": spec.arch, "static_dims": [list(d) for d in spec.static_dims],
+            "ranks": [list(r) for r in spec.ranks],
+            "tiling_key": [[k, fingerprint(v)] for k, v in spec.tiling_key],
+            "datatype": [[k, fingerprint(v)] for k, v in spec.datatype]}
+
+
+def key_fields(kdef: Any, spec: Any, backend: str, soc: str | None = None) -> dict[str, Any]:
+    """The one declared tuple of everything that changes a build (STYLE §5 point 9)."""
+    deps = kernel_sources(kdef)
+    tk = getattr(kdef.options, "tiling_key", None)
+    return {
+        "format": FORMAT_VERSION,
+        "compiler": compiler_version(),
+        "sources": deps.sources,
+        "constants": deps.constants,
+        "lines": deps.lines,
+        "options": fingerprint(kdef.options.cache_fields()),
+        "tiling_key_class": _class_source(tk),
+        "specialization": _spec_json(spec),
+        "backend": backend,
+        "soc": soc or spec.arch,
+    }
+
+
+def _class_source(cls: Any) -> str | None:
+    if cls is None:
+        return None
+    try:
+        return _normalise(inspect.getsource(cls))
+    except (OSError, TypeError):
+        return fingerprint(cls)
+
+
+def canonical_json(obj: Any) -> str:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), default=fingerprint)
+
+
+def cache_key(kdef: Any, spec: Any, backend: str, soc: str | None = None) -> str:
+    """The cache key (64 hex) of building `kdef` for `spec` on `backend`."""
+    return hashlib.sha256(canonical_json(key_fields(kdef, spec, backend, soc)).encode())\
+        .hexdigest()
+
+
+# ---------------------------------------------------------------- entries
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def atomic_write(path: Path, data: bytes | str) -> None:
+    """Write `path` via a temp file in the same directory and `os.replace`."""
+    if isinstance(data, str):
+        data = data.encode()
+    tmp = path.parent / f".{path.name}.{os.getpid()}.{uuid.uuid4().hex}.tmp"
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+
+
+@dataclasses.dataclass(frozen=True)
+class CacheEntry:
+    """A valid cache entry: its directory and the files its manifest lists (name → sha256)."""
+
+    key: str
+    path: Path
+    files: dict[str, str]
+    meta: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    def file(self, name: str) -> Path:
+        return self.path / name
+
+    def read_bytes(self, name: str) -> bytes:
+        return self.file(name).read_bytes()
+
+    def read_text(self, name: str) -> str:
+        return self.file(name).read_text()
+
+
+class KernelCache:
+    """The cache under `root` (see the module docstring)."""
+
+    def __init__(self, root: str | Path | None = None) -> None:
+        self.root = Path(root).expanduser() if root is not None else default_cache_dir()
+        self._thread_locks: dict[str, threading.RLock] = {}
+        self._depth: dict[str, int] = {}
+        self._fds: dict[str, int] = {}
+        self._guard = threading.Lock()
+        self._hashes: dict[tuple, str] = {}
+
+    def entry_dir(self, key: str) -> Path:
+        _check_key(key)
+        return self.root / key[:2] / key
+
+    # ------------------------------------------------------------ locking
+    @contextlib.contextmanager
+    def lock(self, key: str) -> Iterator[None]:
+        """Exclusive per-key lock: threads via an RLock, processes via `flock` (re-entrant)."""
+        with self._guard:
+            rlock = self._thread_locks.setdefault(key, threading.RLock())
+        with rlock:
+            if self._depth.get(key, 0) == 0:
+                path = self.entry_dir(key).parent / f"{key}.lock"
+                path.parent.mkdir(parents=True, exist_ok=True)
+                fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o644)
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                self._fds[key] = fd
+            self._depth[key] = self._depth.get(key, 0) + 1
+            try:
+                yield
+            finally:
+                self._depth[key] -= 1
+                if self._depth[key] == 0:
+                    fd = self._fds.pop(key)
+                    fcntl.flock(fd, fcntl.LOCK_UN)
+                    os.close(fd)
+
+    # ------------------------------------------------------------ reading
+    def get(self, key: str) -> CacheEntry | None:
+        """The entry of `key` if it is complete and intact, else None."""
+        path = self.entry_dir(key)
+        try:
+            manifest = json.loads((path / MANIFEST).read_text())
+            files = {name: info["sha256"] for name, info in manifest["files"].items()}
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            return None
+        if manifest.get("key") != key or manifest.get("format") != FORMAT_VERSION:
+            return None
+        for name, digest in files.items():
+            if self._digest(path / name) != digest:
+                return None
+        return CacheEntry(key, path, files, manifest.get("meta", {}))
+
+    def _digest(self, path: Path) -> str | None:
+        try:
+            st = path.stat()
+        except OSError:
+            return None
+        memo = (str(path), st.st_ino, st.st_size, st.st_mtime_ns)
+        digest = self._hashes.get(memo)
+        if digest is None:
+            try:
+                digest = sha256_bytes(path.read_bytes())
+            except OSError:
+                return None
+            self._hashes[memo] = digest
+        return digest
+
+    def get_file(self, key: str, name: str) -> bytes | None:
+        entry = self.get(key)
+        if entry is None or name not in entry.files:
+            return None
+        return entry.read_bytes(name)
+
+    def file_path(self, key: str, name: str) -> Path | None:
+        entry = self.get(key)
+        return entry.file(name) if entry is not None and name in entry.files else None
+
+    # ------------------------------------------------------------ writing
+    def put(self, key: str, files: Mapping[str, bytes | str],
+            meta: Mapping[str, Any] | None = None) -> CacheEntry:
+        """Replace the entry of `key` with `files` (manifest written last)."""
+        with self.lock(key):
+            path = self.entry_dir(key)
+            path.mkdir(parents=True, exist_ok=True)
+            with contextlib.suppress(FileNotFoundError):
+                (path / MANIFEST).unlink()
+            digests = {}
+            for name, data in files.items():
+                _check_name(name)
+                data = data.encode() if isinstance(data, str) else bytes(data)
+                atomic_write(path / name, data)
+                digests[name] = (sha256_bytes(data), len(data))
+            for stale in path.iterdir():
+                if stale.name not in digests and not stale.name.startswith("."):
+                    _remove(stale)
+            return self._write_manifest(key, digests, dict(meta or {}))
+
+    def put_file(self, key: str, name: str, data: bytes | str) -> CacheEntry:
+        """Add (or replace) one file of an existing valid entry (e.g. the built `.so`)."""
+        _check_name(name)
+        with self.lock(key):
+            entry = self.get(key)
+            if entry is None:
+                raise KeyNotFound(f"cache entry {key[:12]}… is missing or damaged; put() it "
+                                  "before adding files", module="PRO_RUNTIME")
+            data = data.encode() if isinstance(data, str) else bytes(data)
+            atomic_write(entry.path / name, data)
+            digests = {n: (d, (entry.path / n).stat().st_size) for n, d in entry.files.items()}
+            digests[name] = (sha256_bytes(data), len(data))
+            return self._write_manifest(key, digests, entry.meta)
+
+    def get_or_build(self, key: str, build: Callable[[], Mapping[str, bytes | str]],
+                     meta: Mapping[str, Any] | None = None) -> CacheEntry:
+        """The valid entry of `key`, building it (once across processes) when missing."""
+        entry = self.get(key)
+        if entry is not None:
+            return entry
+        with self.lock(key):
+            entry = self.get(key)
+            if entry is None:
+                entry = self.put(key, build(), meta)
+            return entry
+
+    def remove(self, key: str) -> None:
+        with self.lock(key):
+            _remove(self.entry_dir(key))
+
+    def _write_manifest(self, key: str, digests: dict[str, tuple[str, int]],
+                        meta: dict[str, Any]) -> CacheEntry:
+        path = self.entry_dir(key)
+        manifest = {"format": FORMAT_VERSION, "key": key, "meta": meta,
+                    "files": {n: {"sha256": d, "size": s} for n, (d, s) in sorted(
+                        digests.items())}}
+        atomic_write(path / MANIFEST, json.dumps(manifest, indent=1, sort_keys=True))
+        return CacheEntry(key, path, {n: d for n, (d, _) in digests.items()}, meta)
+
+
+def _check_key(key: str) -> None:
+    if not re.fullmatch(r"[0-9a-f]{16,128}", key or ""):
+        raise ValueError(f"not a cache key: {key!r}")
+
+
+def _check_name(name: str) -> None:
+    if not name or "/" in name or name.startswith(".") or name == MANIFEST:
+        raise ValueError(f"not a cache file name: {name!r}")
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+
+
+# ---------------------------------------------------------------- ./build/ (spec §1.4)
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def build_subdir(artifacts: Any) -> Path:
+    """`<prefix>__<arch>[__shape_<sha12>]/[dt_<hash16>/]tk_<hex|none>` for these artifacts."""
+    prefix = re.sub(r"[^0-9A-Za-z_]", "_", artifacts.kernel_name)
+    script = os.path.basename(artifacts.source_file or "")
+    match = re.fullmatch(r"test_(.+)\.py", script)
+    if match:
+        prefix = f"{re.sub(r'[^0-9A-Za-z_]', '_', match.group(1))}__{prefix}"
+    spec = artifacts.specialization
+    top = f"{prefix}__{artifacts.arch}"
+    static = list(getattr(spec, "static_dims", ()) or ())
+    if static:
+        top += f"__shape_{_sha(canonical_json([list(s) for s in static]))[:12]}"
+    parts = [top]
+    dtypes = datatype_mapping(spec)
+    if dtypes:
+        parts.append(f"dt_{_sha(canonical_json(dtypes))[:16]}")
+    parts.append(f"tk_{_packed_tiling_key(artifacts)}")
+    return Path(*parts)
+
+
+def datatype_mapping(spec: Any) -> dict[str, str]:
+    return {k: f"DT_{v.value}" if hasattr(v, "value") else str(v)
+            for k, v in (getattr(spec, "datatype", ()) or ())}
+
+
+def _packed_tiling_key(artifacts: Any) -> str:
+    spec = artifacts.specialization
+    key = dict(getattr(spec, "tiling_key", ()) or ())
+    if not key or artifacts.tiling_key_class is None:
+        return "none"
+    from .tilingkey import build_schema
+
+    return f"{build_schema(artifacts.tiling_key_class).pack(key):x}"
+
+
+def write_build_dir(artifacts: Any, base: str | Path = ".",
+                    extra_files: Mapping[str, bytes | str] | None = None) -> Path:
+    """Write the artifacts (and e.g. the `.so`) into `<base>/build/<subdir>/`; its path."""
+    root = Path(base) / "build"
+    target = root / build_subdir(artifacts)
+    target.mkdir(parents=True, exist_ok=True)
+    for name, data in {**artifacts.files(), **dict(extra_files or {})}.items():
+        atomic_write(target / name, data)
+    dtypes = datatype_mapping(artifacts.specialization)
+    if dtypes:
+        atomic_write(target.parent / "datatype.json", json.dumps(dtypes, indent=1,
+                                                                 sort_keys=True))
+    return target
