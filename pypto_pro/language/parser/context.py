@@ -167,6 +167,8 @@ class ParseContext:
             frame.scope[name] = value
             return
         var = frame.vars.get(name) if mutable else None
+        if var is not None and not _same_kind(var.type, value.type):
+            var = None  # a different kind of value: a new variable
         if var is None:
             var = self.new_var(name, value.type, span)
             if mutable:
@@ -185,7 +187,7 @@ class ParseContext:
             return False
         frame = self.frame
         target = frame.vars.get(name) if name in frame.mutable else None
-        if target is None or target.type != var.type:
+        if target is None or not _same_kind(target.type, var.type):
             target = self.new_var(name, var.type, span)
             if name in frame.mutable:
                 frame.vars[name] = target
@@ -203,6 +205,16 @@ class ParseContext:
 
     def span(self, node: ast.AST) -> Span:
         return span_of(node, self.frame.file)
+
+
+def _same_kind(a: Any, b: Any) -> bool:
+    """Two values one mutable name may hold in turn: equal types, or tiles that differ only in
+    placement (e.g. `t = make_tile(A)` / `t = make_tile(B)` on two branches)."""
+    from ...ir.types import TileType
+
+    if isinstance(a, TileType) and isinstance(b, TileType):
+        return (a.shape, a.dtype, a.memory, a.layout) == (b.shape, b.dtype, b.memory, b.layout)
+    return a == b
 
 
 def _did_you_mean(name: str, candidates: list[str]) -> str | None:

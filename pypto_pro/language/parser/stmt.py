@@ -70,6 +70,8 @@ def assign_target(ctx: ParseContext, target: ast.expr, value: Any, node: ast.AST
         if not isinstance(items, (tuple, list)) or len(items) != len(target.elts):
             raise ctx.error(ParserTypeError, "cannot unpack this value into "
                                              f"{len(target.elts)} names", node)
+        if len(items) > 1:  # Python evaluates the whole right side before assigning any name
+            items = [_snapshot(ctx, v, span) for v in items]
         for t, v in zip(target.elts, items):
             assign_target(ctx, t, v, node)
     elif isinstance(target, ast.Attribute):
@@ -82,6 +84,17 @@ def assign_target(ctx: ParseContext, target: ast.expr, value: Any, node: ast.AST
         _assign_subscript(ctx, target, value, node)
     else:
         raise ctx.error(UnsupportedFeatureError, "unsupported assignment target", node)
+
+
+def _snapshot(ctx: ParseContext, value: Any, span) -> Any:
+    """A runtime value copied into a fresh Var, so later assignments cannot change it."""
+    from ...ir.nodes import AssignStmt, ConstFloat, ConstInt, Expr
+
+    if not isinstance(value, Expr) or isinstance(value, (ConstInt, ConstFloat, ConstBool)):
+        return value
+    tmp = ctx.new_var("tmp", value.type, span)
+    ctx.builder.emit(AssignStmt(tmp, value, span))
+    return tmp
 
 
 def _assign_subscript(ctx: ParseContext, target: ast.Subscript, value: Any,
