@@ -1,0 +1,662 @@
+"""The `native` backend: the generated C++ built with the host g++ against our CPU headers, run
+in a worker process with CPU tensors.
+
+Build. `generate(compiled)` gives kernel.cpp, the tiling headers and call_kernel.cpp. On the
+host the two targets of a mix kernel must live in one library, so the build adds one file,
+`native_main.cpp`: it includes call_kernel.cpp (which includes kernel.cpp) twice, once per
+target namespace with `__DAV_CUBE__` / `__DAV_VEC__` defined, and defines the real
+`extern "C" call_kernel(blockDim, stream, ...)` that collects both entries and runs the
+launch. The one change to the generated text: `K<<<blockDim, nullptr, stream>>>(args)` (not
+C++) becomes `PYPTO_NATIVE_LAUNCH(K, blockDim, nullptr, stream)(args)`. `g++ -std=c++17 -O2
+-g1 -fno-strict-aliasing -fPIC -shared -I pypto_pro/include` builds `call_kernel_<hash12>.so` into the on-disk kernel
+cache (`runtime/cache.py`, keyed by the sources, the headers, the flags and the compiler), so
+a kernel is compiled once per machine. g++ errors become `CompileError` at the kernel line
+the code generator's line map gives.
+
+Run. Every GM buffer (each argument tensor's storage span, the TilingData bytes) is copied
+into one shared-memory arena, each followed by a guard page; the worker process
+(`native_worker.py`, started once and reused) maps the arena, calls `call_kernel`, and the
+buffers are copied back. A fault the headers detect (bad address, sync misuse, `trap()`,
+deadlock) comes back as a message with its kernel.cpp line; a crash kills only the worker,
+which leaves the faulting instruction address (mapped to kernel.cpp with addr2line: the
+library carries -g1 line tables) and the last op + line of the core in a shared status
+area. Both become `KernelTrap` / `SimulationError` / `DeadlockError` at the kernel source
+line. `LaunchResult.printed` holds each block's printf text (AIC, AIV0, AIV1 in order). A
+launch that neither finishes nor faults within `PYPTOPRO_NATIVE_TIMEOUT` seconds (default 300)
+is stopped (the worker is killed and restarted on the next launch).
+"""
+from __future__ import annotations
+
+import atexit
+import ctypes
+import dataclasses
+import functools
+import hashlib
+import mmap
+import os
+import pickle
+import re
+import select
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from ...errors import (
+    CompileError, DeadlockError, InvalidArgument, KernelTrap, RuntimeFailure, SimulationError,
+)
+from ...ir.span import Span
+from ...ir.types import MemorySpace
+from ...sim.soc import soc as make_soc
+from ..cache import KernelCache
+from . import LaunchRequest, LaunchResult, register_backend
+
+INCLUDE_DIR = Path(__file__).resolve().parents[2] / "include"
+WORKER_PATH = Path(__file__).resolve().with_name("native_worker.py")
+ENV_TIMEOUT = "PYPTOPRO_NATIVE_TIMEOUT"
+ENV_CXX = "PYPTOPRO_NATIVE_CXX"
+CXX_FLAGS = ("-std=c++17", "-O2", "-g1", "-fno-strict-aliasing", "-fPIC", "-shared", "-pthread")
+FORMAT = 1
+RECORDS = 256
+RECORD_SIZE = 64  # sizeof(pypto_native::OpRecord)
+PAGE = mmap.PAGESIZE
+_SPACES = (MemorySpace.Vec, MemorySpace.Mat, MemorySpace.Left, MemorySpace.Right,
+           MemorySpace.Acc, MemorySpace.Bias, MemorySpace.Scaling, MemorySpace.ScaleLeft,
+           MemorySpace.ScaleRight)  # pto::TileType order
+_TARGETS = (("cube", "__DAV_CUBE__", 0), ("vector", "__DAV_VEC__", 1))
+_LAUNCH = re.compile(r"\b(\w+)<<<\s*([^,]+?)\s*,\s*([^,]+?)\s*,\s*([^>]+?)\s*>>>\s*\(")
+_ENTRY = re.compile(r'extern "C" void call_kernel\((.*)\)')
+_DIAG = re.compile(r"^(?P<file>[^:\n]+):(?P<line>\d+):(?:\d+:)? (?P<kind>error|fatal error): "
+                   r"(?P<msg>.*)$", re.M)
+_CPP_LINE = re.compile(r"kernel\.cpp:(\d+)")
+_SIGNALS = {int(s): s.name for s in signal.Signals}
+
+
+# ---------------------------------------------------------------- the library
+
+
+@dataclasses.dataclass(frozen=True)
+class NativeLibrary:
+    """A built kernel: its .so, the `call_kernel` argument C types and the line map."""
+
+    path: Path
+    arg_ctypes: tuple[str, ...]  # after (blockDim, stream): "ptr" | "float" | "int32_t" | ...
+    line_map: dict[int, tuple[str, int]]  # kernel.cpp line -> (source file, line)
+    kernel_name: str
+
+    def span(self, cpp_line: int) -> Span | None:
+        hit = self.line_map.get(cpp_line)
+        return Span(hit[0], hit[1]) if hit else None
+
+    def describe(self, text: str) -> str:
+        """`text` with every kernel.cpp:N followed by its kernel source line."""
+        def sub(m: re.Match) -> str:
+            hit = self.line_map.get(int(m.group(1)))
+            return m.group(0) + (f" [{os.path.basename(hit[0])}:{hit[1]}]" if hit else "")
+
+        return _CPP_LINE.sub(sub, text)
+
+
+def _c_type(decl: str) -> str:
+    ctype = decl.rsplit(" ", 1)[0].strip()
+    return "ptr" if ctype.endswith("*") else ctype
+
+
+def _host_params(call_kernel_cpp: str) -> list[str]:
+    m = _ENTRY.search(call_kernel_cpp)
+    if m is None:
+        raise CompileError("call_kernel.cpp has no `extern \"C\" void call_kernel(...)` entry",
+                           module="PRO_COMPILE")
+    return [p.strip() for p in m.group(1).split(",")]
+
+
+def native_sources(artifacts: Any) -> dict[str, str]:
+    """The files of a native build: the generated ones (launch rewritten) and native_main.cpp."""
+    files = dict(artifacts.files())
+    launcher = files.pop("call_kernel.cpp")
+    files["call_kernel.native.cpp"] = _LAUNCH.sub(
+        lambda m: f"PYPTO_NATIVE_LAUNCH({m.group(1)}, {m.group(2)}, {m.group(3)}, "
+                  f"{m.group(4)})(", launcher)
+    params = _host_params(launcher)
+    names = [p.rsplit(" ", 1)[1].lstrip("*") for p in params]
+    targets = [t for t in _TARGETS if _has_target(artifacts, t[0])]
+    lines = ["// native_main.cpp: both targets of the kernel in one host library (generated by "
+             "the native backend).",
+             "#include <pto/pto-inst.hpp>", "#include <pypto_tprint.h>"]
+    lines += [f'#include "{name}"' for name in artifacts.tiling_headers]
+    lines.append("")
+    for target, macro, index in targets:
+        lines += [f"namespace pypto_native_{target} {{", f"#define {macro} 1",
+                  f"#define PYPTO_NATIVE_TARGET {index}",
+                  f"#define call_kernel pypto_native_call_kernel_{target}",
+                  '#include "call_kernel.native.cpp"', "#undef call_kernel",
+                  "#undef PYPTO_NATIVE_TARGET", f"#undef {macro}", "#undef PYPTO_SCALAR_HELPERS",
+                  f"}}  // namespace pypto_native_{target}", ""]
+    lines.append(f'extern "C" void call_kernel({", ".join(params)})')
+    lines.append("{")
+    lines.append("    ::pypto_native::pending() = ::pypto_native::PendingLaunch{};")
+    for target, _, _ in targets:
+        lines.append(f"    pypto_native_{target}::pypto_native_call_kernel_{target}"
+                     f"({', '.join(names)});")
+    lines.append(f'    ::pypto_native::Runner("{artifacts.kernel_type}", blockDim).run('
+                 "::pypto_native::pending().cube, ::pypto_native::pending().vector);")
+    lines.append("}")
+    files["native_main.cpp"] = "\n".join(lines) + "\n"
+    return files
+
+
+def _has_target(artifacts: Any, target: str) -> bool:
+    return f"_impl_{target}(" in artifacts.kernel_cpp
+
+
+@functools.lru_cache(maxsize=1)
+def _headers_digest() -> str:
+    h = hashlib.sha256()
+    for path in sorted(INCLUDE_DIR.rglob("*")):
+        if path.is_file():
+            h.update(path.relative_to(INCLUDE_DIR).as_posix().encode() + b"\0")
+            h.update(path.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def compiler() -> str:
+    return os.environ.get(ENV_CXX) or shutil.which("g++") or "g++"
+
+
+@functools.lru_cache(maxsize=4)
+def _compiler_id(cxx: str) -> str:
+    try:
+        out = subprocess.run([cxx, "--version"], capture_output=True, text=True, timeout=30)
+        return out.stdout.splitlines()[0] if out.stdout else cxx
+    except (OSError, subprocess.SubprocessError):
+        return cxx
+
+
+def build_key(files: dict[str, str], cxx: str) -> str:
+    h = hashlib.sha256()
+    for part in (f"native-{FORMAT}", _compiler_id(cxx), " ".join(CXX_FLAGS), _headers_digest()):
+        h.update(part.encode() + b"\0")
+    for name in sorted(files):
+        h.update(name.encode() + b"\0" + files[name].encode() + b"\0")
+    return h.hexdigest()
+
+
+def _compile(files: dict[str, str], so_name: str, cxx: str, line_map: dict,
+             timeout: float | None) -> bytes:
+    with tempfile.TemporaryDirectory(prefix="pypto_native_") as tmp:
+        for name, text in files.items():
+            Path(tmp, name).write_text(text)
+        cmd = [cxx, *CXX_FLAGS, f"-I{INCLUDE_DIR}", "native_main.cpp", "-o", so_name]
+        try:
+            proc = subprocess.run(cmd, cwd=tmp, capture_output=True, text=True, timeout=timeout)
+        except FileNotFoundError:
+            raise CompileError(f"the host C++ compiler '{cxx}' was not found",
+                               hint="install g++ or set PYPTOPRO_NATIVE_CXX",
+                               module="PRO_COMPILE") from None
+        except subprocess.TimeoutExpired:
+            raise CompileError(f"g++ did not finish within {timeout} s", module="PRO_COMPILE") \
+                from None
+        if proc.returncode != 0:
+            raise _compile_error(proc.stderr, line_map)
+        return Path(tmp, so_name).read_bytes()
+
+
+def _compile_error(stderr: str, line_map: dict[int, tuple[str, int]]) -> CompileError:
+    """g++'s first error, at the first kernel.cpp line of the report the line map knows."""
+    errors = list(_DIAG.finditer(stderr))
+    head = errors[0].group("msg") if errors else (stderr.strip().splitlines() or ["g++ failed"])[0]
+    span, where = None, ""
+    for m in re.finditer(r"kernel\.cpp:(\d+)", stderr):
+        hit = line_map.get(int(m.group(1)))
+        if hit is not None:
+            span, where = Span(hit[0], hit[1]), f" (kernel.cpp:{m.group(1)})"
+            break
+    excerpt = "\n".join(stderr.strip().splitlines()[:40])
+    return CompileError(f"g++ rejected the generated code{where}: {head}", span, note=excerpt,
+                        module="PRO_COMPILE")
+
+
+class Builder:
+    """Builds (once per machine, through the kernel cache) the library of a compiled kernel."""
+
+    def __init__(self, cache: KernelCache | None = None) -> None:
+        self.cache = cache or KernelCache()
+        self._lock = threading.Lock()
+
+    def library(self, compiled: Any) -> NativeLibrary:
+        lib = getattr(compiled, "_native_library", None)
+        if lib is not None and lib.path.exists():
+            return lib
+        with self._lock:
+            lib = getattr(compiled, "_native_library", None)
+            if lib is None or not lib.path.exists():
+                lib = self._build(compiled)
+                compiled._native_library = lib
+        return lib
+
+    def _build(self, compiled: Any) -> NativeLibrary:
+        from ...codegen import generate
+
+        artifacts = generate(compiled)
+        files = native_sources(artifacts)
+        line_map = {cpp: (src, line) for cpp, src, line in artifacts.line_map["kernel.cpp"]}
+        cxx = compiler()
+        key = build_key(files, cxx)
+        so_name = f"call_kernel_{key[:12]}.so"
+        timeout = getattr(getattr(compiled.kernel_def, "options", None), "compile_timeout", None)
+        entry = self.cache.get_or_build(
+            key, lambda: {**files, so_name: _compile(files, so_name, cxx, line_map, timeout)},
+            meta={"backend": "native", "kernel": artifacts.kernel_name})
+        params = _host_params(artifacts.call_kernel_cpp)[2:]
+        return NativeLibrary(entry.file(so_name), tuple(_c_type(p) for p in params), line_map,
+                             artifacts.kernel_name)
+
+
+# ---------------------------------------------------------------- shared memory
+
+
+def _shm_dir() -> str:
+    return "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) \
+        else tempfile.gettempdir()
+
+
+def _remove_stale_files() -> None:
+    """Shared files left by processes that died without closing their native backend."""
+    for path in Path(_shm_dir()).glob("pypto_native_*"):
+        m = re.match(r"pypto_native_(?:arena|status)_(\d+)_", path.name)
+        if m is None or int(m.group(1)) == os.getpid():
+            continue
+        try:
+            os.kill(int(m.group(1)), 0)
+        except ProcessLookupError:
+            path.unlink(missing_ok=True)
+        except OSError:
+            pass
+
+
+class SharedFile:
+    """A file in /dev/shm mapped by this process (and, by path, by the worker)."""
+
+    def __init__(self, size: int, prefix: str) -> None:
+        self.size = size
+        self.path = os.path.join(_shm_dir(), f"{prefix}{os.getpid()}_{uuid.uuid4().hex[:8]}")
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            os.ftruncate(fd, size)
+            self.mm = mmap.mmap(fd, size)
+        finally:
+            os.close(fd)
+        self._anchor = ctypes.c_char.from_buffer(self.mm)
+        self.address = ctypes.addressof(self._anchor)
+
+    def close(self) -> None:
+        self._anchor = None
+        try:
+            os.unlink(self.path)
+        except FileNotFoundError:
+            pass
+
+
+@dataclasses.dataclass
+class _Buffer:
+    """One GM buffer: a span of host memory (a tensor storage, the tiling bytes) and where it
+    sits in the arena. Copies are plain memmoves: torch's copy_ would start OpenMP threads."""
+
+    address: int  # host address of the span
+    nbytes: int
+    offset: int = 0  # where its data starts in the arena
+    write_back: bool = True
+    keep: Any = None  # keeps the host memory alive
+
+
+@dataclasses.dataclass
+class _Plan:
+    buffers: list[_Buffer]
+    size: int
+    guards: list[int]
+    regions: list[tuple[int, int, str]]
+    args: list[tuple[str, Any]]
+
+
+def _span(t: torch.Tensor) -> tuple[int, int]:
+    """[lo, hi) bytes of the storage a tensor view can address."""
+    es = t.element_size()
+    lo = t.storage_offset() * es
+    if t.numel() == 0:
+        return lo, lo
+    last = sum((s - 1) * st for s, st in zip(t.shape, t.stride()) if s > 0)
+    return lo, lo + (last + 1) * es
+
+
+def plan_launch(request: LaunchRequest, lib: NativeLibrary) -> _Plan:
+    """Arena layout, GM regions and `call_kernel` arguments of a launch."""
+    fn = next(iter(request.compiled.programs.values())).kernel
+    params = fn.params
+    n_args = len(request.args)
+    groups: dict[int, list] = {}  # storage address -> [bytes view, lo, hi]
+    tensors: list[tuple[int, torch.Tensor | bytes | None, str]] = []
+    for i, p in enumerate(params[:n_args]):
+        value = request.args[i]
+        if lib.arg_ctypes[i] != "ptr":
+            continue
+        if isinstance(value, torch.Tensor):
+            if value.device.type != "cpu":
+                raise InvalidArgument(f"'{p.name}': the native backend runs on CPU tensors, got "
+                                      f"a tensor on {value.device}",
+                                      hint="pass tensor.cpu() or pick another backend")
+            lo, hi = _span(value)
+            key = value.untyped_storage().data_ptr()
+            g = groups.setdefault(key, [value, lo, hi])
+            g[1], g[2] = min(g[1], lo), max(g[2], hi)
+            tensors.append((i, value, p.name))
+        elif value is None:
+            tensors.append((i, None, p.name))
+        else:  # the TilingData parameter: its serialised bytes
+            tensors.append((i, request.tiling_bytes or b"", p.name))
+    buffers: list[_Buffer] = []
+    placed: dict[int, _Buffer] = {}
+    guards: list[int] = []
+    cursor = 0
+
+    def place(address: int, n: int, write_back: bool, keep: Any) -> _Buffer:
+        nonlocal cursor
+        pages = -(-(n + 63) // PAGE) or 1
+        data = (cursor + pages * PAGE - n) // 64 * 64
+        buf = _Buffer(address, n, data, write_back, keep)
+        cursor += pages * PAGE
+        guards.append(cursor)
+        cursor += PAGE
+        buffers.append(buf)
+        return buf
+
+    for key, (tensor, lo, hi) in groups.items():
+        placed[key] = place(key + lo, hi - lo, True, tensor)
+    regions: list[tuple[int, int, str]] = []
+    args: list[tuple[str, Any]] = []
+    pointers: dict[int, int] = {}
+    for i, value, name in tensors:
+        if value is None:
+            pointers[i] = -1
+        elif isinstance(value, torch.Tensor):
+            buf = placed[value.untyped_storage().data_ptr()]
+            lo, hi = _span(value)
+            group_lo = groups[value.untyped_storage().data_ptr()][1]
+            start = buf.offset + lo - group_lo
+            pointers[i] = start
+            regions.append((start, start + (hi - lo), name))
+        else:
+            raw = ctypes.create_string_buffer(bytes(value), max(1, len(value)))
+            buf = place(ctypes.addressof(raw), len(value), False, raw)
+            pointers[i] = buf.offset
+            regions.append((buf.offset, buf.offset + len(value), name))
+    dyn = list(request.dyn_dims)
+    for i, ctype in enumerate(lib.arg_ctypes):
+        if ctype == "ptr":
+            off = pointers.get(i, -1)
+            args.append(("ptr", None if off < 0 else off))
+        elif i < n_args:
+            args.append((ctype, _scalar(request.args[i], ctype)))
+        else:
+            args.append((ctype, int(dyn[i - n_args])))
+    return _Plan(buffers, cursor + PAGE, guards, regions, args)
+
+
+def _scalar(value: Any, ctype: str) -> Any:
+    if ctype in ("float", "double"):
+        return float(value)
+    if ctype == "bool":
+        return bool(value)
+    return int(value)
+
+
+# ---------------------------------------------------------------- the worker process
+
+
+class WorkerDied(Exception):
+    def __init__(self, returncode: int) -> None:
+        super().__init__(f"worker exited with {returncode}")
+        self.returncode = returncode
+
+
+class WorkerTimeout(Exception):
+    pass
+
+
+class Worker:
+    """The persistent process that runs kernels (native_worker.py), restarted after a crash."""
+
+    def __init__(self) -> None:
+        _remove_stale_files()
+        self.proc: subprocess.Popen | None = None
+        self.arena: SharedFile | None = None
+        self.status = SharedFile(RECORDS * RECORD_SIZE + 64, "pypto_native_status_")
+
+    def ensure(self) -> subprocess.Popen:
+        if self.proc is not None and self.proc.poll() is None:
+            return self.proc
+        env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONUNBUFFERED="1")
+        self.proc = subprocess.Popen([sys.executable, str(WORKER_PATH)], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, env=env, close_fds=True)
+        hello = self._read(60.0)
+        if not isinstance(hello, dict) or "ready" not in hello:
+            raise RuntimeFailure("the native worker process did not start", module="PRO_RUNTIME")
+        return self.proc
+
+    def arena_for(self, size: int) -> tuple[SharedFile, bool]:
+        if self.arena is not None and self.arena.size >= size:
+            return self.arena, False
+        if self.arena is not None:
+            self.arena.close()
+        self.arena = SharedFile(max(size, 1 << 22, 2 * (self.arena.size if self.arena else 0)),
+                                "pypto_native_arena_")
+        return self.arena, True
+
+    def call(self, request: dict, timeout: float) -> dict:
+        proc = self.ensure()
+        data = pickle.dumps(request, protocol=pickle.HIGHEST_PROTOCOL)
+        try:
+            proc.stdin.write(struct.pack("<I", len(data)) + data)
+            proc.stdin.flush()
+        except (BrokenPipeError, OSError):
+            raise WorkerDied(proc.wait()) from None
+        return self._read(timeout)
+
+    def _read(self, timeout: float) -> Any:
+        proc = self.proc
+        assert proc is not None and proc.stdout is not None
+        fd = proc.stdout.fileno()
+        deadline = time.monotonic() + timeout
+        head = self._read_exact(fd, 4, deadline)
+        (n,) = struct.unpack("<I", head)
+        return pickle.loads(self._read_exact(fd, n, deadline))
+
+    def _read_exact(self, fd: int, n: int, deadline: float) -> bytes:
+        out = bytearray()
+        while len(out) < n:
+            left = deadline - time.monotonic()
+            ready, _, _ = select.select([fd], [], [], max(0.0, left))
+            if not ready:
+                self.kill()
+                raise WorkerTimeout()
+            chunk = os.read(fd, n - len(out))
+            if not chunk:
+                raise WorkerDied(self.proc.wait() if self.proc else -1)
+            out += chunk
+        return bytes(out)
+
+    def kill(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        self.proc = None
+
+    def close(self) -> None:
+        self.kill()
+        self.status.close()
+        if self.arena is not None:
+            self.arena.close()
+
+    def crash_report(self) -> tuple[int, int, int, dict | None]:
+        """(signal, pc offset in the library, fault address, record) the dying kernel left."""
+        base = RECORDS * RECORD_SIZE
+        index, sig, pc, addr = struct.unpack_from("<iiQQ", self.status.mm, base)
+        if not 0 <= index < RECORDS:
+            return sig, pc, addr, None
+        raw = self.status.mm[index * RECORD_SIZE:(index + 1) * RECORD_SIZE]
+        op = raw[:40].split(b"\0", 1)[0].decode("ascii", "replace")
+        line, block, kind, sub, _active = struct.unpack_from("<iiiii", raw, 40)
+        return sig, pc, addr, {"op": op, "line": line, "block": block, "kind": kind, "sub": sub}
+
+
+# ---------------------------------------------------------------- the backend
+
+
+class NativeBackend:
+    name = "native"
+
+    def __init__(self, soc_name: str | None = None, timeout: float | None = None,
+                 cache: KernelCache | None = None) -> None:
+        self.soc_name = soc_name
+        self.timeout = timeout
+        self.builder = Builder(cache)
+        self.worker: Worker | None = None
+        self._lock = threading.Lock()
+        atexit.register(self.close)
+
+    def _timeout(self) -> float:
+        if self.timeout is not None:
+            return self.timeout
+        return float(os.environ.get(ENV_TIMEOUT, "300"))
+
+    def _soc(self):
+        return _soc_config(self.soc_name or os.environ.get("PYPTOPRO_SIM_SOC", "").strip())
+
+    def launch(self, request: LaunchRequest) -> LaunchResult:
+        lib = self.builder.library(request.compiled)
+        plan = plan_launch(request, lib)
+        soc = self._soc()
+        with self._lock:
+            t0 = time.perf_counter()
+            answer = self._run(request, lib, plan, soc)
+            wall = time.perf_counter() - t0
+        fault = answer.get("fault")
+        if fault:
+            raise _fault_error(lib, *fault)
+        return LaunchResult(self.name, wall, None, dict(answer.get("printed", {})))
+
+    def _run(self, request: LaunchRequest, lib: NativeLibrary, plan: _Plan, soc: Any) -> dict:
+        if self.worker is None:
+            self.worker = Worker()
+        worker = self.worker
+        arena, _ = worker.arena_for(plan.size)
+        for buf in plan.buffers:
+            if buf.nbytes:
+                ctypes.memmove(arena.address + buf.offset, buf.address, buf.nbytes)
+        struct.pack_into("<iiQQ", worker.status.mm, RECORDS * RECORD_SIZE, -1, 0, 0, 0)
+        message = {
+            "op": "launch", "library": str(lib.path), "arena": arena.path,
+            "arena_size": arena.size, "status": worker.status.path,
+            "status_size": worker.status.size, "records": RECORDS,
+            "record_size": RECORD_SIZE, "guards": plan.guards, "regions": plan.regions,
+            "sizes": soc[0], "aic_cores": soc[1], "aiv_cores": soc[2],
+            "block_dim": request.block_dim, "args": plan.args,
+            "torch_lib": _torch_lib(),
+        }
+        try:
+            answer = worker.call(message, self._timeout())
+        except WorkerDied as died:
+            raise self._crash(worker, lib, died.returncode,
+                              request.compiled.kernel_type == "mix") from None
+        except WorkerTimeout:
+            raise DeadlockError(f"native launch of '{lib.kernel_name}' did not finish within "
+                                f"{self._timeout():g} s (a wait that never ends, or an endless "
+                                f"loop); the worker process was stopped",
+                                hint=f"raise {ENV_TIMEOUT} for long kernels",
+                                module="PRO_RUNTIME") from None
+        if not answer.get("ok"):
+            raise RuntimeFailure(f"native worker: {answer.get('error')}", module="PRO_RUNTIME")
+        for buf in plan.buffers:
+            if buf.nbytes and buf.write_back:
+                ctypes.memmove(buf.address, arena.address + buf.offset, buf.nbytes)
+        return answer
+
+    def _crash(self, worker: Worker, lib: NativeLibrary, returncode: int,
+               mix: bool) -> KernelTrap:
+        sig, pc, addr, rec = worker.crash_report()
+        sig = sig or (-returncode if returncode < 0 else 0)
+        name = _SIGNALS.get(sig, f"exit code {returncode}" if not sig else f"signal {sig}")
+        worker.kill()
+        line = _kernel_line(lib.path, pc) if pc else 0
+        what = f"at kernel.cpp:{line}" if line else ""
+        if rec is not None:
+            kind = "AIC" if rec["kind"] == 0 else "AIV"
+            where = f"block {rec['block']} {kind}" + (str(rec["sub"]) if mix and kind == "AIV"
+                                                      else "")
+            last = (f"last instruction {rec['op']} at kernel.cpp:{rec['line']}" if rec["op"]
+                    else "before its first instruction")
+            what = f"{what + ', ' if what else ''}{last}, on {where}"
+            line = line or rec["line"]
+        return KernelTrap(f"the native kernel '{lib.kernel_name}' crashed ({name}, address "
+                          f"{addr:#x}) {lib.describe(what)}", span=lib.span(line),
+                          hint="an address outside its tensor (getval/setval, SIMT pointer "
+                               "arithmetic) is the usual cause", module="PRO_RUNTIME")
+
+    def close(self) -> None:
+        if self.worker is not None:
+            self.worker.close()
+            self.worker = None
+
+
+_FAULTS = {1: KernelTrap, 2: SimulationError, 3: DeadlockError}
+
+
+def _kernel_line(library: Path, pc: int) -> int:
+    """The kernel.cpp line of an instruction offset in the library (addr2line, inline chain)."""
+    tool = shutil.which("addr2line")
+    if tool is None:
+        return 0
+    try:
+        out = subprocess.run([tool, "-i", "-e", str(library), f"{pc:#x}"], capture_output=True,
+                             text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return 0
+    for text in out.splitlines():
+        m = re.search(r"kernel\.cpp:(\d+)", text)
+        if m:
+            return int(m.group(1))
+    return 0
+
+
+def _fault_error(lib: NativeLibrary, kind: int, line: int, message: str) -> Exception:
+    cls = _FAULTS.get(kind, KernelTrap)
+    where = f" (kernel.cpp:{line})" if line and f"kernel.cpp:{line}" not in message else ""
+    return cls(f"native kernel '{lib.kernel_name}': {lib.describe(message)}{where}",
+               span=lib.span(line), module="PRO_RUNTIME")
+
+
+@functools.lru_cache(maxsize=16)
+def _soc_config(name: str) -> tuple[list[int], int, int]:
+    """(buffer bytes in pto::TileType order, AIC cores, AIV cores) of a simulator SoC table."""
+    try:
+        soc = make_soc(name) if name else make_soc()
+    except ValueError as e:
+        raise InvalidArgument(f"PYPTOPRO_SIM_SOC={name!r}: {e}", module="PRO_RUNTIME") from None
+    return [int(soc.buffer_size(s)) for s in _SPACES], soc.aic_cores, soc.aiv_cores
+
+
+@functools.lru_cache(maxsize=1)
+def _torch_lib() -> str | None:
+    path = Path(torch.__file__).resolve().parent / "lib" / "libtorch_cpu.so"
+    return str(path) if path.exists() else None
+
+
+register_backend("native", NativeBackend)
