@@ -1,0 +1,109 @@
+"""Plotly figures as notebook outputs and files, independent of plotly's global renderer.
+
+Owns the mimetype names, `figure_json` (a figure as the plain JSON the plotly mimetype carries),
+`FigureOutput` (a figure plus a text summary with its own `_repr_mimebundle_`, so a terminal
+shows text and never opens a browser), `write_text` (atomic: temp file, fsync, rename, so an
+interrupted export never leaves a partial file) and `export_trace` (Perfetto JSON, msprof JSON
+or a standalone figure HTML with plotly.js embedded, chosen by the file extension).
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+PLOTLY_MIME = "application/vnd.plotly.v1+json"
+WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
+PYPTO_MIME = "application/vnd.pypto.cell+json"
+
+
+def figure_json(fig: Any) -> dict:
+    """A plotly figure as the plain JSON dict the plotly mimetype carries."""
+    import plotly.io as pio
+
+    return json.loads(pio.to_json(fig, validate=False))
+
+
+def under_kernel() -> bool:
+    """True under a Jupyter kernel with ipywidgets installed (widgets can be shown)."""
+    try:
+        import ipywidgets  # noqa: F401
+        from IPython import get_ipython
+    except ImportError:
+        return False
+    shell = get_ipython()
+    return shell is not None and getattr(shell, "kernel", None) is not None
+
+
+def widget_view(children_html: str, figure: Any) -> dict:
+    """The widget-view mimetype of an HTML block above a plotly figure."""
+    import ipywidgets as w
+
+    out = w.Output()
+    data = {"text/plain": "<figure>", PLOTLY_MIME: figure_json(figure)}
+    out.outputs = ({"output_type": "display_data", "data": data, "metadata": {}},)
+    box = w.VBox([w.HTML(children_html), out])
+    return {WIDGET_MIME: box._repr_mimebundle_()[WIDGET_MIME]}
+
+
+class FigureOutput:
+    """A plotly figure shown through the plotly mimetype, with a text fallback."""
+
+    def __init__(self, figure: Any, text: str) -> None:
+        self.figure = figure
+        self.text = text
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict:
+        bundle: dict[str, Any] = {"text/plain": self.text}
+        if self.figure is not None:
+            bundle[PLOTLY_MIME] = figure_json(self.figure)
+        return bundle
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+def write_text(path: str | os.PathLike[str], text: str) -> Path:
+    """Write `text` to `path` atomically; returns the path."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(text)
+            out.flush()
+            os.fsync(out.fileno())
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+    return target
+
+
+def export_trace(trace: Any, path: str | os.PathLike[str], fig: Any = None) -> Path:
+    """`.msprof.json` → msprof simulator JSON, `.json` → Perfetto (Chrome trace) JSON,
+    `.html` → the timeline figure as a standalone page."""
+    from pypto_pro.trace import to_chrome_json, to_msprof_json
+
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    name = target.name.lower()
+    if name.endswith(".msprof.json"):
+        to_msprof_json(trace, target)
+    elif name.endswith(".json"):
+        to_chrome_json(trace, target)
+    elif name.endswith((".html", ".htm")):
+        if fig is None:
+            from .views.timeline import timeline_figure
+
+            fig = timeline_figure(trace)
+        write_text(target, fig.to_html(include_plotlyjs=True, full_html=True))
+    else:
+        raise ValueError(f"cannot export a trace to {target.name!r}: use .json (Perfetto), "
+                         ".msprof.json or .html")
+    return target

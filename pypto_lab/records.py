@@ -1,0 +1,153 @@
+"""The facts one cell run produced, as plain records the views read.
+
+Owns `SourceInfo` (where the cell or file text lives and how a user calls it: "Cell In[5]"),
+`KernelRecord` (one compiled kernel variant: pass records, codegen artifacts or the codegen
+error), `ArgInfo`, `CheckResult` and `LaunchRecord` (one launch: backend, shapes, wall time, its
+Trace, printf text per block, the comparison with a reference). Records hold no IPython or
+widget state, so they pickle-free travel to reports and the CLI. Imports only the public
+`pypto_pro` surface lazily.
+"""
+from __future__ import annotations
+
+import linecache
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class SourceInfo:
+    """A registered cell (or a source file): its linecache name, the label users know it by
+    ("Cell In[5]", or the path) and the text whose line k is source line k."""
+
+    file: str
+    label: str
+    text: str
+
+    def line(self, number: int) -> str:
+        lines = self.text.splitlines()
+        return lines[number - 1] if 0 < number <= len(lines) else ""
+
+    def relabel(self, message: str) -> str:
+        """`message` with the linecache name replaced by the label users know."""
+        if self.file == self.label:
+            return message
+        name = re.escape(self.file)
+        message = re.sub(name + r":(\d+):(\d+)", self.label + r", line \1, col \2", message)
+        message = re.sub(name + r":(\d+)", self.label + r", line \1", message)
+        return message.replace(self.file, self.label)
+
+
+@dataclass
+class KernelRecord:
+    """One compiled variant of a `@pl.jit` kernel seen by the cell."""
+
+    name: str
+    kernel: Any  # pypto_pro JitKernel
+    compiled: Any  # pypto_pro.compiler.CompiledKernel
+    compile_seconds: float = 0.0
+    cached: bool = False
+    artifacts: Any = None  # pypto_pro.codegen Artifacts, when codegen ran
+    codegen_error: str | None = None
+
+    @property
+    def kernel_type(self) -> str:
+        return self.compiled.kernel_type
+
+    @property
+    def targets(self) -> list[str]:
+        return list(self.compiled.passes)
+
+    @property
+    def file(self) -> str:
+        return self.compiled.kernel_def.file
+
+    def line_range(self) -> tuple[int, int]:
+        """First (decorators included) and last source line of the kernel function."""
+        tree = self.compiled.kernel_def.tree
+        first = min([tree.lineno, *(d.lineno for d in tree.decorator_list)])
+        return first, tree.end_lineno or tree.lineno
+
+    def source_lines(self) -> list[tuple[int, str]]:
+        """(line number, text) of the kernel function in its file or cell."""
+        first, last = self.line_range()
+        return [(n, linecache.getline(self.file, n).rstrip("\n")) for n in range(first, last + 1)]
+
+    def passes(self, target: str | None = None) -> Any:
+        """The PassRecords of `target` (default: the first target)."""
+        return self.compiled.passes[target or self.targets[0]]
+
+    @property
+    def pass_count(self) -> int:
+        return sum(len(records) - 1 for records in self.compiled.passes.values())
+
+
+@dataclass(frozen=True)
+class ArgInfo:
+    """One launch argument as the Run view shows it."""
+
+    name: str
+    kind: str  # "tensor" | "ptr" | "scalar" | "tiling" | "none"
+    shape: tuple[int, ...] = ()
+    dtype: str = ""
+    value: str = ""
+
+    def describe(self) -> str:
+        if self.kind in ("tensor", "ptr"):
+            return f"{self.dtype}[{', '.join(map(str, self.shape))}]"
+        return self.value
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """The launch's output against a reference value."""
+
+    ok: bool
+    output: str
+    rtol: float
+    atol: float
+    max_abs_error: float = 0.0
+    mismatched: int = 0
+    total: int = 0
+    message: str = ""
+
+    def detail(self) -> str:
+        return self.message or (f"max |err| {self.max_abs_error:.3g}, {self.mismatched:,} of "
+                                f"{self.total:,} elements outside rtol={self.rtol:g}, "
+                                f"atol={self.atol:g}")
+
+    def describe(self) -> str:
+        return f"{'PASS' if self.ok else 'FAIL'} {self.output} vs reference: {self.detail()}"
+
+
+@dataclass
+class LaunchRecord:
+    """One launch made by the cell (in the body or via `--launch`)."""
+
+    kernel: str
+    block_dim: int
+    backend: str
+    wall_seconds: float
+    args: tuple[ArgInfo, ...] = ()
+    trace: Any = None  # pypto_pro.trace.Trace, or None (functional-only / no timing backend)
+    printed: dict[int, str] = field(default_factory=dict)
+    check: CheckResult | None = None
+    compiled: Any = None
+
+    @property
+    def cycles(self) -> int | None:
+        return None if self.trace is None else self.trace.duration_cycles
+
+    @property
+    def sim_us(self) -> float | None:
+        return None if self.trace is None else self.trace.duration_us
+
+    def describe(self) -> str:
+        shapes = ", ".join(f"{a.name}={a.describe()}" for a in self.args)
+        head = f"{self.kernel}[None, {self.block_dim}]({shapes}) on {self.backend}"
+        if self.trace is not None:
+            head += (f": {self.sim_us:.3f} us simulated ({self.cycles:,} cycles), "
+                     f"wall {self.wall_seconds:.3f} s")
+        else:
+            head += f": wall {self.wall_seconds:.3f} s"
+        return head

@@ -1,0 +1,321 @@
+"""`CellResult` (what a `%%pypto` cell returns) and `Workbench` (its interactive view).
+
+`CellResult` holds the records of one run (kernels with their pass records and generated code,
+launches with their Traces) and renders as one rich bundle: `text/plain` (a terminal summary),
+script-free `text/html` (`views.overview`), the timeline as plotly JSON, a machine-readable
+`application/vnd.pypto.cell+json`, and, when displayed interactively under a Jupyter kernel with
+ipywidgets, the `Workbench` widget. `Workbench` is the tabbed ipywidgets UI (Source, Passes,
+CCE, Run, Blocks, Timeline, Roofline) with a kernel picker and a source-line picker whose
+selection highlights the line's IR ops, C++ lines and timeline events in every tab.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .figures import PLOTLY_MIME, PYPTO_MIME, WIDGET_MIME, figure_json, under_kernel
+from .options import CellOptions
+from .records import CheckResult, KernelRecord, LaunchRecord, SourceInfo
+
+
+@dataclass
+class CellResult:
+    """Everything one cell run produced (see the module docstring)."""
+
+    source: SourceInfo
+    options: CellOptions
+    kernels: list[KernelRecord]
+    launches: list[LaunchRecord]
+    notes: list[str] = field(default_factory=list)
+    stages: list[tuple[str, float]] = field(default_factory=list)
+    codegen_available: bool = False
+    seconds: float = 0.0
+    check: CheckResult | None = None
+
+    # -- access -------------------------------------------------------------------------
+    def kernel(self, name: str | None = None) -> KernelRecord:
+        """The kernel record called `name` (default: the first one)."""
+        if not self.kernels:
+            raise LookupError("the cell compiled no kernel")
+        if name is None:
+            return self.kernels[0]
+        for k in self.kernels:
+            if k.name == name:
+                return k
+        raise LookupError(f"no kernel {name!r}; kernels: {[k.name for k in self.kernels]}")
+
+    def launch_for(self, kernel: KernelRecord) -> LaunchRecord | None:
+        """The last launch of `kernel` (by compiled variant, else by name)."""
+        same = [r for r in self.launches if r.compiled is kernel.compiled]
+        same = same or [r for r in self.launches if r.kernel == kernel.name]
+        return same[-1] if same else None
+
+    @property
+    def trace(self) -> Any:
+        """The Trace of the last timed launch (None when nothing was timed)."""
+        timed = [r.trace for r in self.launches if r.trace is not None]
+        return timed[-1] if timed else None
+
+    def passes(self, kernel: str | None = None, target: str | None = None) -> Any:
+        return self.kernel(kernel).passes(target)
+
+    def diff(self, a: int | str, b: int | str | None = None, kernel: str | None = None,
+             target: str | None = None) -> str:
+        """Unified diff of the IR between two passes (one pass: what it changed)."""
+        from .views.passes import diff_text
+
+        return diff_text(self.passes(kernel, target), a, b)
+
+    def ir(self, after: int | str = -1, kernel: str | None = None,
+           target: str | None = None) -> str:
+        records = self.passes(kernel, target)
+        return (records[after] if isinstance(after, int) else records.get(after)).ir_text
+
+    def cce(self, kernel: str | None = None) -> dict[str, str]:
+        """Generated file name → text ({} when code generation did not run)."""
+        from .views.code import artifact_files
+
+        rec = self.kernel(kernel)
+        return artifact_files(rec.artifacts) if rec.artifacts is not None else {}
+
+    # -- figures --------------------------------------------------------------------------
+    def timeline_figure(self, cores: tuple[int, ...] | None = None,
+                        highlight_line: int | None = None, **kw: Any) -> Any:
+        """The per-pipe timeline of the last timed launch (None without one)."""
+        from .views.timeline import timeline_figure
+
+        trace = self.trace
+        if trace is None or not len(trace.events):
+            return None
+        highlight = None
+        if highlight_line:
+            highlight = (self.kernels[0].file if self.kernels else self.source.file,
+                         highlight_line)
+        return timeline_figure(trace, cores or self.options.cores, highlight, **kw)
+
+    def blocks_figure(self) -> Any:
+        from .views.blocks import blocks_figure
+
+        trace = self.trace
+        return None if trace is None or not len(trace.events) else blocks_figure(trace)
+
+    def roofline_figure(self) -> Any:
+        from .views.roofline import roofline_figure
+
+        return roofline_figure(self.launches)
+
+    # -- rendering ------------------------------------------------------------------------
+    def summary(self) -> str:
+        """A text summary for terminals, logs and `text/plain`."""
+        from .views.html import fmt_seconds
+
+        lines = [f"%%pypto {self.source.label}: {len(self.kernels)} kernel(s), "
+                 f"{len(self.launches)} launch(es) in {fmt_seconds(self.seconds)}"]
+        for k in self.kernels:
+            changed = sum(r.changed for recs in k.compiled.passes.values() for r in recs[1:])
+            code = (f"; kernel.cpp {len(k.artifacts.kernel_cpp.splitlines())} lines"
+                    if k.artifacts is not None else
+                    "; codegen failed" if k.codegen_error else "")
+            how = "cached" if k.cached else fmt_seconds(k.compile_seconds)
+            lines.append(f"  {k.name} [{k.kernel_type}, {k.compiled.spec.arch}] "
+                         f"{'+'.join(k.targets)}: {k.pass_count} passes ({changed} changed) "
+                         f"{how}{code}")
+        for rec in self.launches:
+            lines.append(f"  launch {rec.describe()}")
+            if rec.trace is not None and len(rec.trace.events):
+                summary = self.source.relabel(rec.trace.summary())
+                lines += ["    " + ln for ln in summary.splitlines()[2:]]
+            for block, text in sorted(rec.printed.items()):
+                lines.append(f"    printf block {block}: {text.rstrip()}")
+        if self.check is not None:
+            lines.append(f"  check: {self.check.describe()}")
+        lines += [f"  note: {n}" for n in self.notes]
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return self.summary()
+
+    def to_html(self, highlight_line: int | None = None, report: bool = False) -> str:
+        """Script-free HTML of every panel in `options.show` (`report`: as the report's body)."""
+        from .views.overview import result_html
+
+        return result_html(self, highlight_line, report)
+
+    def to_json(self) -> dict:
+        """Machine-readable summary: kernels, passes, launches, timings, check."""
+        kernels = [{"name": k.name, "kernel_type": k.kernel_type, "arch": k.compiled.spec.arch,
+                    "targets": k.targets, "cached": k.cached,
+                    "compile_seconds": k.compile_seconds,
+                    "passes": {t: k.passes(t).rows() for t in k.targets},
+                    "codegen": None if k.artifacts is None else sorted(
+                        self.cce(k.name)), "codegen_error": k.codegen_error}
+                   for k in self.kernels]
+        launches = [{"kernel": r.kernel, "block_dim": r.block_dim, "backend": r.backend,
+                     "wall_seconds": r.wall_seconds, "cycles": r.cycles, "sim_us": r.sim_us,
+                     "args": [a.__dict__ for a in r.args], "printed": r.printed,
+                     "events": None if r.trace is None else len(r.trace.events)}
+                    for r in self.launches]
+        check = None if self.check is None else dict(self.check.__dict__)
+        return json.loads(json.dumps({"cell": self.source.label, "kernels": kernels,
+                                      "launches": launches, "check": check,
+                                      "notes": self.notes, "seconds": self.seconds},
+                                     default=str))
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict:
+        bundle: dict[str, Any] = {"text/plain": self.summary()}
+        if not self.options.show:
+            return bundle
+        bundle["text/html"] = self.to_html()
+        bundle[PYPTO_MIME] = self.to_json()
+        if self.options.interactive and under_kernel():
+            bundle.update(self.workbench().widget_bundle())
+        elif self.options.shows("timeline"):
+            fig = self.timeline_figure()
+            if fig is not None:
+                bundle[PLOTLY_MIME] = figure_json(fig)
+        if include:
+            bundle = {k: v for k, v in bundle.items() if k in include}
+        if exclude:
+            bundle = {k: v for k, v in bundle.items() if k not in exclude}
+        return bundle
+
+    def workbench(self) -> Workbench:
+        """The interactive Workbench of this result (built once; needs ipywidgets)."""
+        wb = getattr(self, "_workbench", None)
+        if wb is None:
+            wb = Workbench(self)
+            self._workbench = wb
+        return wb
+
+    def export(self, path: str | Path) -> Path:
+        """Write the HTML report (`.html`), the Perfetto trace (`.json`) or the msprof
+        simulator JSON (`.msprof.json`) atomically; returns the path."""
+        from .report import export_result
+
+        return export_result(self, Path(path))
+
+
+TAB_TITLES = {"source": "Source", "passes": "Passes", "ir": "IR", "cce": "CCE", "run": "Run",
+              "blocks": "Blocks", "timeline": "Timeline", "sanitizer": "Sanitizer",
+              "roofline": "Roofline"}
+
+
+class Workbench:
+    """Tabbed interactive view of a `CellResult` (ipywidgets). Tabs are built when first
+    opened; `select_line(n)` highlights kernel line n in every tab."""
+
+    def __init__(self, result: CellResult, tab: str | None = None) -> None:
+        import ipywidgets as w
+
+        from .views.overview import header_html
+        from .views.html import STYLE
+
+        self.result = result
+        self.kernel_index = 0
+        self.line: int | None = None
+        self.panels = [p for p in result.options.show if self._has(p)]
+        self.kernel_pick = w.Dropdown(
+            options=[(f"{k.name} [{k.kernel_type}]", i) for i, k in enumerate(result.kernels)],
+            description="kernel", layout=w.Layout(width="300px",
+                                                  display="flex" if len(result.kernels) > 1
+                                                  else "none"))
+        self.line_pick = w.Dropdown(description="line", layout=w.Layout(width="640px"),
+                                    style={"description_width": "40px"})
+        self.line_pick.add_class("pypto-mono")
+        self.tabs = w.Tab(children=[w.VBox() for _ in self.panels])
+        self.tabs.titles = tuple(TAB_TITLES[p] for p in self.panels)
+        self._built: dict[str, Any] = {}
+        self.header = w.HTML(f"<div class='pypto-wb'>{STYLE}{header_html(result)}</div>")
+        self.widget = w.VBox([self.header, w.HBox([self.kernel_pick, self.line_pick]),
+                              self.tabs], layout=w.Layout(width="100%"))
+        self._fill_lines()
+        self.kernel_pick.observe(self._on_kernel, "value")
+        self.line_pick.observe(self._on_line, "value")
+        self.tabs.observe(self._on_tab, "selected_index")
+        start = tab or ("timeline" if "timeline" in self.panels else None)
+        index = self.panels.index(start) if start in self.panels else 0
+        self._build(index)
+        self.tabs.selected_index = index
+
+    # -- state ----------------------------------------------------------------------------
+    @property
+    def kernel(self) -> KernelRecord | None:
+        return self.result.kernels[self.kernel_index] if self.result.kernels else None
+
+    @property
+    def launch(self) -> LaunchRecord | None:
+        k = self.kernel
+        found = self.result.launch_for(k) if k is not None else None
+        return found or (self.result.launches[-1] if self.result.launches else None)
+
+    def _has(self, panel: str) -> bool:
+        timed = any(r.trace is not None and len(r.trace.events) for r in self.result.launches)
+        if panel in ("blocks", "timeline", "roofline"):
+            return timed
+        if panel == "sanitizer":
+            return any(getattr(r, "sanitizer", None) for r in self.result.launches)
+        if panel in ("source", "passes", "ir", "cce"):
+            return bool(self.result.kernels)
+        return True
+
+    def select_line(self, line: int | None) -> None:
+        """Highlight kernel source line `line` (None clears) in every tab."""
+        self.line_pick.value = line or 0
+
+    # -- events ---------------------------------------------------------------------------
+    def _fill_lines(self) -> None:
+        from .views.source import source_choices
+
+        k, launch = self.kernel, self.launch
+        choices = source_choices(k, launch.trace if launch else None) if k else []
+        self.line_pick.options = [("(no line selected: pick a kernel line to trace it)", 0),
+                                  *choices]
+        self.line_pick.value = 0
+
+    def _on_kernel(self, change: Any) -> None:
+        self.kernel_index = change["new"]
+        import ipywidgets as w
+
+        index = self.tabs.selected_index or 0
+        self._built.clear()
+        self.tabs.children = [w.VBox() for _ in self.panels]
+        self._fill_lines()
+        self._build(index)
+        self.tabs.selected_index = index
+
+    def _on_line(self, change: Any) -> None:
+        self.line = change["new"] or None
+        for name, panel in self._built.items():
+            refresh = getattr(panel, "refresh", None)
+            if refresh is not None and name in ("source", "passes", "ir", "cce", "timeline"):
+                refresh()
+
+    def _on_tab(self, change: Any) -> None:
+        if change["new"] is not None:
+            self._build(change["new"])
+
+    def _build(self, index: int) -> None:
+        from .views.widget import build_panel
+
+        name = self.panels[index]
+        if name in self._built:
+            return
+        panel = build_panel(self, name)
+        self._built[name] = panel
+        children = list(self.tabs.children)
+        children[index] = panel
+        selected = self.tabs.selected_index
+        self.tabs.children = children
+        if selected is not None and self.tabs.selected_index != selected:
+            self.tabs.selected_index = selected
+
+    # -- display --------------------------------------------------------------------------
+    def widget_bundle(self) -> dict:
+        data = self.widget._repr_mimebundle_()
+        return {WIDGET_MIME: data[WIDGET_MIME]} if WIDGET_MIME in data else {}
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict:
+        return {"text/plain": self.result.summary(), "text/html": self.result.to_html(),
+                **self.widget_bundle()}

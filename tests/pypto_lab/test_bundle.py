@@ -1,0 +1,145 @@
+"""The result's rich bundle: text, script-free HTML, plotly JSON (lanes, traces, arrows, hover),
+the machine-readable JSON, and the Workbench widget."""
+from __future__ import annotations
+
+import json
+
+PLOTLY = "application/vnd.plotly.v1+json"
+
+
+def _traces(fig_json: dict, kind: str | None = None) -> list[dict]:
+    return [t for t in fig_json["data"] if kind is None or t.get("name") == kind]
+
+
+def test_bundle_has_text_html_plotly_and_json(add_result):
+    bundle = add_result._repr_mimebundle_()
+    assert set(bundle) == {"text/plain", "text/html", PLOTLY, "application/vnd.pypto.cell+json"}
+    assert bundle["text/plain"].startswith("%%pypto Cell In[")
+    html = bundle["text/html"]
+    assert "<script" not in html.lower() and "src=" not in html
+    for section in ("Source", "Passes", "Generated C++", "Run", "Blocks", "Roofline"):
+        assert f"<summary>{section}" in html
+    meta = bundle["application/vnd.pypto.cell+json"]
+    assert meta["kernels"][0]["name"] == "add_kernel"
+    assert meta["launches"][0]["block_dim"] == 2 and meta["check"]["ok"] is True
+    json.dumps(bundle[PLOTLY])  # plain JSON
+
+
+def test_timeline_has_one_lane_per_pipe_per_core(add_result):
+    fig = add_result._repr_mimebundle_()[PLOTLY]
+    ticks = fig["layout"]["yaxis"]["ticktext"]
+    assert ticks == [f"b{b} AIV · {p}" for b in (0, 1) for p in ("MTE2", "V", "MTE3")]
+    names = {t["name"] for t in fig["data"] if t.get("showlegend", True)}
+    assert {"GM load", "vector", "GM store", "stall: mutex", "mutex hold"} <= names
+    (hover,) = _traces(fig, "details")
+    trace = add_result.trace
+    drawn = trace.events[trace.events["kind"] != "stall"]
+    assert len(hover["hovertext"]) >= len(drawn)  # raw level of detail: every event hovers
+    assert any("TLOAD" in t and "block.load" in t and "B<br>" in t for t in hover["hovertext"])
+
+
+def test_selected_line_gets_a_halo(add_result, add_line):
+    fig = add_result.timeline_figure(highlight_line=add_line)
+    halo = [t for t in fig.data if t.name == "selected line"]
+    assert len(halo) == 1
+    events = add_result.trace.for_line(add_result.kernels[0].file, add_line)
+    assert len(halo[0].x) == 3 * len(events)
+
+
+def test_flags_and_cross_core_signals_are_arrows(flash_result):
+    fig = flash_result.timeline_figure()
+    arrows = {t.name: t for t in fig.data if t.type == "scatter" and t.mode == "lines+markers"}
+    assert set(arrows) == {"set → wait flag", "cross-core signal"}
+    flows = flash_result.trace.events
+    pairs = flows[(flows["flow_id"] >= 0) & (flows["flow_role"] == "set")]
+    assert len(arrows["set → wait flag"].x) == 3 * len(pairs)
+    symbols = list(arrows["set → wait flag"].marker.symbol)
+    assert symbols[:3] == ["circle", "arrow", "circle"]
+    labels = [t for t in fig.data if t.type == "scatter" and t.mode == "text"]
+    assert labels and set(labels[0].text) <= {"flag", "mutex", "cross_core", "queue"}
+    ticks = list(fig.layout.yaxis.ticktext)
+    assert "b0 AIC · MTE1" in ticks and "b0 AIV1 · V" in ticks
+
+
+def test_cores_option_limits_the_lanes(flash_result):
+    fig = flash_result.timeline_figure(cores=(0,))
+    assert all(t.startswith("b0 AIC") for t in fig.layout.yaxis.ticktext)
+    assert "showing 1 of 6 cores" in fig.layout.title.text
+
+
+def test_static_html_links_source_lines_to_ir_and_cpp(add_result, add_line):
+    html = add_result.to_html()
+    radio = f"-lnk-r{add_line}"
+    assert radio in html and f"for='" in html
+    rule = next(r for r in html.split("\n") if f"{radio}:checked" in r)
+    assert "-p-vector-ir-" in rule
+    if add_result.codegen_available:
+        assert "-c-0-" in rule
+
+
+def test_terminal_display_is_text_only(add_result, shell):
+    data, _ = shell.display_formatter.format(add_result, include={"text/plain"})
+    assert list(data) == ["text/plain"] and "add_kernel" in data["text/plain"]
+
+
+def test_workbench_widget_has_the_tabs_and_links_lines(add_result, add_line):
+    wb = add_result.workbench()
+    assert wb.tabs.titles == ("Source", "Passes", "CCE", "Run", "Blocks", "Timeline",
+                              "Roofline")
+    assert wb.panels[wb.tabs.selected_index] == "timeline"
+    for i in range(len(wb.panels)):
+        wb.tabs.selected_index = i
+    assert set(wb._built) == set(wb.panels)
+    wb.select_line(add_line)
+    source = wb._built["source"].children[0].value
+    assert "class='ln sel'" in source
+    timeline = wb._built["timeline"].children[1]
+    data = timeline.outputs[0]["data"][PLOTLY]["data"]
+    assert any(t.get("name") == "selected line" for t in data)
+    passes = wb._built["passes"].children[1].children[1].value
+    assert f"kernel line {add_line} &rarr; IR line(s)" in passes
+    bundle = wb._repr_mimebundle_()
+    assert "application/vnd.jupyter.widget-view+json" in bundle
+    wb.select_line(None)
+    assert wb.line is None
+
+
+def test_pass_browser_diffs_and_concise_ir(add_result):
+    from pypto_lab.views.passes import PassBrowser
+
+    browser = PassBrowser(add_result.kernels[0], "pb")
+    names = add_result.passes().names()
+    browser.passes.value = names.index("auto_mutex")
+    browser.mode.value = "diff vs previous"
+    assert "diff <b>pipe_assignment</b> → <b>auto_mutex</b>" in browser.view.value
+    assert "mutex_lock" in browser.view.value
+    browser.mode.value = "diff vs"
+    browser.against.value = 0
+    assert "diff <b>parse</b> → <b>auto_mutex</b>" in browser.view.value
+    browser.mode.value = "IR"
+    full = browser.view.value
+    browser.concise.value = True
+    assert len(browser.view.value) < len(full)
+    browser.hide.value = True
+    assert all("○" not in label for label, _ in browser.passes.options)
+
+
+def test_workbench_switches_between_the_kernels_of_a_cell(run, add_cell):
+    second = ('@pl.jit\ndef copy_kernel(x: pl.Tensor[[pl.DYNAMIC, pl.DYNAMIC], pl.DT_FP16],\n'
+              '                y: pl.Tensor[[pl.DYNAMIC, pl.DYNAMIC], pl.DT_FP16]):\n'
+              '    with pl.section_vector():\n'
+              '        a = pl.make_tile(tt, addr=0)\n'
+              '        pl.load_tile(a, x, [0, 0])\n'
+              '        pl.store_tile(y, a, [0, 0])\n')
+    out = run(add_cell('--launch "add_kernel(x, y, z)" --block-dim 2 --static') + second)
+    result = out.value
+    assert [k.name for k in result.kernels] == ["add_kernel", "copy_kernel"]
+    wb = result.workbench()
+    assert len(wb.kernel_pick.options) == 2
+    wb.tabs.selected_index = wb.panels.index("source")
+    assert "add_kernel" in wb._built["source"].children[0].value
+    wb.kernel_pick.value = 1
+    assert wb.kernel.name == "copy_kernel" and wb.launch.kernel == "add_kernel"
+    wb.tabs.selected_index = wb.panels.index("source")
+    assert "copy_kernel" in wb._built["source"].children[0].value
+    assert not any("pl.add" in label for label, _ in wb.line_pick.options)

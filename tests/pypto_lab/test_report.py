@@ -1,0 +1,92 @@
+"""Exports (self-contained HTML report, Perfetto JSON), `compare`, the plain `run_cell` API and
+the `python -m pypto_lab` CLI."""
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import pypto_lab
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_report_is_self_contained(add_result, tmp_path):
+    path = add_result.export(tmp_path / "report.html")
+    html = path.read_text()
+    assert html.startswith("<!doctype html>")
+    assert not re.search(r"<script[^>]+src=", html) and "<link" not in html
+    assert "cdn" not in html.lower().split("</script>", 1)[1][:200_000]
+    assert html.count("plotly.js v") <= 2  # the library is embedded once
+    for heading in ("<h2>Timeline</h2>", "<h2>Blocks</h2>", "<h2>Roofline</h2>"):
+        assert heading in html
+    assert "data-halo='pypto-report-timeline'" in html
+    lines = re.search(r"id='pypto-report-timeline-lines'>(.*?)</script>", html).group(1)
+    assert json.loads(lines)  # per-line halo data for the linked timeline
+    assert [p.name for p in tmp_path.iterdir()] == ["report.html"]  # no temp file left
+
+
+def test_perfetto_and_msprof_exports(add_result, tmp_path):
+    doc = json.loads(add_result.export(tmp_path / "t.json").read_text())
+    assert {"traceEvents", "displayTimeUnit"} <= set(doc)
+    names = {e["args"]["name"] for e in doc["traceEvents"] if e.get("name") == "thread_name"}
+    assert {"MTE2", "V", "MTE3"} <= names
+    assert add_result.export(tmp_path / "t.msprof.json").exists()
+    with pytest.raises(ValueError, match="use .html"):
+        add_result.export(tmp_path / "t.txt")
+
+
+def test_compare_two_results(add_result, flash_result):
+    cmp = pypto_lab.compare(add_result, flash_result, labels=("add", "fa"))
+    text = cmp.summary()
+    assert "add: add_kernel" in text and "fa: flash_attention_kernel" in text
+    pipes = cmp.pipe_table()
+    assert {"core_kind", "pipe", "add", "fa", "delta_us", "ratio"} <= set(pipes.columns)
+    fig = cmp.figure()
+    assert fig.layout.xaxis2.matches == "x" or fig.layout.xaxis.matches == "x2"
+    assert fig.layout.yaxis.title.text == "<b>add</b>"
+    assert fig.layout.yaxis2.title.text == "<b>fa</b>"
+    bundle = cmp._repr_mimebundle_()
+    assert "Final IR diff" in bundle["text/html"]
+    assert "application/vnd.plotly.v1+json" in bundle
+    assert "+++ fa: flash_attention_kernel" in cmp.ir_diff()
+
+
+def test_run_cell_api_without_ipython():
+    result = pypto_lab.run_cell(
+        "import pypto_pro.language as pl\n"
+        "@pl.jit\n"
+        "def only_add(x: pl.Tensor[[pl.DYNAMIC, pl.DYNAMIC], pl.DT_FP16],\n"
+        "             y: pl.Tensor[[pl.DYNAMIC, pl.DYNAMIC], pl.DT_FP16]):\n"
+        "    with pl.section_vector():\n"
+        "        t = pl.TileType([128, 128], pl.DT_FP16, pl.MemorySpace.Vec)\n"
+        "        a = pl.make_tile(t, addr=0)\n"
+        "        pl.load_tile(a, x, [0, 0])\n"
+        "        pl.store_tile(y, a, [0, 0])\n", show="passes,run")
+    assert result.options.show == ("passes", "run")
+    assert result.kernels[0].name == "only_add" and result.launches == []
+    assert set(result._repr_mimebundle_()) == {"text/plain", "text/html",
+                                               "application/vnd.pypto.cell+json"}
+
+
+def test_cli_report_for_an_example(tmp_path):
+    out, trace = tmp_path / "va.html", tmp_path / "va.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "pypto_lab", "report", "--example", "vector_add", "-o", str(out),
+         "--trace", str(trace)], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "check: PASS" in proc.stdout and out.exists() and trace.exists()
+    assert "add_kernel" in out.read_text()[:6_000_000]
+
+
+def test_cli_help_and_errors():
+    proc = subprocess.run([sys.executable, "-m", "pypto_lab", "report", "--help"],
+                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert proc.returncode == 0 and "PATH.py::KERNEL" in proc.stdout and "--args" in proc.stdout
+    proc = subprocess.run([sys.executable, "-m", "pypto_lab", "report", "missing.py"],
+                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert proc.returncode == 2 and "no such file" in proc.stderr

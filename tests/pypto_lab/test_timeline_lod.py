@@ -1,0 +1,135 @@
+"""Timeline level of detail and sync geometry on synthetic traces: 200 000 events stay under
+the segment budget and the 5 MB output budget; mutex holds, flag arrows and cross-core
+arrows pair the right events."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from pypto_pro.trace import Trace, TraceMeta
+
+from pypto_lab.figures import figure_json
+from pypto_lab.views import timeline as tl
+from pypto_lab.views.timeline_lod import level_of_detail, mutex_holds
+
+
+def _events(rows: list[dict]) -> pd.DataFrame:
+    base = {"launch": 0, "core": 0, "core_kind": "AIV", "block": 0, "subblock": 0,
+            "pipe": "V", "kind": "instr", "op": "TADD", "ir_op": "block.add", "file": "k.py",
+            "line": 1, "start": 0, "end": 1, "bytes": 0, "flops": 0, "sync_ids": "",
+            "stall_reason": "", "flow_id": -1, "flow_role": ""}
+    return pd.DataFrame([{**base, **r} for r in rows])
+
+
+def _trace(events: pd.DataFrame, kernel_type: str = "aiv") -> Trace:
+    return Trace(events, TraceMeta("k", "sim", "Ascend950PR_9589", 1650.0, 1, kernel_type))
+
+
+def big_trace(n: int, cores: int = 8) -> Trace:
+    """`n` events: per core and round a load, an add, a store and a get/rls pair."""
+    per_core = n // cores // 5
+    r = np.arange(per_core, dtype=np.int64)
+    frames = []
+    for core in range(cores):
+        t = r * 1000 + core
+        for pipe, op, ir_op, kind, off, dur in (
+                ("MTE2", "TLOAD", "block.load", "instr", 0, 400),
+                ("V", "TADD", "block.add", "instr", 400, 50),
+                ("MTE3", "TSTORE", "block.store", "instr", 500, 300),
+                ("MTE2", "get_buf", "system.mutex_lock_dyn", "sync", 900, 1),
+                ("MTE2", "rls_buf", "system.mutex_unlock_dyn", "sync", 950, 1)):
+            frames.append(pd.DataFrame({
+                "launch": 0, "core": core, "core_kind": "AIV", "block": core, "subblock": 0,
+                "pipe": pipe, "kind": kind, "op": op, "ir_op": ir_op, "file": "k.py",
+                "line": 10, "start": t + off, "end": t + off + dur, "bytes": 32768,
+                "flops": 0, "sync_ids": "3" if kind == "sync" else "", "stall_reason": "",
+                "flow_id": -1, "flow_role": ""}))
+    return _trace(pd.concat(frames, ignore_index=True))
+
+
+def test_200k_events_fit_the_budgets():
+    trace = big_trace(200_000)
+    assert len(trace.events) == 200_000
+    data = tl.timeline_data(trace, cores=tuple(range(8)))
+    assert data.lod in ("merged", "binned")
+    assert len(data.segments) <= 1.5 * tl.SEGMENT_BUDGET
+    fig = tl.timeline_figure(trace, cores=tuple(range(8)))
+    size = len(json.dumps(figure_json(fig)))
+    assert size <= 5_000_000, size
+    assert "200,000 events drawn as" in fig.layout.title.text
+    hover = next(t for t in fig.data if t.name == "details")
+    assert any("merged" in h for h in hover.hovertext[:50])
+
+
+def test_small_traces_are_drawn_raw():
+    events = _events([{"start": 0, "end": 10}, {"start": 20, "end": 30}])
+    seg, lod = level_of_detail(
+        events.assign(lane=0, cat="vector", t0=events["start"] * 1.0, t1=events["end"] * 1.0),
+        budget=10, span=30.0)
+    assert lod == "raw" and len(seg) == 2
+    assert seg["text"].iloc[0].startswith("<b>TADD</b> block.add")
+
+
+def test_merging_keeps_idle_gaps_visible():
+    starts = np.r_[np.arange(0, 1000, 10), np.arange(50_000, 51_000, 10)]
+    events = _events([{"start": int(s), "end": int(s) + 10} for s in starts])
+    frame = events.assign(lane=0, cat="vector", t0=events["start"] * 1.0,
+                          t1=events["end"] * 1.0)
+    seg, lod = level_of_detail(frame, budget=20, span=51_000.0)
+    assert lod == "merged"
+    assert (seg["t1"] <= 1000).sum() >= 1 and (seg["t0"] >= 50_000).sum() >= 1
+    assert not ((seg["t0"] < 50_000) & (seg["t1"] > 1000)).any()  # the gap is not bridged
+
+
+def test_mutex_holds_pair_lock_and_unlock_per_id():
+    events = _events([
+        {"pipe": "MTE2", "kind": "sync", "op": "get_buf", "sync_ids": "0", "start": 0, "end": 1},
+        {"pipe": "MTE2", "kind": "sync", "op": "get_buf", "sync_ids": "2", "start": 2, "end": 3},
+        {"pipe": "MTE2", "kind": "sync", "op": "rls_buf", "sync_ids": "0", "start": 9, "end": 10},
+        {"pipe": "MTE2", "kind": "sync", "op": "rls_buf", "sync_ids": "2", "start": 20,
+         "end": 21}])
+    frame = events.assign(lane=0, cat="sync", t0=events["start"] * 1.0, t1=events["end"] * 1.0)
+    holds = mutex_holds(frame).sort_values("t0")
+    assert holds[["t0", "t1"]].to_numpy().tolist() == [[1.0, 9.0], [3.0, 20.0]]
+    assert list(holds["op"]) == ["mutex 0 held", "mutex 2 held"]
+
+
+def test_flag_and_cross_core_arrows_join_the_right_lanes():
+    events = _events([
+        {"pipe": "MTE2", "kind": "sync", "op": "set_flag", "ir_op": "system.sync_src",
+         "start": 10, "end": 11, "flow_id": 0, "flow_role": "set",
+         "sync_ids": "flag MTE2->V #0"},
+        {"pipe": "V", "kind": "sync", "op": "wait_flag", "ir_op": "system.sync_dst",
+         "start": 30, "end": 31, "flow_id": 0, "flow_role": "wait"},
+        {"core": 1, "core_kind": "AIC", "pipe": "FIX", "kind": "sync",
+         "op": "set_intra_block", "ir_op": "system.set_cross_core", "start": 40, "end": 41,
+         "sync_ids": "(pl.CrossCoreSyncMode.INTRA_BLOCK, 5)"},
+        {"pipe": "MTE2", "kind": "sync", "op": "wait_intra_block",
+         "ir_op": "system.wait_cross_core", "start": 40, "end": 41,
+         "sync_ids": "(pl.CrossCoreSyncMode.INTRA_BLOCK, 5)"}])
+    data = tl.timeline_data(_trace(events, "mix"))
+    lanes = dict(zip(data.lanes["label"], data.lanes["lane"]))
+    flag = data.arrows[data.arrows["kind"] == "flag"].iloc[0]
+    assert (flag["y0"], flag["y1"]) == (lanes["b0 AIV · MTE2"], lanes["b0 AIV · V"])
+    assert flag["x0"] == pytest.approx(11 / 1650) and flag["x1"] == pytest.approx(30 / 1650)
+    xcore = data.arrows[data.arrows["kind"] == "xcore"].iloc[0]
+    assert (xcore["y0"], xcore["y1"]) == (lanes["b0 AIC · FIX"], lanes["b0 AIV · MTE2"])
+    assert "cross-core id 5" in xcore["text"]
+
+
+def test_arrows_beyond_the_cap_are_sampled_over_the_run(monkeypatch):
+    rows = []
+    for i in range(50):
+        rows += [{"pipe": "MTE2", "kind": "sync", "op": "set_flag", "start": 100 * i,
+                  "end": 100 * i + 1, "flow_id": i, "flow_role": "set"},
+                 {"pipe": "V", "kind": "sync", "op": "wait_flag", "start": 100 * i + 50,
+                  "end": 100 * i + 51, "flow_id": i, "flow_role": "wait"}]
+    monkeypatch.setattr(tl, "MAX_ARROWS", 10)
+    fig = tl.timeline_figure(_trace(_events(rows)))
+    arrows = next(t for t in fig.data if t.name.startswith("set → wait flag"))
+    assert arrows.name == "set → wait flag (10 of 50)"
+    xs = [x for x in arrows.x[0::3]]
+    assert min(xs) < 0.01 and max(xs) > 2.9  # spread from the start to the end of the run
