@@ -263,7 +263,7 @@ def _assert(c, e: Call) -> Callable:
         if not cond(fr):
             msg = _c_format(fmt, [v(fr) for v in values]) if fmt else ""
             core.print(f"pto_assert failed at {span.file.rsplit('/', 1)[-1]}:{span.line}"
-                       + (f": {msg}" if msg else ""))
+                       + (f": {msg}" if msg else "") + "\n")
         return None
 
     return run
@@ -289,7 +289,7 @@ def _dump(c, e: Call) -> Callable:
         value = target(fr)
         ref = core.resolve_scalar_target(value, span)
         data = ref.read() if hasattr(ref, "valid") else ref.tensor
-        core.print(f"dump at line {span.line}: {type(ref).__name__} {list(data.shape)}\n{data}")
+        core.print(f"dump at line {span.line}: {type(ref).__name__} {list(data.shape)}\n{data}\n")
         return None
 
     return run

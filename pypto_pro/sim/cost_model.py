@@ -109,7 +109,8 @@ def _movement_cost(op: str, args: list, kwargs: dict, soc: SoC) -> OpCost:
         return _transfer(soc, "ub_to_gm", nbytes, nbytes)
     src = args[1]
     dst = _tiles([args[0]])[0]
-    return _transfer(soc, MOVE_PATHS.get((src.space, dst.space), "ub_to_ub"), _tile_bytes(src))
+    moved = min(_tile_bytes(src), sum(_tile_bytes(t) for t in _tiles([args[0]])))  # extract
+    return _transfer(soc, MOVE_PATHS.get((src.space, dst.space), "ub_to_ub"), moved)
 
 
 def _repeats(tile: TileRef, itemsize_bits: int, repeat_bytes: int) -> int:

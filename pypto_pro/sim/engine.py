@@ -45,10 +45,12 @@ def hw_op(ir_op: str, kind: str) -> str:
 class Engine:
     """The shared clock, the event heap and chip-wide resources (HBM)."""
 
-    def __init__(self, soc: Any, log: EventLog | None, functional_only: bool = False) -> None:
+    def __init__(self, soc: Any, log: EventLog | None, functional_only: bool = False,
+                 timing_only: bool = False) -> None:
         self.soc = soc
         self.log = log
         self.functional_only = functional_only
+        self.timing_only = timing_only  # skip the op library: timing without values
         self.now = 0
         self._heap: list = []
         self._seq = itertools.count()
@@ -144,6 +146,7 @@ class Core:
                  geometry: dict[str, int], label: str, core_id: int) -> None:
         self.engine, self.kind, self.memory = engine, kind, memory
         self.block, self.subblock, self.label, self.core_id = block, subblock, label, core_id
+        self.uid = core_id  # unique per instance; the launch renumbers it (core_id = physical)
         self.block_idx = geometry["block_idx"]
         self.block_num = geometry["block_num"]
         self.subblock_idx = geometry["subblock_idx"]
@@ -153,7 +156,7 @@ class Core:
         self.spr = 0
         self.gen = None
         self.waiting: Callable[[], bool] | None = None
-        self.wait_info: tuple[int, str, str] | None = None
+        self.wait_info: tuple[int, str, str, Instr | None] | None = None
         self.scalar_done = False
         self.done = False
         self.flags: dict[tuple, int] = {}  # key → flow id of the set (present = flag is 1)
@@ -193,15 +196,16 @@ class Core:
                     eng.at(t, self.resume)
                     return
                 continue
-            # (predicate, reason, ids): wait until the predicate holds
-            self.waiting, self.wait_info = req[0], (self.time, req[1], req[2])
+            # (predicate, reason, ids[, instr]): wait until the predicate holds
+            self.waiting = req[0]
+            self.wait_info = (self.time, req[1], req[2], req[3] if len(req) > 3 else None)
 
     def _end_scalar_wait(self) -> None:
         eng = self.engine
         if self.wait_info is not None and eng.now > self.wait_info[0]:
-            since, reason, ids = self.wait_info
-            self._event(PipeType.S, "stall", f"wait {reason}", "", None, since, eng.now, 0, 0,
-                        ids, reason)
+            since, reason, ids, instr = self.wait_info
+            self._event(PipeType.S, "stall", f"wait {reason}", instr.ir_op if instr else "",
+                        instr.span if instr else None, since, eng.now, 0, 0, ids, reason)
         self.waiting, self.wait_info = None, None
 
     def poke(self) -> None:
@@ -235,6 +239,7 @@ class Core:
         yield (lambda: group.released(self), "sync_all", "sync_all")
 
     def print(self, text: str) -> None:
+        """Device text, exactly as printed (printf adds no newline of its own)."""
         self.printed.append(text)
 
     # ------------------------------------------------------------ issue
@@ -247,7 +252,8 @@ class Core:
             raise SimulationError(f"{self.label} has no {instr.pipe.value} pipe "
                                   f"({instr.ir_op})", instr.span)
         if len(pipe.queue) >= QUEUE_DEPTH:
-            yield (lambda: len(pipe.queue) < QUEUE_DEPTH, "queue", f"{pipe.kind.value} full")
+            yield (lambda: len(pipe.queue) < QUEUE_DEPTH, "queue", f"{pipe.kind.value} full",
+                   instr)
         instr.issue_time = self.time
         instr.seq = next(self._seq)
         self.time += 1
@@ -261,15 +267,20 @@ class Core:
     def _scalar_sync(self, instr: Instr):
         """Sync instructions on pipe S run in the scalar unit itself."""
         yield from self.sync_scalar()
+        key = instr.key
         if instr.kind == "wait_flag":
-            key = instr.key
             if key not in self.flags:
-                yield (lambda: key in self.flags, "flag", _flag_ids(key))
-            self.flags.pop(key)
+                yield (lambda: key in self.flags, "flag", _flag_ids(key), instr)
+            now = max(self.time, self.engine.now)
+            flow, role = self.flags.pop(key), "wait"
         elif instr.kind == "set_flag":
-            self._set_flag(instr, self.engine.now)
+            now = max(self.time, self.engine.now)
+            flow, role = self._set_flag(instr, now), "set"
         else:
             raise SimulationError(f"{instr.ir_op} on pipe S is not supported", instr.span)
+        self._event(PipeType.S, "sync", hw_op(instr.ir_op, instr.kind), instr.ir_op,
+                    instr.span, now, now + 1, 0, 0, _flag_ids(key), "", flow, role)
+        self.time = now + 1
 
     # ------------------------------------------------------------ executing pipe heads
     def execute(self, pipe: Pipe, instr: Instr) -> bool:
@@ -300,13 +311,15 @@ class Core:
         pipe.queue.popleft()
         cost = op_cost(instr.ir_op, instr.args, instr.kwargs, eng.soc)
         writes: list = []
-        deferred = [_defer(a, writes) for a in instr.args]
-        try:
-            IMPLS[instr.ir_op](deferred, instr.kwargs)
-        except SimulationError:
-            raise
-        except (IndexError, ValueError, TypeError, RuntimeError) as err:
-            raise SimulationError(f"{instr.ir_op} on {self.label}: {err}", instr.span) from err
+        if not eng.timing_only:
+            deferred = [_defer(a, writes) for a in instr.args]
+            try:
+                IMPLS[instr.ir_op](deferred, instr.kwargs)
+            except SimulationError:
+                raise
+            except (IndexError, ValueError, TypeError, RuntimeError) as err:
+                raise SimulationError(f"{instr.ir_op} on {self.label}: {err}",
+                                      instr.span) from err
         end = now + max(1, cost.cycles)
         reason = ""
         if cost.gm_bytes and not eng.functional_only:
@@ -416,9 +429,10 @@ class Core:
     def stuck_report(self) -> list[str]:
         out = []
         if not self.scalar_done and self.wait_info is not None:
-            since, reason, ids = self.wait_info
-            out.append(f"{self.label} scalar unit: waiting on {ids or reason} since cycle "
-                       f"{since}")
+            since, reason, ids, instr = self.wait_info
+            where = f" (line {instr.span.line})" if instr and instr.span else ""
+            out.append(f"{self.label} scalar unit: waiting on {ids or reason}{where} since "
+                       f"cycle {since}")
         for p in self.pipes.values():
             if p.queue:
                 head = p.queue[0]

@@ -28,6 +28,7 @@ class _Slot:
 
     memories: dict[str, CoreMemory]
     free_at: int = 0
+    core_ids: dict[str, int] = field(default_factory=dict)  # kind → physical core id
 
 
 @dataclass
@@ -43,33 +44,36 @@ class _SyncAllGroup:
         self.rounds = 0
 
     def arrive(self, core: Core) -> None:
-        self.arrived[core.core_id] = self.arrived.get(core.core_id, 0) + 1
+        self.arrived[core.uid] = self.arrived.get(core.uid, 0) + 1
         if len(self.arrived) == self.members and min(self.arrived.values()) > self.rounds:
             self.rounds += 1
 
     def released(self, core: Core) -> bool:
-        return self.rounds >= self.arrived.get(core.core_id, 0)
+        return self.rounds >= self.arrived.get(core.uid, 0)
 
 
 class Launch:
     def __init__(self, programs: dict[str, CompiledProgram], kernel_type: str, block_dim: int,
                  params: dict[str, list[Any]], soc: Any, log: EventLog | None,
-                 functional_only: bool = False) -> None:
+                 functional_only: bool = False, timing_only: bool = False) -> None:
         self.programs, self.kernel_type, self.block_dim = programs, kernel_type, block_dim
         self.params = params  # target → parameter values in the program's param order
         self.soc = soc
-        self.engine = Engine(soc, log, functional_only)
+        self.engine = Engine(soc, log, functional_only, timing_only)
         n_slots = soc.aiv_cores if kernel_type == "aiv" else soc.aic_cores
-        self.slots = [self._new_slot() for _ in range(min(n_slots, block_dim))]
+        self.slots = [self._new_slot(i) for i in range(min(n_slots, block_dim))]
         self.pending = list(range(block_dim))
         self.blocks: list[_Block] = []
         self.sync_groups: dict[Any, _SyncAllGroup] = {}
         self.xglobal: dict[tuple, int] = {}
 
-    def _new_slot(self) -> _Slot:
+    def _new_slot(self, index: int) -> _Slot:
+        """Slot `index` (a physical core, or AI core of a mix kernel). Its cores keep their ids
+        (the Trace's `core` column) across waves: mix slot i is cores 3i (AIC), 3i+1, 3i+2."""
         kinds = {"aiv": ["aiv"], "aic": ["aic"], "mix": ["aic", "aiv0", "aiv1"]}[
             self.kernel_type]
-        return _Slot({k: CoreMemory(self.soc, "aic" if k == "aic" else "aiv") for k in kinds})
+        return _Slot({k: CoreMemory(self.soc, "aic" if k == "aic" else "aiv") for k in kinds},
+                     core_ids={k: index * len(kinds) + n for n, k in enumerate(kinds)})
 
     # ------------------------------------------------------------ running
     def run(self) -> list[_Block]:
@@ -87,19 +91,22 @@ class Launch:
         block = _Block(b)
         self.blocks.append(block)
         bd = self.block_dim
+        ids = slot.core_ids
         if self.kernel_type == "mix":
             aic = self._core("AIC", slot.memories["aic"], b, 0,
-                             dict(block_idx=b, block_num=bd, subblock_idx=0, subblock_num=1))
+                             dict(block_idx=b, block_num=bd, subblock_idx=0, subblock_num=1),
+                             ids["aic"])
             aivs = [self._core("AIV", slot.memories[f"aiv{s}"], b, s,
                                dict(block_idx=2 * b + s, block_num=bd, subblock_idx=s,
-                                    subblock_num=2)) for s in (0, 1)]
+                                    subblock_num=2), ids[f"aiv{s}"]) for s in (0, 1)]
             aic.peers, aivs[0].peers, aivs[1].peers = aivs, [aic], [aic]
             block.cores = [aic, *aivs]
         else:
             kind = "AIV" if self.kernel_type == "aiv" else "AIC"
             mem = slot.memories["aiv" if kind == "AIV" else "aic"]
             block.cores = [self._core(kind, mem, b, 0, dict(block_idx=b, block_num=bd,
-                                                            subblock_idx=0, subblock_num=1))]
+                                                            subblock_idx=0, subblock_num=1),
+                                      ids["aiv" if kind == "AIV" else "aic"])]
         remaining = {id(c) for c in block.cores}
 
         def done(core: Core) -> None:
@@ -116,11 +123,11 @@ class Launch:
             core.start(program.run_body(frame), t)
 
     def _core(self, kind: str, memory: CoreMemory, block: int, subblock: int,
-              geometry: dict[str, int]) -> Core:
+              geometry: dict[str, int], core_id: int) -> Core:
         label = f"block {block} {kind}" + (str(subblock) if self.kernel_type == "mix" and
                                            kind == "AIV" else "")
-        core = Core(self.engine, kind, memory, block, subblock, geometry, label,
-                    len(self.engine.cores))
+        core = Core(self.engine, kind, memory, block, subblock, geometry, label, core_id)
+        core.uid = len(self.engine.cores)  # this instance (core_id is the physical core)
         core.launch = self
         self.engine.cores.append(core)
         return core

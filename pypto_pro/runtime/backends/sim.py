@@ -2,10 +2,32 @@
 
 Results are written straight into the argument tensors (as the NPU path would); the launch
 returns a `Trace` of every instruction and stall, and the text each block printed.
+
+Choosing the SoC and the mode. The registered "sim" backend is `SimBackend()`: it takes its
+SoC from env `PYPTOPRO_SIM_SOC` (a name or alias from `pypto_pro.sim.soc.list_socs()`, e.g.
+"910B1", "950DT"; read at every launch) and falls back to the default 950PR. A configured
+instance — `SimBackend(soc_name="910B1")`, `SimBackend(soc=pypto_pro.sim.soc.soc("910B1",
+clock_mhz=1800))` for a table with overrides (what-if studies), `SimBackend(functional_only=True)`
+— is registered under a new name and selected with `use_backend` for a block of code:
+
+    register_backend("sim-910b1", lambda: SimBackend(soc_name="Ascend910B1"))
+    with use_backend("sim-910b1"):
+        kernel[None, 24](a, b, c)
+
+`functional_only=True` computes the values but records no timing (no Trace; HBM sharing off).
+`timing_only=True` is the opposite, for performance studies of large problems: the op library
+is skipped, so the Trace is complete but no output is written and scalar reads of tile or GM
+data (`getval`) see whatever the memory held — use it only for kernels whose control flow does
+not depend on data values.
+Tile ops run torch on small tensors, where intra-op threads only add synchronisation cost
+(and, on a loaded machine, OpenMP spin-waits of milliseconds per op), so a launch runs torch
+single-threaded (`torch_threads`, default 1; None keeps the process setting) and restores the
+thread count afterwards.
 """
 from __future__ import annotations
 
 import dataclasses
+import os
 import time
 from typing import Any
 
@@ -16,40 +38,80 @@ from ...ir.types import PtrType, StructType, TensorType
 from ...sim.launch import Launch
 from ...sim.memory import GMRef
 from ...sim.program import CompiledProgram, compile_function
+from ...sim.soc import SoC
 from ...sim.soc import soc as make_soc
 from ...trace.schema import EventLog, TraceMeta
 from . import LaunchRequest, LaunchResult, register_backend
+
+ENV_SIM_SOC = "PYPTOPRO_SIM_SOC"
 
 
 class SimBackend:
     name = "sim"
 
-    def __init__(self, soc_name: str | None = None, functional_only: bool = False) -> None:
-        self.soc = make_soc(soc_name) if soc_name else make_soc()
+    def __init__(self, soc_name: str | None = None, functional_only: bool = False,
+                 torch_threads: int | None = 1, soc: SoC | None = None,
+                 timing_only: bool = False) -> None:
+        if soc is not None and soc_name is not None:
+            raise InvalidArgument("SimBackend: pass soc_name or soc, not both",
+                                  module="PRO_RUNTIME")
+        if functional_only and timing_only:
+            raise InvalidArgument("SimBackend: functional_only and timing_only exclude each other",
+                                  module="PRO_RUNTIME")
+        self.timing_only = timing_only
+        self.soc_name = soc_name if soc is None else soc.name
         self.functional_only = functional_only
+        self.torch_threads = torch_threads
+        self._fixed_soc = soc if soc is not None else (make_soc(soc_name) if soc_name else None)
+
+    @property
+    def soc(self) -> SoC:
+        """The SoC of the next launch: `soc` / `soc_name`, else env PYPTOPRO_SIM_SOC, else
+        the default 950PR."""
+        if self._fixed_soc is not None:
+            return self._fixed_soc
+        env = os.environ.get(ENV_SIM_SOC, "").strip()
+        if not env:
+            return make_soc()
+        try:
+            return make_soc(env)
+        except ValueError as e:
+            raise InvalidArgument(f"{ENV_SIM_SOC}={env!r}: {e}", module="PRO_RUNTIME") from None
 
     def launch(self, request: LaunchRequest) -> LaunchResult:
+        threads = torch.get_num_threads()
+        single = self.torch_threads is not None and threads != self.torch_threads
+        if single:
+            torch.set_num_threads(self.torch_threads)
+        try:
+            return self._launch(request)
+        finally:
+            if single:
+                torch.set_num_threads(threads)
+
+    def _launch(self, request: LaunchRequest) -> LaunchResult:
+        soc = self.soc
         compiled = request.compiled
         programs = _programs(compiled)
         params = {t: _param_values(p.function, request) for t, p in programs.items()}
         log = None if self.functional_only else EventLog()
         t0 = time.perf_counter()
-        run = Launch(programs, compiled.kernel_type, request.block_dim, params, self.soc, log,
-                     self.functional_only)
+        run = Launch(programs, compiled.kernel_type, request.block_dim, params, soc, log,
+                     self.functional_only, self.timing_only)
         blocks = run.run()
         wall = time.perf_counter() - t0
         printed = {}
         for b in blocks:
-            text = "".join(line + "\n" for c in b.cores for line in c.printed)
+            text = "".join(text for c in b.cores for text in c.printed)
             if text:
                 printed[b.index] = text
         trace = None
         if log is not None:
             from ...trace.trace import Trace
 
-            meta = TraceMeta(compiled.name, self.name, self.soc.name, self.soc.clock_mhz,
+            meta = TraceMeta(compiled.name, self.name, soc.name, soc.clock_mhz,
                              request.block_dim, compiled.kernel_type,
-                             hbm_bytes_per_cycle=self.soc.hbm_bytes_per_s / self.soc.clock_hz,
+                             hbm_bytes_per_cycle=soc.hbm_bytes_per_s / soc.clock_hz,
                              extra=(("instructions", run.engine.instructions),
                                     ("wall_seconds", wall)))
             trace = Trace(log, meta)

@@ -36,7 +36,7 @@ def _as_tile_dtype(data: torch.Tensor, source, tile: TileRef, op: str) -> torch.
 def _gm_view(kwargs: dict) -> dict:
     """Window kwargs for GMRef: `tile_dims` (tensor axes of tile rows/cols), `is_transpose`."""
     dims = kwargs.get("tile_dims")
-    return {"transpose": bool(kwargs.get("is_transpose", False)),
+    return {"transpose": bool(kwargs.get("is_transpose", False)) and not dims,  # dims win
             "axes": (int(dims[0]), int(dims[1])) if dims else None}
 
 
