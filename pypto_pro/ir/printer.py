@@ -10,6 +10,7 @@ import enum
 from typing import Any
 
 from .dtype import DataType
+from .mutator import walk
 from .nodes import (
     AssignStmt, BinaryExpr, BinOp, BreakStmt, Call, Cast, ConstBool, ConstFloat, ConstInt,
     ConstStr, ContinueStmt, EnumConst, EvalStmt, Expr, ForStmt, Function, FunctionType, GetField,
@@ -18,8 +19,8 @@ from .nodes import (
 )
 from .span import Span
 from .types import (
-    ArrayType, FunctionRefType, NoneType, PtrType, ScalarType, SectionKind, StrType, StructType,
-    TensorType, TileGroupType, TileLayout, TilePad, TileType, TupleType, Type,
+    ArrayType, FunctionRefType, MaskType, NoneType, PtrType, RegType, ScalarType, SectionKind,
+    StrType, StructType, TensorType, TileGroupType, TileLayout, TilePad, TileType, TupleType, Type,
 )
 
 _PREC = {
@@ -31,6 +32,7 @@ _PREC = {
 
 
 _ADDRESS_KWARGS = ("addrs", "memref_addr")
+DYN_PREFIX = "__pypto_dyn_"  # dynamic tensor dims (spec §3.1)
 
 
 class Printer:
@@ -39,6 +41,8 @@ class Printer:
         self.concise = concise
         self.lines: list[str] = []
         self.spans: list[Span | None] = []
+        self.names: dict[Var, str] = {}  # Vars printed under another name (see unique_names)
+        self.launches: dict[str, Any] = {}  # SIMT function → max_threads of its launches
 
     # ------------------------------------------------------------ output
     def emit(self, depth: int, text: str, span: Span | None = None) -> None:
@@ -55,25 +59,35 @@ class Printer:
         if isinstance(t, TensorType):
             dims = ", ".join(self.expr(d) for d in t.shape)
             extra = f", {p}.{t.layout.value}" if t.layout is not TileLayout.ND else ""
+            if t.strides is not None:
+                extra += f", {p}.TensorView(stride=[{', '.join(self.expr(s) for s in t.strides)}])"
             return f"{p}.Tensor[[{dims}], {p}.{t.dtype.value}{extra}]"
         if isinstance(t, TileType):
             return self.tile_type(t)
         if isinstance(t, TileGroupType):
             ids = f", mutex_ids={[list(i) for i in t.mutex_ids]}" if t.mutex_ids else ""
+            ids += "".join(f", {k}={list(v)}" for k, v in (("fwd_ids", t.fwd_ids),
+                                                          ("bwd_ids", t.bwd_ids)) if v)
             return (f"{p}.TileGroup[{self.tile_type(t.tile)}, addrs={list(map(hex, t.addrs))}"
                     f"{ids}]")
         if isinstance(t, PtrType):
             return f"{p}.Ptr[{p}.{t.dtype.value}]"
         if isinstance(t, TupleType):
-            return f"{p}.Tuple[{', '.join(self.type(x) for x in t.types)}]"
+            names = f", names={list(t.names)}" if t.names else ""
+            return f"{p}.Tuple[{', '.join(self.type(x) for x in t.types)}{names}]"
         if isinstance(t, StructType):
-            return f"{p}.Struct[{t.name}]"
+            fields = "".join(f", {k}={self.type(v)}" for k, v in t.fields)
+            return f"{p}.Struct[{t.name}{fields}]"
         if isinstance(t, ArrayType):
             return f"{p}.Array[{self.type(t.elem)}, {t.size}]"
         if isinstance(t, StrType):
             return "str"
         if isinstance(t, FunctionRefType):
             return f"{p}.Function[{t.name}]"
+        if isinstance(t, RegType):
+            return f"{p}.Reg[{p}.{t.dtype.value}]"
+        if isinstance(t, MaskType):
+            return f"{p}.Mask"
         return type(t).__name__
 
     def tile_type(self, t: TileType) -> str:
@@ -101,7 +115,9 @@ class Printer:
     # ------------------------------------------------------------ expressions
     def expr(self, e: Any, prec: int = 0) -> str:
         if isinstance(e, Var):
-            return e.name
+            return self.names.get(e, e.name)
+        if isinstance(e, ConstInt) and isinstance(e.value, enum.Enum):
+            return self.value(e.value)
         if isinstance(e, (ConstInt,)):
             return str(e.value) if e.dtype in (DataType.INDEX, DataType.INT64, DataType.INT32) \
                 else f"{self.p}.const({e.value}, {self.p}.{e.dtype.value})"
@@ -120,7 +136,8 @@ class Printer:
             inner = self.expr(e.operand, 11)
             if e.op is UnOp.Abs:
                 return f"abs({self.expr(e.operand)})"
-            return f"not {inner}" if e.op is UnOp.Not else f"{e.op.value}{inner}"
+            text = f"not {inner}" if e.op is UnOp.Not else f"{e.op.value}{inner}"
+            return f"({text})" if prec > (3 if e.op is UnOp.Not else 11) else text
         if isinstance(e, Cast):
             return f"{self.p}.cast({self.expr(e.operand)}, {self.p}.{e.type.dtype.value})"
         if isinstance(e, Select):
@@ -141,7 +158,9 @@ class Printer:
         if e.op in (BinOp.Min, BinOp.Max):
             return f"{e.op.value}({self.expr(e.lhs)}, {self.expr(e.rhs)})"
         mine = _PREC[e.op]
-        text = f"{self.expr(e.lhs, mine)} {e.op.value} {self.expr(e.rhs, mine + 1)}"
+        right = e.op is BinOp.Pow  # ** groups to the right in Python; a < b < c is a chain
+        text = (f"{self.expr(e.lhs, mine + (right or e.op.is_compare))} {e.op.value} "
+                f"{self.expr(e.rhs, mine + 1 - right)}")
         return f"({text})" if mine < prec else text
 
     def call(self, c: Call) -> str:
@@ -159,7 +178,10 @@ class Printer:
         if isinstance(v, Expr):
             return self.expr(v)
         if isinstance(v, enum.Enum):
-            return repr(v).replace("pl.", f"{self.p}.", 1)
+            text = repr(v)
+            if text.startswith("<"):  # enums without a `pl.` spelling
+                return f"{self.p}.{type(v).__name__}.{v.name}"
+            return text.replace("pl.", f"{self.p}.", 1)
         if isinstance(v, DataType):
             return f"{self.p}.{v.value}"
         if isinstance(v, (tuple, list)):
@@ -176,7 +198,8 @@ class Printer:
             for x in s.stmts:
                 self.stmt(x, depth)
         elif isinstance(s, AssignStmt):
-            lhs = s.var.name if self.concise else f"{s.var.name}: {self.type(s.var.type)}"
+            name = self.expr(s.var)
+            lhs = name if self.concise else f"{name}: {self.type(s.var.type)}"
             self.emit(depth, f"{lhs} = {self.expr(s.value)}", s.span)
         elif isinstance(s, EvalStmt):
             self.emit(depth, f"{self.p}.eval({self.expr(s.expr)})", s.span)
@@ -192,7 +215,7 @@ class Printer:
         elif isinstance(s, WhileStmt):
             head = self.carried(s.iter_args, s.return_vars)
             if s.iter_args:
-                carried = ", ".join(v.name for v in s.iter_args)
+                carried = ", ".join(self.expr(v) for v in s.iter_args)
                 self.emit(depth, f"{head}while {self.p}.cond({self.expr(s.cond)}, iter_args=("
                                  f"{carried}), init_values={self.tuple(s.init_values)}):", s.span)
             else:
@@ -223,7 +246,7 @@ class Printer:
     def carried(self, iter_args: tuple[Var, ...], return_vars: tuple[Var, ...]) -> str:
         if not return_vars:
             return ""
-        return ", ".join(v.name for v in return_vars) + " = "
+        return ", ".join(self.expr(v) for v in return_vars) + " = "
 
     def if_stmt(self, s: IfStmt, depth: int) -> None:
         head = self.carried((), s.return_vars)
@@ -234,9 +257,9 @@ class Printer:
             self.stmt(s.else_body, depth + 1)
 
     def for_stmt(self, s: ForStmt, depth: int) -> None:
-        target = s.loop_var.name
+        target = self.expr(s.loop_var)
         if s.iter_args:
-            target += ", (" + ", ".join(v.name for v in s.iter_args) + \
+            target += ", (" + ", ".join(self.expr(v) for v in s.iter_args) + \
                 ("," if len(s.iter_args) == 1 else "") + ")"
         rng = f"{self.expr(s.start)}, {self.expr(s.stop)}, {self.expr(s.step)}"
         if s.iter_args:
@@ -248,26 +271,64 @@ class Printer:
         self.stmt(s.body, depth + 1)
 
     # ------------------------------------------------------------ functions
+    def unique_names(self, f: Function) -> None:
+        """A Var that shares its name with an earlier, different Var of `f` prints as
+        `<name>_<n>` (a name no other Var of `f` has), so every printed name is one Var."""
+        found = [n for n in walk(f) if isinstance(n, Var)]
+        taken = {v.name for v in found}
+        first: dict[str, Var] = {}
+        self.names = {}
+        for v in found:
+            if first.setdefault(v.name, v) != v and v not in self.names:
+                n = 1
+                while f"{v.name}_{n}" in taken:
+                    n += 1
+                self.names[v] = f"{v.name}_{n}"
+                taken.add(self.names[v])
+
     def function(self, f: Function, depth: int = 0) -> None:
+        self.unique_names(f)
+        implied = implied_attrs(f, self.launches)
+        attrs = ", ".join(f"{k!r}: {self.value(v)}" for k, v in f.attrs if (k, v) not in implied)
+        attrs = f"attrs={{{attrs}}}" if attrs else ""
         if f.func_type is FunctionType.OPAQUE:
-            self.emit(depth, f"@{self.p}.function")
-        elif f.func_type in (FunctionType.SIMT_VF, FunctionType.SIMT_CALLEE):
-            self.emit(depth, f"@{self.p}.simt.function(type={self.p}.FunctionType."
-                             f"{f.func_type.value})")
+            self.emit(depth, f"@{self.p}.function" + (f"({attrs})" if attrs else ""))
         else:
-            self.emit(depth, f"@{self.p}.function(type={self.p}.FunctionType."
-                             f"{f.func_type.value})")
-        params = ", ".join(f"{v.name}: {self.type(v.type)}" for v in f.params)
+            simt = ".simt" if f.func_type in (FunctionType.SIMT_VF, FunctionType.SIMT_CALLEE) \
+                else ""
+            self.emit(depth, f"@{self.p}{simt}.function(type={self.p}.FunctionType."
+                             f"{f.func_type.value}{', ' + attrs if attrs else ''})")
+        params = ", ".join(f"{self.expr(v)}: {self.type(v.type)}" for v in f.params)
         ret = f" -> {self.type(f.return_type)}" if f.return_type is not None else ""
         self.emit(depth, f"def {f.name}({params}){ret}:", f.span)
         self.stmt(f.body, depth + 1)
 
     def program(self, prog: Program) -> None:
         self.emit(0, f"# {self.p}.program: {prog.name}  (target: {prog.target})")
+        self.launches = launch_max_threads(prog)
         for i, f in enumerate(prog.functions):
             if i:
                 self.emit(0, "")
             self.function(f)
+
+
+def launch_max_threads(program: Program) -> dict[str, Any]:
+    """`max_threads` of each SIMT function as the program's `simt.launch` calls give it."""
+    return {n.kwarg("callee"): n.kwarg("max_threads") for n in walk(program)
+            if isinstance(n, Call) and n.op == "simt.launch" and n.kwarg("max_threads")}
+
+
+def implied_attrs(f: Function, launches: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
+    """Function attrs not printed because the reader restores them: a kernel's `dynamic_dims`
+    (its `__pypto_dyn_*` parameters, in order) and, in a program, a SIMT function's
+    `max_threads` when its launches give the same value."""
+    out: list[tuple[str, Any]] = []
+    if f.func_type is FunctionType.OPAQUE:
+        out.append(("dynamic_dims", tuple(p.name for p in f.params
+                                          if p.name.startswith(DYN_PREFIX))))
+    if f.func_type is FunctionType.SIMT_VF and f.name in launches:
+        out.append(("max_threads", launches[f.name]))
+    return tuple(out)
 
 
 def python_print(node: Node, prefix: str = "ir", concise: bool = False,
