@@ -175,9 +175,9 @@ def test_function_decorator_reads_ir_written_in_python():
     assert "pl.eval(pl.call @block.adds(t, t, 1.0))" in text
 
 
-def test_program_decorator_is_not_supported():
+def test_program_decorator_needs_python_source():
     with pytest.raises(NotSupported) as info:
-        pl.program(object)
+        pl.program(object)  # a builtin class: no source to read the IR program from
     assert info.value.code_str == "F00005"
 
 
