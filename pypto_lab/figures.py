@@ -2,18 +2,18 @@
 
 Owns the mimetype names, `figure_json` (a figure as the plain JSON the plotly mimetype carries),
 `FigureOutput` (a figure plus a text summary with its own `_repr_mimebundle_`, so a terminal
-shows text and never opens a browser), `write_text` (atomic: temp file, fsync, rename, so an
-interrupted export never leaves a partial file) and `export_trace` (Perfetto JSON, msprof JSON
-or a standalone figure HTML with plotly.js embedded, chosen by the file extension).
+shows text and never opens a browser) and `export_trace` (Perfetto JSON, msprof JSON or a
+standalone figure HTML with plotly.js embedded, chosen by the file extension). Files are written
+atomically with the trace package's `write_text`, re-exported here for the report.
 """
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
+
+from pypto_pro.trace.export.atomic import write_text
 
 PLOTLY_MIME = "application/vnd.plotly.v1+json"
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
@@ -64,25 +64,6 @@ class FigureOutput:
 
     def __repr__(self) -> str:
         return self.text
-
-
-def write_text(path: str | os.PathLike[str], text: str) -> Path:
-    """Write `text` to `path` atomically; returns the path."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(text)
-            out.flush()
-            os.fsync(out.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-    return target
 
 
 def export_trace(trace: Any, path: str | os.PathLike[str], fig: Any = None) -> Path:

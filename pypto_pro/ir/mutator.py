@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from .nodes import Expr, Function, Node, Program, Stmt
+from .nodes import Node
 
 
 def _children_fields(node: Node):
@@ -95,5 +95,3 @@ def walk(node: Any):
                      else x for x in n]
             stack.extend(reversed(items))
 
-
-__all__ = ["Visitor", "Mutator", "walk", "Expr", "Stmt", "Function", "Program"]

@@ -15,7 +15,7 @@ from ..ir.nodes import Call, Expr
 from ..ir.span import Span
 from ..ir.types import PipeType, TileType
 from .memory import GMRef
-from .program import Frame, RtGroup, RtTile
+from .program import Frame, RtGroup
 
 
 @dataclass(eq=False)
@@ -316,5 +316,3 @@ _EFFECTS: dict[str, Callable] = {
     "debug.dump_tensor": _dump, "debug.dump_tile": _dump,
     "simt.launch": _simt_launch,
 }
-
-__all__ = ["Instr", "compile_effect", "RtTile"]

@@ -14,7 +14,7 @@ import torch
 from ..errors import NotSupported, SimulationError
 from ..ir.nodes import Call
 from ..ir.types import TensorType, TileGroupType, TileType
-from .memory import GMRef, TileGeometry
+from .memory import GMRef
 from .program import Frame, RtGroup, RtTile, make_rt_tile
 
 Fn = Callable[[Frame], Any]
@@ -196,5 +196,3 @@ _VALUE_CALLS: dict[str, Callable] = {
     "ptr.addptr": _addptr,
     "struct.create": _struct,
 }
-
-__all__ = ["compile_value_call", "compile_synced_read", "TileGeometry"]

@@ -17,9 +17,8 @@ from collections import deque
 from typing import Any, Callable
 
 from ..errors import DeadlockError, SimulationError
-from ..ir.attrs import CrossCoreSyncMode, SyncCoreType
 from ..ir.span import Span
-from ..ir.types import MemorySpace, PipeType
+from ..ir.types import PipeType
 from ..trace.schema import EventLog
 from .calls_issue import Instr
 from .cost_model import op_cost
@@ -473,6 +472,3 @@ def _defer(arg: Any, writes: list) -> Any:
             setattr(proxy, name, lambda *a, _m=method, **k: writes.append((_m, a, k)))
     return proxy
 
-
-__all__ = ["Engine", "Core", "Pipe", "hw_op", "CrossCoreSyncMode", "SyncCoreType",
-           "MemorySpace"]

@@ -396,6 +396,3 @@ def op_spec(call: Call) -> opreg.OpSpec:
         raise NotSupported(f"simulator: unknown op {call.op}", call.span)
     return spec
 
-
-__all__ = ["compile_function", "CompiledProgram", "Frame", "RtTile", "RtGroup", "make_rt_tile",
-           "convert_scalar", "op_spec", "Span"]

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import ast
 import builtins
-import inspect
 import types
 from typing import Any
 
@@ -19,12 +18,12 @@ from ...errors import (
     UndefinedVariableError, UnsupportedFeatureError,
 )
 from ...ir import ops as opreg
-from ...ir.nodes import BinOp, Call, EvalStmt, Expr, UnOp, Var
+from ...ir.nodes import Call, EvalStmt, Expr, UnOp, Var
 from ...ir.types import NoneType, TensorType, TileGroupType, TileType
 from ..decl import Declaration
 from ..markers import kind_of
 from .context import ParseContext, PyList
-from .expr import binary, eval_expr, is_const, to_expr, try_const, unary
+from .expr import eval_expr, is_const, to_expr, try_const, unary
 from .values import BoundMethod, Fallback
 
 
@@ -254,6 +253,3 @@ def dispatch(ctx: ParseContext, op: str, qualname: str, node: ast.Call) -> Any:
     raise ctx.error(UnsupportedFeatureError, f"'{qualname}' is not supported by this compiler",
                     node)
 
-
-__all__ = ["eval_call", "emit_op", "eval_args", "dispatch", "materialize", "constexpr_value",
-           "eval_condition", "resolve_callee", "binary", "BinOp", "inspect"]

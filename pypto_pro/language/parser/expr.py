@@ -15,11 +15,11 @@ from ...errors import (
 )
 from ...ir.dtype import DataType, promote_scalar
 from ...ir.nodes import (
-    BinaryExpr, BinOp, Call, ConstBool, ConstFloat, ConstInt, Expr, GetField, GetItem, MakeTuple,
-    Select, UnaryExpr, UnOp, Var, const,
+    BinaryExpr, BinOp, ConstBool, ConstFloat, ConstInt, Expr, MakeTuple,
+    Select, UnaryExpr, UnOp, const,
 )
 from ...ir.types import (
-    BOOL, INDEX, ArrayType, ScalarType, StructType, TensorType, TileGroupType, TileType,
+    BOOL, INDEX, ScalarType, TensorType, TileType,
     TupleType,
 )
 from .context import ParseContext, PyList
@@ -359,7 +359,3 @@ _HANDLERS = {
     ast.ListComp: _lambda, ast.GeneratorExp: _lambda, ast.DictComp: _lambda,
     ast.SetComp: _lambda,
 }
-
-__all__ = ["eval_expr", "to_expr", "binary", "unary", "select", "is_const", "const_value",
-           "try_const", "Var", "Call", "GetField", "GetItem", "StructType", "ArrayType",
-           "TileGroupType"]

@@ -23,7 +23,7 @@ from ...ir.types import (
 from ..types import TileType as DslTileType
 from .calls import emit_op, eval_args, materialize
 from .context import ParseContext, PyList
-from .expr import binary, to_expr, try_const
+from .expr import binary, try_const
 
 M = MemorySpace
 ALIGNMENT = {M.Vec: 32, M.Mat: 32, M.ScaleLeft: 32, M.ScaleRight: 32, M.Left: 512, M.Right: 512,
@@ -593,5 +593,3 @@ HANDLERS = {
     **{n: matmul for n in _MM_ROLES},
     "getval": getval, "setval": setval, "set_stride": set_stride, "reinterpret": reinterpret,
 }
-
-__all__ = ["HANDLERS", "lower_tile_type", "check_address", "ALIGNMENT", "to_expr"]

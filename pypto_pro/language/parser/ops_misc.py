@@ -7,21 +7,21 @@ handlers unwrap.
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from ...errors import (
-    InvalidOperationError, OutOfRange, ParserSyntaxError, ParserTypeError,
+    InvalidOperationError, ParserSyntaxError, ParserTypeError,
 )
 from ...ir.dtype import DataType
-from ...ir.nodes import BinOp, Call, Cast, ConstInt, Expr, FunctionType, MakeTuple
+from ...ir.nodes import BinOp, Call, Cast, ConstInt, MakeTuple
 from ...ir.types import (
-    INDEX, ArrayType, FunctionRefType, PtrType, ScalarType, StructType, TensorType, TileType,
+    INDEX, ArrayType, PtrType, ScalarType, StructType, TensorType, TileType,
     TupleType,
 )
 from .calls import emit_op, eval_args, materialize
 from .context import ParseContext, PyList
-from .expr import binary, is_const, scalar_type, to_expr, try_const
+from .expr import binary, scalar_type, to_expr, try_const
 
 
 @dataclass
@@ -287,6 +287,3 @@ HANDLERS = {
     **{f"simt.atomic_{n}": simt_atomic for n in "add sub exch max min inc dec cas and or xor"
        .split()},
 }
-
-__all__ = ["HANDLERS", "ConstexprValue", "replace", "is_const", "Expr", "FunctionRefType",
-           "OutOfRange", "FunctionType"]

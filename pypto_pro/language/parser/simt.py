@@ -8,11 +8,11 @@ from typing import Any
 
 from ...errors import InvalidOperationError, OutOfRange, ParserTypeError
 from ...ir.nodes import Call, Function, FunctionType, Var
-from ...ir.types import INDEX, ScalarType, TensorType, TileType
+from ...ir.types import ScalarType, TensorType, TileType
 from ..markers import kind_of
 from .calls import emit_op, eval_args, materialize
 from .context import FunctionFrame, ParseContext, PyList, assigned_names
-from .expr import eval_expr, to_expr, try_const
+from .expr import eval_expr, to_expr
 from .inline import function_ast, function_env
 from .values import linear_offset
 
@@ -119,5 +119,3 @@ def atomic(ctx: ParseContext, node: ast.Call, op: str) -> Any:
                 (("fn", op.split("_", 1)[1]),), ScalarType(t.dtype), ctx.span(node))
     return materialize(ctx, call, "old")
 
-
-__all__ = ["launch", "atomic", "INDEX", "try_const"]

@@ -15,7 +15,7 @@ from ...errors import (
     UnsupportedFeatureError,
 )
 from ...ir.nodes import (
-    BinOp, Call, ConstInt, Expr, GetField, GetItem, MakeTuple, Var,
+    BinOp, Call, ConstInt, Expr, GetField, GetItem, MakeTuple,
 )
 from ...ir.types import (
     INDEX, ArrayType, ScalarType, StructType, TensorType, TileGroupType, TileType, TupleType,
@@ -228,6 +228,3 @@ def _const_index(ctx: ParseContext, v: Any, node: ast.AST) -> int:
         raise ctx.error(ParserTypeError, "index must be a compile-time int", node)
     return i
 
-
-__all__ = ["attribute_of", "subscript_of", "BoundMethod", "ValidShape", "Fallback",
-           "group_slot", "linear_offset", "Var"]
