@@ -12,11 +12,21 @@ from typing import Any
 from .nodes import Node
 
 
+_CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _child_field_names(cls: type) -> tuple[str, ...]:
+    """Field names that can hold child nodes (not span / type / uid), cached per class."""
+    names = _CHILD_FIELDS.get(cls)
+    if names is None:
+        names = _CHILD_FIELDS[cls] = tuple(
+            f.name for f in dataclasses.fields(cls) if f.name not in ("span", "type", "uid"))
+    return names
+
+
 def _children_fields(node: Node):
-    for f in dataclasses.fields(node):
-        if f.name in ("span", "type", "uid"):
-            continue
-        yield f.name, getattr(node, f.name)
+    for name in _child_field_names(type(node)):
+        yield name, getattr(node, name)
 
 
 class Visitor:
