@@ -4,7 +4,6 @@ type, emits its key ops in order, fits the Ascend 950 buffers and respects the a
 also compiles (`compile_kernel`)."""
 from __future__ import annotations
 
-import importlib
 
 import pytest
 import torch
