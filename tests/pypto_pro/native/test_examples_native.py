@@ -9,27 +9,10 @@ import torch
 
 import pypto_pro
 from pypto_pro.errors import NotSupported
+from pypto_pro.examples import SMALL_CASES as CASES
+from pypto_pro.examples import WORKSPACE_ARGS as WORKSPACES
 from pypto_pro.examples import load
 
-CASES = [
-    ("hello_world", "hello_world_kernel", {}),
-    ("vector_add", "add_kernel", dict(m=256, n=384)),
-    ("vector_add", "add_kernel_single", dict(m=384, n=128)),
-    ("simt_add", "simt_add_kernel", dict(delta=2.5)),
-    ("simt_add", "simt_add_auto_kernel", dict(delta=-1.0)),
-    ("matmul", "matmul_kernel", dict(m=384, n=256)),
-    ("matmul", "matmul_reuse_a_kernel", dict(m=256, n=384, out_dtype=torch.float16)),
-    ("softmax", "softmax_kernel", dict(rows=100, cols=300)),
-    ("softmax", "softmax_kernel", dict(rows=16, cols=1)),
-    ("softmax", "softmax_declared_kernel", dict(rows=37, cols=512)),
-    ("layernorm", "layernorm_kernel", dict(rows=50, cols=200)),
-    ("layernorm", "layernorm_kernel", dict(rows=17, cols=256, eps=1e-3)),
-    ("matmul_softmax", "matmul_softmax_kernel", dict(n=256)),
-    ("matmul_softmax", "matmul_softmax_kernel", dict(n=64)),
-    ("flash_attention", "flash_attention_kernel", dict(sq=256, skv=256)),
-    ("flash_attention", "flash_attention_kernel", dict(sq=384, skv=128)),
-]
-WORKSPACES = {"matmul_softmax": {2}}
 
 
 def _run(backend: str, name: str, kernel: str, shape: dict):
