@@ -16,11 +16,12 @@ from ..ir.span import Span
 from ..ir.types import PipeType, TileType
 from .memory import GMRef
 from .program import Frame, RtGroup
+from .simt import SimtLaunch, compile_simt
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Instr:
-    """One instruction in a pipe queue."""
+    """One instruction in a pipe queue (slots: one is made per issued instruction)."""
 
     kind: str  # "op" | "set_flag" | "wait_flag" | "lock" | "unlock" | "xset" | "xwait"
     pipe: PipeType
@@ -52,6 +53,10 @@ def compile_effect(c, e: Expr) -> Callable:
     if spec is not None and spec.family in ("sync",) and e.op.startswith("system."):
         return _noop(c, e)
     raise NotSupported(f"the simulator does not run '{e.op}' yet", e.span)
+
+
+def _constant(value: Any) -> Callable[[Frame], Any]:
+    return lambda fr: value
 
 
 def _tile_op(c, e: Call, spec: opreg.OpSpec) -> Callable:
@@ -98,6 +103,11 @@ def _set_validshape(c, e: Call) -> Callable:
         tiles = t.slots if isinstance(t, RtGroup) else [t]
         for tile in tiles:
             if not (0 <= rows <= tile.geom.rows and 0 <= cols <= tile.geom.cols):
+                if fr.core.engine.observer is not None:  # sanitizer: report, clamp, go on
+                    rows, cols = fr.core.engine.observer.bad_validshape(fr.core, tile, rows,
+                                                                        cols, span)
+                    tile.valid = [rows, cols]
+                    continue
                 raise SimulationError(f"set_validshape [{rows}, {cols}] exceeds the tile's "
                                       f"shape [{tile.geom.rows}, {tile.geom.cols}]", span)
             tile.valid = [rows, cols]
@@ -118,6 +128,10 @@ def _setval(c, e: Call) -> Callable:
         ref = core.resolve_scalar_target(target(fr), span)
         import torch
 
+        obs = core.engine.observer
+        if obs is not None and not obs.scalar_access(core, ref, off(fr), True, span):
+            core.time += 1
+            return None  # the sanitizer reported the out-of-bounds write: skip it
         try:
             ref.write_linear(off(fr), torch.tensor([value(fr)]))
         except (IndexError, ValueError) as err:
@@ -146,7 +160,7 @@ def _set_stride(c, e: Call) -> Callable:
 def _flag(c, e: Call) -> Callable:
     src, dst = e.kwarg("set_pipe"), e.kwarg("wait_pipe")
     dyn = e.op.endswith("_dyn")
-    ident = c.expr(e.args[0]) if dyn else (lambda fr, v=e.kwarg("event_id"): v)
+    ident = c.expr(e.args[0]) if dyn else _constant(e.kwarg("event_id"))
     setting = e.op.startswith("system.sync_src")
     span, op = e.span, e.op
 
@@ -178,14 +192,14 @@ def _barrier(pipe_name: str):
 def _mutex(c, e: Call) -> Callable:
     pipe: PipeType = e.kwarg("pipe")
     dyn = e.op.endswith("_dyn")
-    ident = c.expr(e.args[0]) if dyn else (lambda fr, v=e.kwarg("mutex_id"): v)
+    ident = c.expr(e.args[0]) if dyn else _constant(e.kwarg("mutex_id"))
     guards = [c.expr(g) for g in (e.kwarg("guard") or ())]
     kind = "lock" if "lock" in e.op and "unlock" not in e.op else "unlock"
     span, op = e.span, e.op
 
     def run(fr: Frame):
         i = int(ident(fr))
-        if any(int(g(fr)) == i for g in guards):
+        if guards and any(int(g(fr)) == i for g in guards):
             return None  # the same id is already held by this op (codegen's dedup guard)
         yield from fr.core.issue(Instr(kind, pipe, op, span, key=i))
         return None
@@ -196,7 +210,7 @@ def _mutex(c, e: Call) -> Callable:
 def _cross_core(c, e: Call) -> Callable:
     pipe: PipeType = e.kwarg("pipe")
     dyn = e.op.endswith("_dyn")
-    ident = c.expr(e.args[0]) if dyn else (lambda fr, v=e.kwarg("event_id"): v)
+    ident = c.expr(e.args[0]) if dyn else _constant(e.kwarg("event_id"))
     mode = e.kwarg("sync_mode")
     kind = "xset" if "set_cross" in e.op else "xwait"
     span, op = e.span, e.op
@@ -210,10 +224,11 @@ def _cross_core(c, e: Call) -> Callable:
 
 def _sync_all(c, e: Call) -> Callable:
     core_type = e.kwarg("core_type")
+    soft = str(getattr(e.kwarg("mode"), "name", e.kwarg("mode"))) == "SOFT"
     span = e.span
 
     def run(fr: Frame):
-        yield from fr.core.sync_all(core_type, span)
+        yield from fr.core.sync_all(core_type, span, soft)
         return None
 
     return run
@@ -296,8 +311,23 @@ def _dump(c, e: Call) -> Callable:
 
 
 def _simt_launch(c, e: Call) -> Callable:
-    raise NotSupported("the simulator does not run SIMT launches yet", e.span,
-                       hint="SIMT support arrives with the Reg API / SIMT work")
+    """A pipe-V instruction running every thread of the SIMT function (`sim/simt.py`)."""
+    callee = c.functions.get(e.kwarg("callee"))
+    if callee is None:
+        raise SimulationError(f"simt.launch of unknown function '{e.kwarg('callee')}'", e.span)
+    kernel = compile_simt(callee)
+    args = [c.expr(a) for a in e.args]
+    threads = tuple(int(n) for n in e.kwarg("threads", (1, 1, 1)))
+    span = e.span
+
+    def run(fr: Frame):
+        core = fr.core
+        resolved = [core.operand(a(fr), span) for a in args]
+        launch = SimtLaunch(kernel, threads, span)
+        yield from core.issue(Instr("op", PipeType.V, "simt.launch", span, resolved,
+                                    {"launch": launch}))
+
+    return run
 
 
 _EFFECTS: dict[str, Callable] = {

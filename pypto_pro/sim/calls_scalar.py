@@ -166,6 +166,9 @@ def compile_synced_read(c, e: Call) -> Fn:
     def read(fr: Frame) -> Any:
         container, offset = src(fr), off(fr)
         ref = fr.core.resolve_scalar_target(container, span)
+        obs = fr.core.engine.observer
+        if obs is not None and not obs.scalar_access(fr.core, ref, offset, False, span):
+            return 0  # the sanitizer reported the out-of-bounds read
         try:
             value = ref.read_linear(offset, 1)[0]
         except (IndexError, ValueError) as err:

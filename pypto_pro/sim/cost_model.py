@@ -5,8 +5,9 @@ Owns `op_cost(op_name, args, kwargs, soc) -> OpCost`, with the operands resolved
 number from the SoC table, so every term carries a source key there):
 
 * data movement (MTE1/MTE2/MTE3/FIX): `mte_startup[path] + ceil(bytes / mte_rates[path])`
-  (§3.5.1, rates §1.3). `gm_bytes` = bytes crossing HBM (loads, stores, init_output); the engine
-  divides `hbm_bytes_per_s` between concurrent transfers (§3.5.3).
+  (§3.5.1, rates §1.3; on GM paths the L2-side rate). `gm_bytes` = bytes read from or written
+  to GM (loads, stores, init_output, scalar GM access) and `gm` the lines they touch: the
+  engine's `MemorySystem` (L2 hits/misses, chip HBM) may make the transfer later (§3.5.3).
 * vector (V): `vector_startup_cycles + ceil(repeats * vector_cycles_per_repeat[class])` with a
   repeat = `vector_repeat_bytes` (256 B) of the widest operand; a row shorter than its tile
   costs whole repeats per row (§3.2, §3.4). Multi-pass ops (addc-style) count their passes.
@@ -18,6 +19,7 @@ number from the SoC table, so every term carries a source key there):
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -26,6 +28,8 @@ from pypto_pro.ir.ops import REGISTRY
 from pypto_pro.ir.types import MemorySpace
 
 from .memory import GMRef, TileRef
+from .memory_system import GMAccess
+from .ops.movement import _gm_view, _offsets
 from .soc import SoC
 
 Space = MemorySpace
@@ -36,8 +40,9 @@ class OpCost:
     cycles: int
     bytes: int  # bytes moved (MTE/FIX), processed (V: read + written) or read from L0 (M)
     flops: int
-    gm_bytes: int  # bytes crossing HBM
+    gm_bytes: int  # bytes read from or written to GM
     path: str  # transfer path, "vector:<class>", "cube:<dtype>", "scalar", "sync"
+    gm: GMAccess | None = None  # the GM lines, for the L2/HBM model (sim.memory_system)
 
 
 #: (src space, dst space) -> transfer path of `move` / `insert` / `ub_copy`
@@ -87,26 +92,36 @@ def _tiles(args: list) -> list[TileRef]:
     return found
 
 
-def _transfer(soc: SoC, path: str, nbytes: int, gm_bytes: int = 0) -> OpCost:
+def _transfer(soc: SoC, path: str, nbytes: int, gm_bytes: int = 0,
+              gm: GMAccess | None = None) -> OpCost:
     cycles = soc.mte_startup[path] + math.ceil(nbytes / soc.mte_rates[path])
-    return OpCost(int(cycles), nbytes, 0, gm_bytes, path)
+    return OpCost(int(cycles), nbytes, 0, gm_bytes, path, gm)
+
+
+def _window(gm: GMRef, offsets, rows: int, cols: int, kwargs: dict, write: bool) -> GMAccess:
+    """The GM window a load or store moves (lines computed only when timed)."""
+    lines = functools.partial(gm.window_lines, _offsets(offsets), rows, cols, **_gm_view(kwargs))
+    return GMAccess(lines, write, gm.storage)
 
 
 def _movement_cost(op: str, args: list, kwargs: dict, soc: SoC) -> OpCost:
     if op == "block.load":
         dst = args[0]
         nbytes = _tile_bytes(dst)
-        return _transfer(soc, "gm_to_l1" if dst.space is Space.Mat else "gm_to_ub", nbytes, nbytes)
+        return _transfer(soc, "gm_to_l1" if dst.space is Space.Mat else "gm_to_ub", nbytes, nbytes,
+                         _window(args[1], args[2], *dst.valid, kwargs, write=False))
     if op in ("block.store", "block.store_fp"):
         dst, src = args[0], args[1]
         nbytes = src.valid_rows * src.valid_cols * dst.dtype.bits // 8
         return _transfer(soc, "l0c_to_gm" if src.space is Space.Acc else "ub_to_gm", nbytes,
-                         nbytes)
+                         nbytes, _window(dst, args[2], *src.valid, kwargs, write=True))
     if op == "block.init_output":
         gm = args[0]
-        count = kwargs.get("size") or math.prod(gm.shape) - int(kwargs.get("offset", 0) or 0)
-        nbytes = int(count) * gm.dtype.bits // 8
-        return _transfer(soc, "ub_to_gm", nbytes, nbytes)
+        start = int(kwargs.get("offset", 0) or 0)
+        count = int(kwargs.get("size") or math.prod(gm.shape) - start)
+        nbytes = count * gm.dtype.bits // 8
+        return _transfer(soc, "ub_to_gm", nbytes, nbytes, GMAccess(
+            functools.partial(gm.linear_lines, start, count), True, gm.storage))
     src = args[1]
     dst = _tiles([args[0]])[0]
     moved = min(_tile_bytes(src), sum(_tile_bytes(t) for t in _tiles([args[0]])))  # extract
@@ -166,11 +181,33 @@ def _sync_cost(op: str, soc: SoC) -> OpCost:
     return OpCost(int(cycles), 0, 0, 0, "sync")
 
 
-def _scalar_access_cost(args: list, soc: SoC) -> OpCost:
+def _scalar_access_cost(op: str, args: list, soc: SoC) -> OpCost:
     container = args[0]
-    gm = isinstance(container, GMRef)
     size = max(1, container.dtype.bits // 8)
-    return OpCost(int(soc.scalar_access_cycles), size, 0, size if gm else 0, "scalar")
+    if not isinstance(container, GMRef):
+        return OpCost(int(soc.scalar_access_cycles), size, 0, 0, "scalar")
+    lines = functools.partial(container.element_lines, int(args[1]), 1)
+    return OpCost(int(soc.scalar_access_cycles), size, 0, size, "scalar",
+                  GMAccess(lines, op == "block.setval", container.storage))
+
+
+#: the pipe-V instruction of a VF section (`sim.vf.section`; not an IR op)
+VF_SECTION = "vf.vec_scope"
+
+
+def vf_section_cost(counts: dict[str, int], soc: SoC) -> OpCost:
+    """One VF section (`__VEC_SCOPE__`) from the number of ops it executed per class (spec
+    §3.4): the launch's fixed `vector_startup_cycles`, then the busiest resource — the ALU
+    (each op its class's cycles per 256 B register), the 2 load ports or the 1 store port
+    [VFSIM uarch.csv]. Mask / SPR ops ("mask") count one ALU cycle, "free" ops none; FLOPs
+    are not counted (the lanes per op vary with the dtype)."""
+    per = soc.vector_cycles_per_repeat
+    alu = sum(n * (1 if cls == "mask" else per[cls]) for cls, n in counts.items()
+              if cls not in ("load", "store", "free"))
+    loads, stores = counts.get("load", 0), counts.get("store", 0)
+    busiest = max(alu, loads / 2, stores)
+    return OpCost(int(soc.vector_startup_cycles + math.ceil(busiest)), 256 * (loads + stores),
+                  0, 0, "vector:vf")
 
 
 def _vf_cost(op: str, soc: SoC) -> OpCost:
@@ -180,8 +217,35 @@ def _vf_cost(op: str, soc: SoC) -> OpCost:
     return OpCost(math.ceil(soc.vector_cycles_per_repeat[cls]), 0, 0, 0, f"vector:{cls}")
 
 
+#: SIMT warp-instruction class -> vector cost class (per 256 B repeat) of the same work
+_SIMT_VECTOR_CLASS = {"alu": "binary", "div": "div", "transcendental": "transcendental",
+                      "ub": "copy"}
+_SIMT_LANE_BYTES = 4  # a SIMT thread's register lane: 32 bits
+
+
+def simt_launch_cost(args: list, kwargs: dict, soc: SoC) -> OpCost:
+    """A `simt.launch` on pipe V: `vector_startup_cycles` (a SIMT launch starts a vector
+    function, spec §3.4) plus, per warp instruction executed (a warp of 32 threads issues an
+    instruction if any of its threads is active), the vector cost of the same lanes: the
+    class's cycles per 256 B repeat x 32 lanes x 4 B / 256 B. GM element accesses and atomics
+    take the scalar memory path, `scalar_access_cycles` per warp instruction. Running the
+    launch (`kwargs["launch"].execute`: it reads the operands now, at the instruction's start)
+    gives the counts, so divergence and per-thread trip counts are costed."""
+    profile = kwargs["launch"].execute(args)
+    warp_fraction = 32 * _SIMT_LANE_BYTES / soc.vector_repeat_bytes
+    cycles = float(soc.vector_startup_cycles)
+    for cls, n in profile.warp_ops.items():
+        vector_cls = _SIMT_VECTOR_CLASS.get(cls)
+        per = (soc.vector_cycles_per_repeat[vector_cls] * warp_fraction if vector_cls
+               else soc.scalar_access_cycles)
+        cycles += n * per
+    return OpCost(math.ceil(cycles), profile.bytes, profile.lane_ops, 0, "vector:simt")
+
+
 def op_cost(op_name: str, args: list, kwargs: dict, soc: SoC) -> OpCost:
     """The cost of one instruction `op_name` with resolved operands `args` on `soc`."""
+    if op_name == VF_SECTION:  # a whole VF section: its launch counts what it ran
+        return kwargs["launch"].cost(args, soc)
     spec = REGISTRY.get(op_name)
     if spec is None:
         raise ValueError(f"op_cost: unknown op {op_name!r}")
@@ -189,13 +253,15 @@ def op_cost(op_name: str, args: list, kwargs: dict, soc: SoC) -> OpCost:
     if family in ("load", "store", "move", "vec_copy") and op_name != "block.ub_copy":
         return _movement_cost(op_name, args, kwargs, soc)
     if op_name in ("block.getval", "block.setval"):
-        return _scalar_access_cost(args, soc)
+        return _scalar_access_cost(op_name, args, soc)
     if family == "cube":
         return _cube_cost(op_name, args, soc)
     if family == "sync":
         return _sync_cost(op_name, soc)
     if family == "vf":
         return _vf_cost(op_name, soc)
+    if op_name == "simt.launch":
+        return simt_launch_cost(args, kwargs, soc)
     if op_name.startswith("block.") and family not in ("meta", "alloc", "scalar", "debug"):
         return _vector_cost(op_name, args, soc)
     return OpCost(int(soc.scalar_issue_cycles), 0, 0, 0, "scalar")

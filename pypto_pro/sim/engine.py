@@ -5,12 +5,13 @@ pipe queues; pipes run concurrently. An instruction reads its operands when it s
 writes land when it ends, so a kernel with a missing sync can compute the wrong answer, as on
 hardware. Flags are 1-bit (a second set before the wait is an error), mutexes are granted in
 issue order per id, cross-core ids are counters, and all cores share one clock and the chip's
-HBM bandwidth. When nothing can move and some core is unfinished, the launch ends with a
-`DeadlockError` naming every stuck core, pipe and id.
+L2 and HBM (`memory_system`). When nothing can move and some core is unfinished, the launch
+ends with a `DeadlockError` naming every stuck core, pipe and id.
 """
 from __future__ import annotations
 
-import copy
+import dataclasses
+import functools
 import heapq
 import itertools
 from collections import deque
@@ -23,17 +24,21 @@ from ..trace.schema import EventLog
 from .calls_issue import Instr
 from .cost_model import op_cost
 from .memory import CoreMemory, GMRef, TileRef
+from .memory_system import MemorySystem
 from .ops import IMPLS
 from .program import RtTile
 
-QUEUE_DEPTH = 32  # instructions a pipe queue holds before the scalar unit stalls on issue
 AIC_PIPES = (PipeType.MTE1, PipeType.MTE2, PipeType.MTE3, PipeType.M, PipeType.FIX)
 AIV_PIPES = (PipeType.MTE2, PipeType.MTE3, PipeType.V)
 _SYNC_OP = {"set_flag": "set_flag", "wait_flag": "wait_flag", "lock": "get_buf",
             "unlock": "rls_buf", "xset": "set_intra_block", "xwait": "wait_intra_block"}
 _WRITERS = ("write", "write_linear", "write_window", "atomic_add_window", "fill_logical")
+#: SoC name → (SoC, MemorySystem) of the last finished launch: allocating the L2 arrays (MiBs
+#: of fresh pages) costs more than a small launch, refilling them a fraction of it
+_IDLE_MEMORY: dict[str, tuple[Any, MemorySystem]] = {}
 
 
+@functools.lru_cache(maxsize=None)
 def hw_op(ir_op: str, kind: str) -> str:
     """The hardware instruction family shown on the timeline (TLOAD, TADD, set_flag, ...)."""
     if kind != "op":
@@ -54,10 +59,27 @@ class Engine:
         self._heap: list = []
         self._seq = itertools.count()
         self.flows = itertools.count()
-        self.hbm_free = 0.0
-        self.hbm_rate = soc.hbm_bytes_per_s / soc.clock_hz  # bytes per core cycle
+        self.queue_depth = soc.pipe_queue_depth  # a full pipe queue stalls the scalar unit
         self.cores: list[Core] = []
         self.instructions = 0
+        self.observer: Any = None  # pypto_pro.sanitizer.Sanitizer when sanitizing
+
+    @functools.cached_property
+    def memory(self) -> MemorySystem:
+        """The chip's L2 and HBM, shared by all cores; made on the first GM access (a
+        functional-only launch never needs its tag arrays), reusing the arrays of the last
+        launch on the same SoC when there is one."""
+        idle = _IDLE_MEMORY.pop(self.soc.name, None)
+        if idle is not None and idle[0] is self.soc:
+            idle[1].reset()
+            return idle[1]
+        return MemorySystem(self.soc)
+
+    def release_memory(self) -> None:
+        """The launch is over: hand its memory system to the next launch on this SoC."""
+        memory = self.__dict__.pop("memory", None)
+        if memory is not None:
+            _IDLE_MEMORY[self.soc.name] = (self.soc, memory)
 
     def at(self, t: int, fn: Callable[[], None]) -> None:
         heapq.heappush(self._heap, (t, next(self._seq), fn))
@@ -70,19 +92,16 @@ class Engine:
                 self.now = t
             fn()
 
-    def reserve_hbm(self, start: int, nbytes: int) -> int:
-        """FIFO share of the chip's HBM: the cycle this transfer's bytes are through."""
-        if nbytes <= 0 or self.hbm_rate <= 0:
-            return start
-        begin = max(float(start), self.hbm_free)
-        self.hbm_free = begin + nbytes / self.hbm_rate
-        return int(self.hbm_free + 0.999)
-
     def deadlock(self) -> DeadlockError:
         stuck = [s for core in self.cores if not core.done for s in core.stuck_report()]
         lines = "\n".join(f"  {s}" for s in stuck)
+        # the span of the first stuck wait (scalar unit, then pipe queue heads), as reported
+        waits = [i for c in self.cores if not c.done for i in (
+            [c.wait_info[3]] if c.wait_info else []) + [p.queue[0] for p in c.pipes.values()
+                                                        if p.queue]]
+        span = next((i.span for i in waits if i is not None and i.span), None)
         return DeadlockError(f"the launch can never finish: {len(stuck)} stuck unit(s) at cycle "
-                             f"{self.now}\n{lines}", stuck,
+                             f"{self.now}\n{lines}", stuck, span=span,
                              hint="every wait needs a matching set (same pipes and id); every "
                                   "mutex lock needs an unlock on the same pipe")
 
@@ -159,6 +178,8 @@ class Core:
         self.scalar_done = False
         self.done = False
         self.flags: dict[tuple, int] = {}  # key → flow id of the set (present = flag is 1)
+        self.flags_pending: dict[tuple, deque[int]] = {}  # sets whose wait was issued first
+        self.last_set_seq: dict[tuple, int | None] = {}  # issue seq of the last set per key
         self.mutex: dict[int, deque[_MutexReq]] = {}
         self.xcount: dict[int, int] = {}
         self.peers: list[Core] = []  # AIC: its two AIVs; AIV: [its AIC]
@@ -229,13 +250,27 @@ class Core:
         yield from self.sync_scalar()
         if not all(p.idle for p in pipes):
             yield (lambda: all(p.idle for p in pipes), "barrier", f"pipe_barrier({pipe_name})")
+        if self.engine.observer is not None:
+            self.engine.observer.barrier(self, pipes)
         self.time = max(self.time, self.engine.now) + 1
 
-    def sync_all(self, core_type: Any, span: Span):
+    def sync_all(self, core_type: Any, span: Span, soft: bool = False):
+        """A barrier over the launch's cores of `core_type`. HARD is the FFTS signal (released
+        the cycle the last core arrives); SOFT is pto-isa's GM protocol: each core writes its
+        arrival flag to the GM workspace and polls it, so it leaves one flag write plus one
+        polling read (L2 hits) and the scalar access after the last arrival."""
         yield from self.barrier("ALL", span)
         group = self.launch.sync_all_group(self, core_type, span)
         group.arrive(self)
+        if self.engine.observer is not None:
+            self.engine.observer.sync_all_arrive(self, group, span)
         yield (lambda: group.released(self), "sync_all", "sync_all")
+        if soft:
+            soc = self.engine.soc
+            self.time = max(self.time, self.engine.now) + 2 * soc.mte_startup["gm_to_ub"] + \
+                soc.scalar_access_cycles
+        if self.engine.observer is not None:
+            self.engine.observer.sync_all_leave(self, group)
 
     def print(self, text: str) -> None:
         """Device text, exactly as printed (printf adds no newline of its own)."""
@@ -250,11 +285,14 @@ class Core:
         if pipe is None:
             raise SimulationError(f"{self.label} has no {instr.pipe.value} pipe "
                                   f"({instr.ir_op})", instr.span)
-        if len(pipe.queue) >= QUEUE_DEPTH:
-            yield (lambda: len(pipe.queue) < QUEUE_DEPTH, "queue", f"{pipe.kind.value} full",
+        depth = self.engine.queue_depth
+        if len(pipe.queue) >= depth:
+            yield (lambda: len(pipe.queue) < depth, "queue", f"{pipe.kind.value} full",
                    instr)
         instr.issue_time = self.time
         instr.seq = next(self._seq)
+        if self.engine.observer is not None:
+            self.engine.observer.issued(self, instr)
         self.time += 1
         if instr.kind == "lock":
             req = _MutexReq(instr.pipe)
@@ -271,7 +309,9 @@ class Core:
             if key not in self.flags:
                 yield (lambda: key in self.flags, "flag", _flag_ids(key), instr)
             now = max(self.time, self.engine.now)
-            flow, role = self.flags.pop(key), "wait"
+            flow, role = self._take_flag(key), "wait"
+            if self.engine.observer is not None:
+                self.engine.observer.sync(self, PipeType.S, instr)
         elif instr.kind == "set_flag":
             now = max(self.time, self.engine.now)
             flow, role = self._set_flag(instr, now), "set"
@@ -290,10 +330,10 @@ class Core:
         if kind == "op":
             self._run_op(pipe, instr, now)
             return True
-        ready, reason, ids = self._sync_ready(pipe, instr)
-        if not ready:
+        blocked = self._sync_blocked(pipe, instr)
+        if blocked is not None:
             if pipe.blocked is None:
-                pipe.blocked = (now, reason, ids)
+                pipe.blocked = (now, *blocked)
             return False
         if pipe.blocked is not None:
             since, reason, ids = pipe.blocked
@@ -310,21 +350,31 @@ class Core:
         pipe.queue.popleft()
         cost = op_cost(instr.ir_op, instr.args, instr.kwargs, eng.soc)
         writes: list = []
+        obs, skip = eng.observer, False
         if not eng.timing_only:
             deferred = [_defer(a, writes) for a in instr.args]
+            if obs is not None:
+                obs.watch(deferred)
             try:
                 IMPLS[instr.ir_op](deferred, instr.kwargs)
             except SimulationError:
                 raise
             except (IndexError, ValueError, TypeError, RuntimeError) as err:
-                raise SimulationError(f"{instr.ir_op} on {self.label}: {err}",
-                                      instr.span) from err
+                if obs is None or not obs.op_failed(self, pipe, instr, err):
+                    raise SimulationError(f"{instr.ir_op} on {self.label}: {err}",
+                                          instr.span) from err
+                skip = True
+        if obs is not None and not skip:
+            skip = not obs.op(self, pipe, instr, writes)
+        if skip:  # the sanitizer reported a memory fault: the instruction does nothing
+            writes.clear()
+            cost = dataclasses.replace(cost, gm=None)
         end = now + max(1, cost.cycles)
         reason = ""
-        if cost.gm_bytes and not eng.functional_only:
-            hbm_end = eng.reserve_hbm(now, cost.gm_bytes)
-            if hbm_end > end:
-                end, reason = hbm_end, "hbm"
+        if cost.gm is not None and not eng.functional_only:
+            gm_end = eng.memory.access(now, cost.gm, end)
+            if gm_end > end:
+                end, reason = gm_end, "hbm"
         eng.instructions += 1
         pipe.running = True
         pipe.busy_until = end
@@ -332,34 +382,39 @@ class Core:
                     end, cost.bytes, cost.flops, "", reason)
         eng.at(end, lambda: pipe.finish(instr, now, writes))
 
-    def _sync_ready(self, pipe: Pipe, instr: Instr) -> tuple[bool, str, str]:
+    def _sync_blocked(self, pipe: Pipe, instr: Instr) -> tuple[str, str] | None:
+        """(reason, ids) when the sync instruction at the head of `pipe` cannot run yet."""
         kind, key = instr.kind, instr.key
         if kind == "wait_flag":
-            return key in self.flags, "flag", _flag_ids(key)
+            return None if key in self.flags else ("flag", _flag_ids(key))
         if kind == "lock":
             q = self.mutex[key]
             req = instr.kwargs["req"]
             for r in q:
                 if r is req:
-                    return True, "", ""
+                    return None
                 if not r.released:
                     same = " (held by this same pipe: a double lock hangs the hardware)" \
                         if r.pipe is pipe.kind else f" (held by pipe {r.pipe.value})"
-                    return False, "mutex", f"mutex {key}{same}"
-            return True, "", ""
+                    return "mutex", f"mutex {key}{same}"
+            return None
         if kind == "xwait":
             slots = self.launch.xwait_slots(self, key, instr.span)
-            return all(core.xcount.get(s, 0) > 0 for core, s in slots), "cross_core", \
+            if all(core.xcount.get(s, 0) > 0 for core, s in slots):
+                return None
+            return "cross_core", \
                 f"xcore {key[1]} ({key[0].name if hasattr(key[0], 'name') else key[0]})"
-        return True, "", ""
+        return None
 
     def _complete_sync(self, pipe: Pipe, instr: Instr, now: int) -> None:
         kind, key = instr.kind, instr.key
         flow, role = -1, ""
+        if self.engine.observer is not None:
+            self.engine.observer.sync(self, pipe.kind, instr)
         if kind == "set_flag":
             flow, role = self._set_flag(instr, now), "set"
         elif kind == "wait_flag":
-            flow, role = self.flags.pop(key), "wait"
+            flow, role = self._take_flag(key), "wait"
         elif kind == "unlock":
             self._unlock(pipe, instr)
         elif kind == "xset":
@@ -375,19 +430,50 @@ class Core:
 
     def _set_flag(self, instr: Instr, now: int) -> int:
         key = instr.key
-        if key in self.flags:
-            raise SimulationError(f"{self.label}: set_flag {_flag_ids(key)} set twice before "
-                                  f"its wait_flag (the flag is one bit)", instr.span,
-                                  hint="each sync_src needs its sync_dst before the next set")
+        if self.engine.observer is not None:
+            self.engine.observer.flag_set(self, instr)
         flow = next(self.engine.flows)
-        self.flags[key] = flow
+        if key in self.flags:
+            # Decided by program order, not by which of two same-cycle events ran first: a
+            # second set is an error unless its wait was issued between the two sets (the
+            # wait then takes the first set and this one stays pending for the next wait).
+            if not self._wait_issued_since(key, instr):
+                raise SimulationError(f"{self.label}: set_flag {_flag_ids(key)} set twice "
+                                      f"before its wait_flag (the flag is one bit)", instr.span,
+                                      hint="each sync_src needs its sync_dst before the next "
+                                           "set")
+            self.flags_pending.setdefault(key, deque()).append(flow)
+        else:
+            self.flags[key] = flow
+        self.last_set_seq[key] = instr.seq if instr.pipe is not PipeType.S else None
         self.kick_blocked()
+        return flow
+
+    def _wait_issued_since(self, key: tuple, instr: Instr) -> bool:
+        """A wait_flag of `key`, issued after the previous set of `key` and before `instr`,
+        is still queued on its pipe."""
+        dst = self.pipes.get(key[1])
+        if dst is None:  # the scalar unit waits in program order: nothing can be queued
+            return False
+        after = self.last_set_seq.get(key)
+        before = instr.seq if instr.pipe is not PipeType.S else float("inf")
+        return any(q.kind == "wait_flag" and q.key == key and (after is None or q.seq > after)
+                   and q.seq < before for q in dst.queue)
+
+    def _take_flag(self, key: tuple) -> int:
+        """A wait consumes the flag (the next pending set, if any, sets it again)."""
+        flow = self.flags.pop(key)
+        pending = self.flags_pending.get(key)
+        if pending:
+            self.flags[key] = pending.popleft()
         return flow
 
     def _unlock(self, pipe: Pipe, instr: Instr) -> None:
         q = self.mutex.get(instr.key)
         held = next((r for r in q or () if not r.released), None) if q else None
         if held is None or held.pipe is not pipe.kind:
+            if self.engine.observer is not None:
+                return  # the sanitizer reported MUTEX_UNLOCK_BEFORE_LOCK; ignore the unlock
             raise SimulationError(f"{self.label}: mutex {instr.key} unlocked on pipe "
                                   f"{pipe.kind.value} without a matching lock", instr.span)
         held.released = True
@@ -447,13 +533,14 @@ class Core:
         log = self.engine.log
         if log is None:
             return
-        log.add(launch=0, core=self.core_id, core_kind=self.kind, block=self.block,
-                subblock=self.subblock, pipe=pipe.value, kind=kind, op=op, ir_op=ir_op,
-                file=span.file if span else "", line=span.line if span else 0, start=start,
-                end=end, bytes=nbytes, flops=flops, sync_ids=ids, stall_reason=reason,
-                flow_id=flow, flow_role=role)
+        # one tuple in schema.COLUMNS order (launch, core, ..., flow_role): the per-instruction
+        # cost of recording; `_value_` is the enum's value without the `.value` property call
+        log.rows.append((0, self.core_id, self.kind, self.block, self.subblock, pipe._value_, kind,
+                         op, ir_op, span.file if span else "", span.line if span else 0, start,
+                         end, nbytes, flops, ids, reason, flow, role))
 
 
+@functools.lru_cache(maxsize=None)
 def _flag_ids(key: tuple) -> str:
     src, dst, i = key
     return f"flag {src.value}->{dst.value} #{i}"
@@ -465,10 +552,17 @@ def _defer(arg: Any, writes: list) -> Any:
         return tuple(_defer(a, writes) for a in arg)
     if not isinstance(arg, (TileRef, GMRef)):
         return arg
-    proxy = copy.copy(arg)
-    for name in _WRITERS:
-        method = getattr(arg, name, None)
-        if method is not None:
-            setattr(proxy, name, lambda *a, _m=method, **k: writes.append((_m, a, k)))
+    cls = type(arg)
+    proxy = object.__new__(cls)  # a shallow copy (what copy.copy does, without its dispatch)
+    proxy.__dict__.update(arg.__dict__)
+    for name in _writers(cls):
+        method = getattr(arg, name)
+        setattr(proxy, name, lambda *a, _m=method, **k: writes.append((_m, a, k)))
     return proxy
+
+
+@functools.lru_cache(maxsize=None)
+def _writers(cls: type) -> tuple[str, ...]:
+    """The methods of a memory operand class that write (deferred to the instruction's end)."""
+    return tuple(name for name in _WRITERS if callable(getattr(cls, name, None)))
 

@@ -41,12 +41,17 @@ class _SyncAllGroup:
     def __init__(self, members: int) -> None:
         self.members = members
         self.arrived: dict[int, int] = {}  # core id → arrivals
+        self.cores: dict[int, Core] = {}
         self.rounds = 0
 
     def arrive(self, core: Core) -> None:
         self.arrived[core.uid] = self.arrived.get(core.uid, 0) + 1
+        self.cores[core.uid] = core
         if len(self.arrived) == self.members and min(self.arrived.values()) > self.rounds:
             self.rounds += 1
+            for waiting in self.cores.values():  # wake the cores that arrived earlier
+                if waiting is not core:
+                    waiting.poke()
 
     def released(self, core: Core) -> bool:
         return self.rounds >= self.arrived.get(core.uid, 0)
@@ -93,19 +98,16 @@ class Launch:
         bd = self.block_dim
         ids = slot.core_ids
         if self.kernel_type == "mix":
-            aic = self._core("AIC", slot.memories["aic"], b, 0,
-                             dict(block_idx=b, block_num=bd, subblock_idx=0, subblock_num=1),
+            aic = self._core("AIC", slot.memories["aic"], b, 0, _geometry(b, bd, 0, 1),
                              ids["aic"])
             aivs = [self._core("AIV", slot.memories[f"aiv{s}"], b, s,
-                               dict(block_idx=2 * b + s, block_num=bd, subblock_idx=s,
-                                    subblock_num=2), ids[f"aiv{s}"]) for s in (0, 1)]
+                               _geometry(2 * b + s, bd, s, 2), ids[f"aiv{s}"]) for s in (0, 1)]
             aic.peers, aivs[0].peers, aivs[1].peers = aivs, [aic], [aic]
             block.cores = [aic, *aivs]
         else:
             kind = "AIV" if self.kernel_type == "aiv" else "AIC"
             mem = slot.memories["aiv" if kind == "AIV" else "aic"]
-            block.cores = [self._core(kind, mem, b, 0, dict(block_idx=b, block_num=bd,
-                                                            subblock_idx=0, subblock_num=1),
+            block.cores = [self._core(kind, mem, b, 0, _geometry(b, bd, 0, 1),
                                       ids["aiv" if kind == "AIV" else "aic"])]
         remaining = {id(c) for c in block.cores}
 
@@ -171,7 +173,8 @@ class Launch:
                     return [(core.peers[0], ident), (core.peers[1], ident)]
                 return [(core.peers[ident // 16], ident % 16)]
             return [(core.peers[0], ident + 16 * core.subblock)]
-        return [(self._global(core, mode), ident)]
+        me, _, members = self._inter_scope(core, mode, span)
+        return [(m, (ident, me)) for m in members]
 
     def xwait_slots(self, core: Core, key: tuple, span: Span) -> list[tuple[Core, int]]:
         mode, ident = key
@@ -180,24 +183,42 @@ class Launch:
             if core.kind == "AIC" and mode is _INTRA:
                 return [(core, ident), (core, ident + 16)]
             return [(core, ident)]
-        return [(self._global(core, mode), ident)]
+        _, count, _ = self._inter_scope(core, mode, span)
+        return [(core, (ident, setter)) for setter in range(count)]
 
     def _need_peers(self, core: Core, span: Span) -> None:
         if not core.peers:
             raise SimulationError("intra-block cross-core sync needs a mix kernel (both a "
                                   "section_cube and a section_vector)", span)
 
-    def _global(self, core: Core, mode: Any) -> Core:
-        """INTER_* modes: a counter shared by the cores of the scope (held by its first core)."""
-        if mode is CrossCoreSyncMode.INTER_SUBBLOCK and core.kind == "AIV" and core.peers:
-            aic = core.peers[0]
-            return aic.peers[0]
-        return next(c for c in self.engine.cores if c.kind == core.kind)
+    def _inter_scope(self, core: Core, mode: Any, span: Span) -> tuple[int, int, list[Core]]:
+        """INTER_* modes are barriers (spec §2.3, FFTS mode 0/1): a wait releases once every
+        core of the scope has set. Each core keeps one counter per (id, setter): a set adds one
+        to its own counter on every running member, a wait needs one from every setter and
+        takes them. Returns (this core's index in the scope, scope size, running members).
+
+        INTER_BLOCK: all cores of this kind in the launch; INTER_SUBBLOCK: the two AIVs of
+        this AI core."""
+        if mode is CrossCoreSyncMode.INTER_SUBBLOCK:
+            if core.kind != "AIV" or not core.peers:
+                raise SimulationError("INTER_SUBBLOCK cross-core sync is between the two AIVs of "
+                                      "a mix kernel's AI core", span)
+            aivs = core.peers[0].peers
+            return core.subblock, 2, list(aivs)
+        members = [c for c in self.engine.cores if c.kind == core.kind and not c.done]
+        per_block = 2 if self.kernel_type == "mix" and core.kind == "AIV" else 1
+        return core.block_idx, self.block_dim * per_block, members
 
     def sync_all_group(self, core: Core, core_type: Any, span: Span) -> _SyncAllGroup:
         ct = SyncCoreType(int(core_type)) if core_type is not None else SyncCoreType.MIX
+        if ct is SyncCoreType.MIX and self.kernel_type != "mix":
+            only = "AIV_ONLY" if self.kernel_type == "aiv" else "AIC_ONLY"
+            raise SimulationError(f"sync_all(MIX) in an {self.kernel_type.upper()}-only kernel "
+                                  f"waits for cores of the other kind, which this launch does "
+                                  f"not have: on hardware it hangs", span,
+                                  hint=f"use pl.system.sync_all(core_type=pl.SyncCoreType.{only})")
         if ct is SyncCoreType.MIX:
-            members = self.block_dim * {"mix": 3}.get(self.kernel_type, 1)
+            members = self.block_dim * 3
         elif ct is SyncCoreType.AIV_ONLY:
             members = self.block_dim * (2 if self.kernel_type == "mix" else 1)
         else:
@@ -206,6 +227,13 @@ class Launch:
                 core.kind == "AIV" and ct is SyncCoreType.AIC_ONLY):
             raise SimulationError(f"sync_all({ct.name}) executed by an {core.kind}", span)
         return self.sync_groups.setdefault(ct, _SyncAllGroup(members))
+
+
+def _geometry(block_idx: int, block_num: int, subblock_idx: int, subblock_num: int
+              ) -> dict[str, int]:
+    """What `get_block_idx()` & co. return on one core."""
+    return {"block_idx": block_idx, "block_num": block_num, "subblock_idx": subblock_idx,
+            "subblock_num": subblock_num}
 
 
 __all__ = ["Launch"]

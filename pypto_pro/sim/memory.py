@@ -15,12 +15,13 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 from pypto_pro.ir.dtype import DataType
 from pypto_pro.ir.types import MemorySpace, TileLayout, TilePad, TileType
 
-from .layout import element_offsets, fractal_shape, outer_stride
+from .layout import element_offsets, fractal_shape, outer_stride, to_physical
 from .soc import SoC
 
 #: the byte pattern of never-written on-chip memory ("DEADBEEF" as bytes; fp32 -1.18e29)
@@ -38,6 +39,15 @@ _TORCH_NAMES = {
     DataType.FP8E4M3FN: "float8_e4m3fn", DataType.FP8E5M2: "float8_e5m2",
     DataType.FP8E8M0: "float8_e8m0fnu", DataType.HF8: "uint8", DataType.INDEX: "int64",
 }
+
+#: integer dtype per element size, for scatters of raw element bits
+_WORDS = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+#: an element's bytes in the "initialised" mask, all True, as one word of its size
+_ALL_INITIALISED = {1: 1, 2: 0x0101, 4: 0x01010101, 8: 0x0101010101010101}
+#: (bit offset in the line, rows, row stride, run, bits, line bytes) → lines of a strided
+#: window relative to its first line (`GMRef._row_lines`); cleared when it grows this large
+_ROW_LINES: dict[tuple[int, ...], np.ndarray] = {}
+_ROW_LINES_MAX = 4096
 
 
 class SimMemoryError(IndexError):
@@ -207,9 +217,23 @@ class TileRef:
             init[nibbles.reshape(-1) // 2] = True
             return
         size = self.dtype.itemsize
+        data = value.to(storage_dtype(self.dtype)).contiguous()
+        g = self.geometry
+        if g.addr % size == 0:  # typed element moves, not bytes (fractal layouts)
+            word, base = _WORDS[size], g.addr // size
+            bits = data.view(word)
+            if tuple(offset) == (0, 0) and (rows, cols) == self.shape and not g.compact:
+                # the whole tile: its bytes are one contiguous run in physical order
+                buf.view(word)[base:base + rows * cols] = to_physical(bits, g.layout,
+                                                                      g.fractal_shape)
+                init[g.addr:g.addr + rows * cols * size] = True
+                return
+            pos = (base + offs).reshape(-1)
+            buf.view(word)[pos] = bits.reshape(-1)
+            init.view(torch.uint8).view(word)[pos] = _ALL_INITIALISED[size]
+            return
         idx = (self.geometry.addr + offs * size)[..., None] + torch.arange(size)
-        data = value.to(storage_dtype(self.dtype)).contiguous().view(torch.uint8)
-        buf[idx.reshape(-1)] = data.reshape(-1)
+        buf[idx.reshape(-1)] = data.view(torch.uint8).reshape(-1)
         init[idx.reshape(-1)] = True
 
     def _plain_views(self, r0: int, c0: int, rows: int, cols: int
@@ -386,7 +410,7 @@ class GMRef:
             flat = flat // size
         return offs
 
-    def fill_logical(self, start: int, count: int, value: float | int) -> None:
+    def fill_logical(self, start: int, count: int, value: float) -> None:
         """Set the row-major logical elements [start, start + count) to `value`."""
         elems = self.logical_offsets(start, count)
         self._write_elems(elems, torch.full((count,), value).to(storage_dtype(self.dtype)))
@@ -418,6 +442,80 @@ class GMRef:
                                  f"{list(shape)}: access")
         base = self.base_offset + sum(o * s for o, s in zip(offsets, strides))
         return base, strides[row_axis], strides[col_axis]
+
+    # ------------------------------------------------------------ cache lines (timing)
+    def window_lines(self, offsets: Sequence[int], rows: int, cols: int, line_bytes: int,
+                     transpose: bool = False, axes: tuple[int, int] | None = None
+                     ) -> np.ndarray:
+        """Lines (byte offset in the tensor's storage // line_bytes) a window touches, unique."""
+        if rows == 0 or cols == 0:
+            return np.zeros(0, dtype=np.int64)
+        base, rs, cs = self._window_geometry(offsets, rows, cols, transpose, axes)
+        if cs != 1 and rs == 1:  # runs go down the columns
+            rows, cols, rs, cs = cols, rows, cs, rs
+        if cs != 1:  # no contiguous runs: element by element
+            elems = base + np.arange(rows)[:, None] * rs + np.arange(cols)[None, :] * cs
+            return self._element_lines(elems.reshape(-1), line_bytes)
+        if rs == cols:  # whole rows: one contiguous run
+            return self._run_lines(np.array([base]), rows * cols, line_bytes)
+        return self._row_lines(base, rows, rs, cols, line_bytes)
+
+    def linear_lines(self, start: int, count: int, line_bytes: int) -> np.ndarray:
+        """Lines of the row-major logical elements [start, start + count) (`init_output`)."""
+        if count <= 0:
+            return np.zeros(0, dtype=np.int64)
+        if self.strides == _row_major(self.shape):
+            return self._run_lines(np.array([self.base_offset + start]), count, line_bytes)
+        return self._element_lines(self.logical_offsets(start, count).numpy(), line_bytes)
+
+    def element_lines(self, offset: int, count: int, line_bytes: int) -> np.ndarray:
+        """Lines of `count` storage elements from `offset` past the base (getval/setval)."""
+        return self._run_lines(np.array([self.base_offset + offset]), count, line_bytes)
+
+    @property
+    def storage(self) -> tuple[int, int]:
+        """(identity, bytes) of the storage behind this view, for the L2 model."""
+        return self._bytes.data_ptr(), self._bytes.numel()
+
+    def _row_lines(self, base: int, rows: int, rs: int, count: int, line_bytes: int
+                   ) -> np.ndarray:
+        """`_run_lines` of `rows` runs `rs` elements apart from element `base`. Relative to the
+        line of `base` they depend only on where `base` falls in it, so each pattern is
+        computed once and shifted (every tile of a tiled loop has the same one)."""
+        bits = self._bits
+        if (8 * line_bytes) % bits:  # lines that do not hold whole elements: no pattern
+            return self._run_lines(base + np.arange(rows, dtype=np.int64) * rs, count,
+                                   line_bytes)
+        q, rem = divmod(base * bits, 8 * line_bytes)
+        key = (rem, rows, rs, count, bits, line_bytes)
+        pattern = _ROW_LINES.get(key)
+        if pattern is None:
+            if len(_ROW_LINES) >= _ROW_LINES_MAX:
+                _ROW_LINES.clear()
+            firsts = rem // bits + np.arange(rows, dtype=np.int64) * rs
+            pattern = _ROW_LINES[key] = self._run_lines(firsts, count, line_bytes)
+            pattern.flags.writeable = False
+        return pattern + q
+
+    def _run_lines(self, first_elems: np.ndarray, count: int, line_bytes: int) -> np.ndarray:
+        """Lines of runs of `count` consecutive elements starting at `first_elems`."""
+        bits = self._bits
+        start = first_elems * bits // 8
+        end = ((first_elems + count) * bits + 7) // 8  # exclusive
+        first, last = start // line_bytes, (end - 1) // line_bytes
+        if first.size == 1:
+            return np.arange(first[0], last[0] + 1)
+        spans = last - first + 1
+        width = int(spans.max())
+        lines = first[:, None] + np.arange(width)[None, :]
+        if int(spans.min()) != width:
+            lines = lines[np.arange(width)[None, :] < spans[:, None]]
+        if (first[1:] > last[:-1]).all():  # ascending runs on separate lines: already unique
+            return lines.reshape(-1)
+        return np.unique(lines)
+
+    def _element_lines(self, elems: np.ndarray, line_bytes: int) -> np.ndarray:
+        return np.unique(elems * self._bits // 8 // line_bytes)
 
     def _read_elems(self, elems: torch.Tensor) -> torch.Tensor:
         self._check(elems)

@@ -9,9 +9,13 @@ Control flow returns `_BREAK` / `_CONTINUE` / `_RETURN` signals up the closure t
 """
 from __future__ import annotations
 
+import math
 import operator
+import struct
 from dataclasses import dataclass, field
 from typing import Any, Callable
+
+import torch
 
 from ..errors import NotSupported, SimulationError
 from ..ir import ops as opreg
@@ -72,16 +76,31 @@ _INT_BIN = {
 
 
 def convert_scalar(value: Any, dtype: DataType) -> Any:
+    """`value` as the scalar unit holds it in `dtype`: integers wrap at their width, floats
+    round to their precision (an FP32 scalar is a C++ `float`, not a Python double)."""
     if dtype is DataType.BOOL:
         return bool(value)
     if dtype.is_float:
-        return float(value)
+        return round_float(float(value), dtype)
     v = int(value)
     bits = dtype.bits
     if dtype.kind == "uint":
         return v & ((1 << bits) - 1)
     v &= (1 << bits) - 1
     return v - (1 << bits) if v >= 1 << (bits - 1) else v
+
+
+def round_float(value: float, dtype: DataType) -> float:
+    """`value` rounded to nearest-even in `dtype` (FP32, FP16, BF16; wider stays double)."""
+    if dtype is DataType.FP32 or dtype is DataType.FP16:
+        fmt = "f" if dtype is DataType.FP32 else "e"
+        try:
+            return struct.unpack(fmt, struct.pack(fmt, value))[0]
+        except OverflowError:  # beyond the format's range: the hardware gives ±inf
+            return math.copysign(math.inf, value)
+    if dtype is DataType.BF16:
+        return float(torch.tensor(value, dtype=torch.bfloat16))
+    return value
 
 
 # ---------------------------------------------------------------- the compiler
@@ -124,8 +143,7 @@ class _Compiler:
             c, a, b = self.expr(e.cond), self.expr(e.true_value), self.expr(e.false_value)
             return lambda fr: a(fr) if c(fr) else b(fr)
         if isinstance(e, MakeTuple):
-            fs = [self.expr(x) for x in e.elements]
-            return lambda fr: tuple(f(fr) for f in fs)
+            return self.make_tuple(e)
         if isinstance(e, GetItem):
             v, i = self.expr(e.value), self.expr(e.index)
             return lambda fr: _index(v(fr), i(fr))
@@ -138,6 +156,19 @@ class _Compiler:
             return compile_value_call(self, e)
         raise NotSupported(f"simulator: expression {type(e).__name__}", getattr(e, "span", None))
 
+    def make_tuple(self, e: MakeTuple) -> Callable[[Frame], Any]:
+        """Shapes and offsets of every tile op: constant ones are built once, pairs without a
+        generator (a generator per call was a visible share of a launch's own time)."""
+        consts = (ConstInt, ConstFloat, ConstBool, ConstStr, EnumConst)
+        if all(isinstance(x, consts) for x in e.elements):
+            value = tuple(x.value for x in e.elements)
+            return lambda fr: value
+        fs = [self.expr(x) for x in e.elements]
+        if len(fs) == 2:
+            f0, f1 = fs
+            return lambda fr: (f0(fr), f1(fr))
+        return lambda fr: tuple([f(fr) for f in fs])
+
     def binary(self, e: BinaryExpr) -> Callable[[Frame], Any]:
         a, b = self.expr(e.lhs), self.expr(e.rhs)
         if e.op is BinOp.And:
@@ -146,6 +177,7 @@ class _Compiler:
             return lambda fr: bool(a(fr)) or bool(b(fr))
         op = _INT_BIN[e.op]
         dt = e.type.dtype if isinstance(e.type, ScalarType) else None
+        rounded = dt if dt is not None and dt.is_float and dt.bits < 64 else None
         span = e.span
         if e.op in (BinOp.FloorDiv, BinOp.FloorMod, BinOp.FloatDiv):
             def div(fr: Frame) -> Any:
@@ -153,11 +185,14 @@ class _Compiler:
                 if rhs == 0:
                     raise SimulationError("division by zero in scalar code", span,
                                           hint="guard the divisor; the NPU would give garbage")
-                return op(a(fr), rhs)
+                return op(a(fr), rhs) if rounded is None else round_float(op(a(fr), rhs),
+                                                                           rounded)
 
             return div
         if dt is not None and dt.is_int and dt is not DataType.INDEX and dt.bits < 64:
             return lambda fr: convert_scalar(op(a(fr), b(fr)), dt)
+        if rounded is not None:
+            return lambda fr: round_float(op(a(fr), b(fr)), rounded)
         return lambda fr: op(a(fr), b(fr))
 
     # ------------------------------------------------------------ statements
@@ -342,8 +377,9 @@ class _Compiler:
 
     def s_SectionStmt(self, s: SectionStmt):
         if s.kind is SectionKind.VF:
-            raise NotSupported("the simulator does not run Reg API (VF) sections yet", s.span,
-                               hint="use the Tile API ops (pl.add, pl.exp, ...) for now")
+            from .vf import compile_vf_section  # imports this module
+
+            return compile_vf_section(self, s)
         return self.stmt(s.body)
 
 

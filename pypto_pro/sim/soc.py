@@ -38,6 +38,11 @@ class SoC:
     aiv_cores: int
     clock_mhz: float
     hbm_bytes_per_s: float
+    l2_bytes: int  # chip L2 shared by all cores; 0 = none (see sim.memory_system)
+    l2_line_bytes: int
+    l2_ways: int
+    l2_miss_extra_cycles: int
+    pipe_queue_depth: int  # instructions a pipe queue holds before issue stalls
     cube_head_cycles: int
     cube_fractal_m: int
     cube_fractal_n: int

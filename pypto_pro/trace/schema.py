@@ -2,12 +2,12 @@
 
 Every backend that produces timing writes these columns; the views never know which backend
 produced a Trace. Times are in core clock cycles from the launch start (all cores share one
-clock). The simulator appends rows with `EventLog.add` (columnar, cheap) and the `Trace` turns
-them into a pandas DataFrame on demand.
+clock). The simulator appends one tuple per row to an `EventLog` and the `Trace` turns them into a
+pandas DataFrame on first use.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 #: column name → (python type, meaning)
@@ -35,19 +35,36 @@ COLUMNS: dict[str, tuple[type, str]] = {
 }
 
 
-@dataclass
 class EventLog:
-    """Columnar event storage appended to by a backend during a launch."""
+    """Event rows appended by a backend during a launch, one tuple each in `COLUMNS` order (a
+    tuple per row is the cheapest thing to append per instruction); `columns` transposes them
+    when the Trace's DataFrame is built."""
 
-    columns: dict[str, list] = field(default_factory=lambda: {c: [] for c in COLUMNS})
+    __slots__ = ("rows",)
+
+    def __init__(self) -> None:
+        self.rows: list[tuple] = []
 
     def add(self, **row: Any) -> None:
-        cols = self.columns
-        for name in COLUMNS:
-            cols[name].append(row.get(name, _DEFAULTS[name]))
+        """Append one row by column name; missing columns take their defaults."""
+        unknown = row.keys() - _DEFAULTS.keys()
+        if unknown:
+            raise ValueError(f"unknown event columns {sorted(unknown)}")
+        self.rows.append(tuple(row.get(name, default) for name, default in _DEFAULTS.items()))
+
+    @property
+    def columns(self) -> dict[str, list]:
+        """Column name → values, in `COLUMNS` order."""
+        if not self.rows:
+            return {name: [] for name in COLUMNS}
+        return dict(zip(COLUMNS, map(list, zip(*self.rows))))
+
+    def launches(self) -> set[int]:
+        """The launch numbers present."""
+        return {int(row[0]) for row in self.rows}  # "launch" is the first column
 
     def __len__(self) -> int:
-        return len(self.columns["start"])
+        return len(self.rows)
 
 
 _DEFAULTS = {name: ("" if typ is str else (-1 if name == "flow_id" else 0))

@@ -16,12 +16,13 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from .events import require_pandas, to_frame
-from .schema import TraceMeta
+from .schema import EventLog, TraceMeta
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from .events import EventSource
+    from ..sanitizer import SanitizerReport
     from .roofline import Roofline
 
 
@@ -30,8 +31,18 @@ class Trace:
 
     def __init__(self, events: EventSource, meta: TraceMeta, *,
                  launch_metas: Mapping[int, TraceMeta] | None = None) -> None:
-        self._events = to_frame(events)
-        present = sorted(int(k) for k in self._events["launch"].unique())
+        # An EventLog (what a backend records) becomes the DataFrame on first use: building
+        # it costs more than a small launch, and many launches are never looked at. Its
+        # rows are checked then; a DataFrame from a user is checked here.
+        self._frame: pd.DataFrame | None = None
+        self._log: EventLog | None = None
+        if isinstance(events, EventLog):
+            require_pandas()
+            self._log = events
+            present = sorted(events.launches())
+        else:
+            self._frame = to_frame(events)
+            present = sorted(int(k) for k in self._frame["launch"].unique())
         if launch_metas is None:
             self._metas = {k: meta for k in present} or {meta.launch: meta}
         else:
@@ -41,6 +52,8 @@ class Trace:
             self._metas = dict(launch_metas)
         self._meta = meta
         self._launches: pd.DataFrame | None = None
+        #: the sanitizer's report when the launch ran sanitized (the backend sets it)
+        self.sanitizer: SanitizerReport | None = None
 
     @classmethod
     def concat(cls, traces: Sequence[Trace]) -> Trace:
@@ -64,6 +77,13 @@ class Trace:
 
     # -- data ------------------------------------------------------------------------------
     @property
+    def _events(self) -> pd.DataFrame:
+        if self._frame is None:
+            self._frame = to_frame(self._log)
+            self._log = None
+        return self._frame
+
+    @property
     def events(self) -> pd.DataFrame:
         """All events, one row each, in the schema's columns (treat as read-only)."""
         return self._events
@@ -72,6 +92,15 @@ class Trace:
     def meta(self) -> TraceMeta:
         """What the (first) launch was measured on."""
         return self._meta
+
+    @property
+    def findings(self) -> pd.DataFrame:
+        """Sanitizer findings, one row each (`SanitizerReport.to_frame()` plus `launch`): the
+        `core`/`pipe`/`start` and `other_*` columns name the events involved. Empty when the
+        launch was not sanitized."""
+        from ..sanitizer import SanitizerReport
+
+        return (self.sanitizer or SanitizerReport()).to_frame().assign(launch=self._meta.launch)
 
     @property
     def launch_metas(self) -> dict[int, TraceMeta]:

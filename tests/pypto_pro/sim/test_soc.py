@@ -26,17 +26,22 @@ def test_default_is_950pr_9589_with_ini_numbers():
     assert table.buffer_size(MemorySpace.Scaling) == 4096 + 2048
     assert table.alignment(MemorySpace.Left) == 512 and table.alignment(MemorySpace.Acc) == 64
     assert table.sources["buffers.Vec"] == "INI950 [AICoreSpec] ub_size"
-    assert table.mte_rates["gm_to_l1"] == 31 and table.mte_rates["gm_to_ub"] == 16
+    # GM paths run at the L2-side rates; HBM (shared by the chip) bounds only the misses
+    assert table.mte_rates["gm_to_l1"] == 100 and table.mte_rates["gm_to_ub"] == 100
+    assert (table.l2_bytes, table.l2_line_bytes, table.l2_miss_extra_cycles) == (
+        128 << 20, 512, 150)
+    assert table.sources["l2_bytes"].startswith("INI950 [SoCInfo] l2_size")
 
 
 def test_aliases_and_other_skus():
     assert soc("950PR") is soc("Ascend950PR_9589")
     dt = soc("950DT")
     assert dt.name == "Ascend950DT_9581" and dt.hbm_bytes_per_s == 4.0e12
-    assert dt.mte_rates["gm_to_l1"] == 80
+    assert dt.mte_rates["gm_to_l1"] == 100
     a2 = soc("910B1")
     assert (a2.aic_cores, a2.clock_mhz, a2.buffer_size(MemorySpace.Vec)) == (24, 1850, 196608)
     assert a2.buffer_size(MemorySpace.ScaleLeft) == 0
+    assert a2.l2_bytes == 192 << 20 and a2.mte_rates["l1_to_l0b"] == 128
     assert soc("Ascend950PR_9579").aic_cores == 28
 
 
@@ -64,5 +69,6 @@ def test_derived_chip_peaks_match_the_spec():
         peak = table.aic_cores * 2 * table.cube_macs_per_cycle["FP16"] * table.clock_hz / 1e12
         assert peak == pytest.approx(tflops, abs=0.1)
     dt = soc("950DT")
-    derived_hbm = dt.mte_rates["gm_to_l1"] * dt.aic_cores * dt.clock_hz
-    assert derived_hbm == pytest.approx(4.2e12, rel=0.01)
+    # the INI per-core ddr rate (80 B/c) is the chip HBM share: 80 x 32 x 1.65 GHz = 4.2 TB/s
+    assert 80 * dt.aic_cores * dt.clock_hz == pytest.approx(dt.hbm_bytes_per_s, rel=0.06)
+    assert "80 B/c x 32 AIC" in dt.sources["hbm_bytes_per_s"]

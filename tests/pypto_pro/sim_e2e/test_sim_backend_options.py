@@ -66,7 +66,7 @@ def test_soc_record_with_overrides(add):
     with use_backend("sim-slow"):
         trace = _run(m, args)
     assert trace.meta.soc == "Ascend950PR_9589"
-    assert trace.duration_cycles > 1.5 * _run(m, args).duration_cycles
+    assert trace.duration_cycles > 1.3 * _run(m, args).duration_cycles  # latencies unchanged
     with pytest.raises(InvalidArgument, match="soc_name or soc"):
         SimBackend(soc_name="950PR", soc=slow)
 
