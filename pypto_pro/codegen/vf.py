@@ -7,7 +7,8 @@ one entry of `VF_INTRINSICS`: the intrinsic's name (may use `{bits}` / `{T}` of 
 first operand), how the result is produced ("arg": destination register first; "ret":
 `r = intrinsic(...)`; "none": a statement) and its argument list. An argument spec is
 "<position>|<keyword>=<default>" with either part optional: the positional operand if given,
-else the keyword, else the default C++ text (none: the argument is left out). Tiles become their
+else the keyword, else the default C++ text (none: the argument is left out; a trailing `?`:
+the default is written only when a later argument is given). Tiles become their
 UB pointer (`tile + k` an offset pointer), enum values their CCE spelling (`PAT_ALL`,
 `MODE_ZEROING`, `NORM`, ...).
 """
@@ -19,12 +20,19 @@ from dataclasses import dataclass
 from ..errors import NotSupported
 from ..ir.dtype import DataType
 from ..ir.nodes import (
-    AssignStmt, BinaryExpr, BinOp, Call, ConstInt, EnumConst, Expr, SectionStmt,
+    AssignStmt,
+    BinaryExpr,
+    BinOp,
+    Call,
+    ConstInt,
+    EnumConst,
+    Expr,
+    SectionStmt,
 )
 from ..ir.span import Span
 from ..ir.types import MaskType, RegType, TileType
-from .scopes import stmts_of, sub_exprs, bodies_of
 from .ops import check_kwargs
+from .scopes import bodies_of, stmts_of, sub_exprs
 from .types import attr_value, ctype
 
 
@@ -51,14 +59,14 @@ VF_INTRINSICS: dict[str, VFIntrinsic] = {
     "get_mask_spr": _v("get_mask_spr_b{bits}", "0|width", result="ret"),
     "move": _v("vmov", "0", "1|mask"),
     # loads and stores (UB ↔ registers)
-    "load_align": _v("vlds", "0", "1|offset=0", "3|dist=NORM", "5|block_stride",
-                     "6|post_update"),
+    "load_align": _v("vlds", "0", "1|offset=0", "3|dist=NORM", "4|data_copy_mode=NORM?",
+                     "5|block_stride=1?", "6|post_update=0?"),
     "store_align": _v("vsts", "1", "0", "|offset=0", "3|dist=NORM_B{bits}", "2|mask",
                       result="none"),
     "load_unalign_init": _v("vldas", "0", "1|offset=0"),
     "load_unalign_pre": _v("vldas", "0", "1|offset=0"),
     "load_unalign": _v("vldus", "0", "1", "2|offset=0"),
-    "unalign_reg_for_store": _v("vstus_init", "0|dtype"),
+    "unalign_reg_for_store": _v("vstus_init"),
     "store_unalign": _v("vstus", "1", "0", "2", "3|offset=0", result="none"),
     "store_unalign_post": _v("vstas", "1", "0", "2|offset=0", result="none"),
     "load": _v("vlds", "0", "1|offset=0", "2|dist=NORM"),
@@ -100,8 +108,8 @@ VF_INTRINSICS: dict[str, VFIntrinsic] = {
     "bit_cast": _v("vbitcast", "0"),
     "pack": _v("vpack", "0", "2|part=LOWER"),
     "unpack": _v("vunpack", "0", "2|part=LOWER"),
-    "interleave": _v("vintlv", "0", "1"),
-    "de_interleave": _v("vdintlv", "0", "1"),
+    "interleave": _v("vintlv", "0", "1", "2|part=LOWER"),
+    "de_interleave": _v("vdintlv", "0", "1", "2|part=LOWER"),
     "squeeze": _v("vsqz", "0", "1|mask", "2|gather_mode=STORE_REG"),
     "unsqueeze": _v("vusqz", "0", "1|mask"),
     "histograms": _v("vhist", "0", "1|mask", "2|bin_type=BIN0", "3|hist_type=FREQUENCY"),
@@ -110,9 +118,7 @@ VF_INTRINSICS: dict[str, VFIntrinsic] = {
 #: VF enum classes whose CCE constants carry a prefix
 _ENUM_PREFIX = {"MaskPattern": "PAT_", "MergeMode": "MODE_"}
 #: attribute enums of the Reg API, spelled as raw CCE constants inside VF code
-VF_ENUMS = ("MaskPattern MergeMode ReduceMode DuplicatePos CastLayout VFRoundMode SaturateMode "
-            "BinType HistType SqueezeMode PackPart MaskWidth LoadDist StoreDist DataCopyMode "
-            "MemBarMode IndexOrder").split()
+VF_ENUMS = ["MaskPattern", "MergeMode", "ReduceMode", "DuplicatePos", "CastLayout", "VFRoundMode", "SaturateMode", "BinType", "HistType", "SqueezeMode", "PackPart", "MaskWidth", "LoadDist", "StoreDist", "DataCopyMode", "MemBarMode", "IndexOrder"]
 
 
 def vf_constants() -> set[str]:
@@ -122,7 +128,7 @@ def vf_constants() -> set[str]:
     names = {_ENUM_PREFIX.get(e, "") + m.name for e in VF_ENUMS for m in attrs.ALL[e]}
     for spec in VF_INTRINSICS.values():
         for arg in spec.args:
-            default = arg.partition("|")[2].partition("=")[2]
+            default = arg.removesuffix("?").partition("|")[2].partition("=")[2]
             for bits in (8, 16, 32, 64):
                 text = default.format(bits=bits, T="float")
                 if text.isidentifier() and text not in ("true", "false"):
@@ -186,9 +192,9 @@ def _registers(section_body) -> list:
 
     def walk(b) -> None:
         for s in stmts_of(b):
-            if isinstance(s, AssignStmt) and isinstance(s.var.type, (RegType, MaskType)):
-                if s.var not in out:
-                    out.append(s.var)
+            if isinstance(s, AssignStmt) and isinstance(s.var.type, (RegType, MaskType)) \
+                    and s.var not in out:
+                out.append(s.var)
             for inner in bodies_of(s):
                 walk(inner)
 
@@ -233,7 +239,7 @@ def _emit(body, call: Call, dst: str | None, rtype, span: Span | None) -> None:
     fmt = {"bits": str(dtype.bits if dtype is not None else 32),
            "T": ctype(dtype) if dtype is not None else "float"}
     name = spec.name.format(**fmt)
-    args = [a for a in (_arg(body, call, a, fmt) for a in spec.args) if a is not None]
+    args = _args(body, call, spec.args, fmt)
     if spec.result == "arg" and dst is not None:
         args.insert(0, dst)
     text = f"{name}({', '.join(args)})"
@@ -253,6 +259,26 @@ def _dtype(call: Call, rtype) -> DataType | None:
         if isinstance(t, (RegType, TileType)):
             return t.dtype
     return None
+
+
+def _args(body, call: Call, specs: tuple[str, ...], fmt: dict) -> list[str]:
+    """The C++ arguments; a default marked `?` is written only when a later argument is."""
+    out: list[tuple[str, bool]] = []
+    for spec in specs:
+        optional = spec.endswith("?")
+        spec = spec.removesuffix("?")
+        text = _arg(body, call, spec, fmt)
+        if text is not None:
+            out.append((text, optional and not _given(call, spec)))
+    while out and out[-1][1]:
+        out.pop()
+    return [text for text, _ in out]
+
+
+def _given(call: Call, spec: str) -> bool:
+    pos, _, kw = spec.partition("|")
+    key = kw.partition("=")[0]
+    return bool(pos and int(pos) < len(call.args)) or bool(key and call.kwarg(key) is not None)
 
 
 def _arg(body, call: Call, spec: str, fmt: dict) -> str | None:

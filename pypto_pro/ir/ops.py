@@ -275,6 +275,9 @@ for _n in VF_NAMES:
                     reads=(0,) if _n in VF_LOADS else (),
                     writes=(0,) if _n in VF_STORES else (),
                     returns="none" if _n in VF_STORES | {"mem_bar", "clear_spr"} else "reg"))
+# The simulator's one pipe-V instruction for a whole VF section (`__VEC_SCOPE__`), over the
+# section's tiles; the IR keeps the section as a SectionStmt and never calls it.
+register(OpSpec("vf.vec_scope", pipe=PipeType.V, family="vf", tail_reads=True))
 
 
 # ------------------------------------------------------------------ the pl → IR name map

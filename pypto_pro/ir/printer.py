@@ -7,6 +7,7 @@ names. With `line_map=True` it also returns, per printed line, the source span o
 from __future__ import annotations
 
 import enum
+from collections import Counter
 from typing import Any
 
 from .dtype import DataType
@@ -272,13 +273,28 @@ class Printer:
 
     # ------------------------------------------------------------ functions
     def unique_names(self, f: Function) -> None:
-        """A Var that shares its name with an earlier, different Var of `f` prints as
-        `<name>_<n>` (a name no other Var of `f` has), so every printed name is one Var."""
+        """A Var that shares its name with an earlier, different Var of its scope prints as
+        `<name>_<n>` (a name no other Var of the scope has), so every printed name is one Var
+        where it is read. A VF section is a scope of its own (the reader's too): its locals
+        keep their names unless a Var of the same name is used inside the section."""
         found = [n for n in walk(f) if isinstance(n, Var)]
-        taken = {v.name for v in found}
-        first: dict[str, Var] = {}
+        sections = [s for s in walk(f.body)
+                    if isinstance(s, SectionStmt) and s.kind is SectionKind.VF]
+        inside = [[n for n in walk(s.body) if isinstance(n, Var)] for s in sections]
+        outside = Counter(found)
+        for vs in inside:
+            outside.subtract(vs)
         self.names = {}
-        for v in found:
+        self._rename([v for v in found if outside[v] > 0], {})
+        for vs in inside:
+            used = {self.names.get(v, v.name): v for v in vs if outside[v] > 0}
+            self._rename([v for v in vs if outside[v] <= 0], used)
+
+    def _rename(self, scope: list[Var], visible: dict[str, Var]) -> None:
+        """Name the Vars `scope` defines, after the `visible` Vars of enclosing scopes."""
+        taken = set(visible) | {v.name for v in scope}
+        first = dict(visible)
+        for v in scope:
             if first.setdefault(v.name, v) != v and v not in self.names:
                 n = 1
                 while f"{v.name}_{n}" in taken:

@@ -134,6 +134,7 @@ class Reader:
         self.pending: dict[str, ast.AST] = {}  # annotations of names not defined yet
         self.yielded: list[str] = []  # result names of the last `rv = pl.yield_(...)`
         self.indent: dict[int, int] = {}  # line → indentation, for lines the rewrite changed
+        self.vf_outer: dict[str, Var] | None = None  # the enclosing scope inside a VF section
 
     def parse(self, text: str) -> ast.Module:
         """The Python AST of the rewritten text; a syntax error is a `ParserSyntaxError`."""
@@ -178,7 +179,8 @@ class Reader:
     def define(self, name: str, ty: Type, node: ast.AST) -> Var:
         """The Var printed as `name` (one per name per function)."""
         self.pending.pop(name, None)
-        if name not in self.scope:
+        shadowed = self.vf_outer is not None and self.scope.get(name) is self.vf_outer.get(name)
+        if name not in self.scope or shadowed:
             self.scope[name] = Var(name, ty, self.span(node))
         return self.scope[name]
 
@@ -559,7 +561,23 @@ class Reader:
                 and not ctx.args):
             raise self.error("expected `with ir.section_vector|cube|vf(...)`", node)
         attrs = tuple((k.arg, self.value(k.value)) for k in ctx.keywords)
-        return SectionStmt(_SECTIONS[path[0]], self.block(node.body), attrs, self.span(node))
+        kind = _SECTIONS[path[0]]
+        body = self.vf_body(node.body) if kind is SectionKind.VF else self.block(node.body)
+        return SectionStmt(kind, body, attrs, self.span(node))
+
+    def vf_body(self, body: list[ast.stmt]) -> SeqStmts:
+        """A VF section is a scope: the names it defines are new Vars there (the printer may
+        reuse an outer name that the section does not read), the outer ones come back after."""
+        saved = self.scope, self.pending, self.vf_outer
+        self.vf_outer, self.scope, self.pending = self.scope, dict(self.scope), dict(self.pending)
+        for stmt in (n for b in body for n in ast.walk(b)):  # also names read before assignment
+            if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+                self.scope.pop(stmt.target.id, None)
+                self.pending[stmt.target.id] = stmt.annotation
+        try:
+            return self.block(body)
+        finally:
+            self.scope, self.pending, self.vf_outer = saved
 
     # ------------------------------------------------------------ functions
     def function(self, node: ast.FunctionDef, func_type: FunctionType,

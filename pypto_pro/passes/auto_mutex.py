@@ -3,11 +3,12 @@
 For each `block.*` op that accesses data (and `simt.launch` with its tile arguments) the pass
 collects the tile operands that come from groups with `mutex_ids`, following the def-use chain:
 `tile_group.get(g, idx)` gives `g.mutex_ids[idx]` (constants for a constant index, else
-`tile_group.mutex_id(g, idx, k=K)`), assignments pass the ids on and a tile `Select` gives
-`Select(cond, id_a, id_b)`. It de-duplicates by slot, drops Acc tiles when a matmul/store
-carries a unit-flag `phase`, orders tiles whose possible ids overlap together (union-find) and
-emits `mutex_lock` for every id before the op and `mutex_unlock` after it, on the op's pipe
-(`pipe=`, from pipe_assignment). A VF section is wrapped once on pipe V for the tiles it uses.
+`tile_group.mutex_id(g, idx, k=K)`), assignments pass the ids on, a tile `Select` gives
+`Select(cond, id_a, id_b)` and a VF operand `tile + k` has the ids of its tile. It de-duplicates
+by slot, drops Acc tiles when a matmul/store carries a unit-flag `phase`, orders tiles whose
+possible ids overlap together (union-find) and emits `mutex_lock` for every id before the op and
+`mutex_unlock` after it, on the op's pipe (`pipe=`, from pipe_assignment). A VF section is
+wrapped once on pipe V for the tiles it uses.
 Plain `make_tile` tiles get nothing. When a tile variable's ids cannot be named at its use (the
 variable holds different slots on different paths, or its index was re-assigned since), its
 ids are kept in `<tile>_mutex` variables assigned next to every definition of the tile.
@@ -20,8 +21,8 @@ from dataclasses import dataclass, field
 from ..errors import NotSupported, PassInner
 from ..ir import ops
 from ..ir.nodes import (
-    AssignStmt, BreakStmt, Call, ContinueStmt, EvalStmt, Expr, ForStmt, Function, FunctionType,
-    IfStmt, Program, SectionStmt, Select, Stmt, Var, WhileStmt,
+    AssignStmt, BinaryExpr, BreakStmt, Call, ContinueStmt, EvalStmt, Expr, ForStmt, Function,
+    FunctionType, IfStmt, Program, SectionStmt, Select, Stmt, Var, WhileStmt,
 )
 from ..ir.types import INDEX, MemorySpace, PipeType, TileType
 from .ir_query import (
@@ -151,6 +152,8 @@ class _Walker:
                                 e.span, pass_name=NAME)
         if isinstance(e, Select) and isinstance(e.type, TileType):
             return self.select_slot(e)
+        if isinstance(e, BinaryExpr) and isinstance(e.type, TileType):
+            return self.slot_of(e.lhs)  # a VF operand `tile + k`: an element offset into lhs
         return None
 
     def group_slot(self, call: Call) -> Slot | None:

@@ -1,13 +1,18 @@
 """SIMT (`pl.simt`, spec §2.14): `pl.simt.launch` instantiates the SIMT function as its own IR
-function (SIMT_VF) typed by the launch's arguments; atomics take an element access target.
+function (SIMT_VF) typed by the launch's arguments, SIMT callees called from it are inlined
+into it; atomics take an element access target.
 """
 from __future__ import annotations
 
 import ast
+import types
+from collections import ChainMap
+from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from ...errors import InvalidOperationError, OutOfRange, ParserTypeError
-from ...ir.nodes import Call, Function, FunctionType, Var
+from ...ir.nodes import Call, ConstInt, Function, FunctionType, Var
 from ...ir.types import ScalarType, TensorType, TileType
 from ..markers import kind_of
 from .calls import emit_op, eval_args, materialize
@@ -53,7 +58,8 @@ def launch(ctx: ParseContext, node: ast.Call) -> Any:
     call_args = list(call_args)
     exprs = [to_expr(ctx, a, node) for a in call_args]
     fname = _instantiate(ctx, fn, exprs, node)
-    return emit_op(ctx, "simt.launch", exprs,
+    dims = [d for e in exprs if isinstance(e.type, TensorType) for d in _dynamic_dims(e.type)]
+    return emit_op(ctx, "simt.launch", exprs + dims,
                    {"callee": fname, "threads": threads, "max_threads": max_threads}, node,
                    check_tiles=False)
 
@@ -71,8 +77,10 @@ def _instantiate(ctx: ParseContext, fn, exprs: list, node: ast.AST) -> str:
         if not isinstance(e.type, (TileType, TensorType, ScalarType)):
             raise ctx.error(ParserTypeError, "simt.launch args must be Vec tiles, GM tensors or "
                                              "scalars", node)
-    params = [Var(n, e.type) for n, e in zip(names, exprs)]
-    frame = FunctionFrame(file, function_env(fn), in_helper=True,
+    params = [Var(n, _own_dims(n, e.type)) for n, e in zip(names, exprs)]
+    dim_params = [d for p in params if isinstance(p.type, TensorType)
+                  for d in _dynamic_dims(p.type)]
+    frame = FunctionFrame(file, _callees_inlined(function_env(fn), {}), in_helper=True,
                           mutable=frozenset(n for n, c in assigned_names(fdef.body).items()
                                             if c > 1))
     frame.scope.update(dict(zip(names, params)))
@@ -90,15 +98,50 @@ def _instantiate(ctx: ParseContext, fn, exprs: list, node: ast.AST) -> str:
         ctx.frames.pop()
     name = ctx.names.fresh(fn.__name__)
     ctx.extra_functions.append(Function(
-        name, tuple(params), body, FunctionType.SIMT_VF,
-        (("max_threads", getattr(fn, "__pypto_max_threads__")),), span=ctx.span(fdef)))
+        name, tuple(params + dim_params), body, FunctionType.SIMT_VF,
+        (("max_threads", fn.__pypto_max_threads__),), span=ctx.span(fdef)))
     ctx.simt_instances[key] = name
     return name
 
 
+def _callees_inlined(env: Mapping[str, Any], done: dict) -> Mapping[str, Any]:
+    """`env` where every SIMT callee (`@pl.simt.function` without max_threads) is an unmarked
+    copy of itself, so that a call from SIMT code inlines it like a plain helper (value returns
+    included); a copy's own globals get the same treatment (`done`: copies made so far)."""
+    subs = {name: _unmarked(v, done) for name, v in env.items()
+            if kind_of(v) == "simt_function" and v.__pypto_max_threads__ is None}
+    return ChainMap(subs, env) if subs else env
+
+
+def _unmarked(fn: types.FunctionType, done: dict) -> types.FunctionType:
+    if fn in done:
+        return done[fn]
+    namespace = dict(fn.__globals__)
+    copy = done[fn] = types.FunctionType(fn.__code__, namespace, fn.__name__, fn.__defaults__,
+                                         fn.__closure__)
+    namespace.update(_callees_inlined(fn.__globals__, done))
+    return copy
+
+
 def _type_key(t) -> Any:
-    return (type(t).__name__, getattr(t, "shape", None) if isinstance(t, TileType) else None,
-            getattr(t, "dtype", None))
+    shape = t.shape if isinstance(t, TileType) else (
+        t.static_shape() if isinstance(t, TensorType) else None)
+    return (type(t).__name__, shape, getattr(t, "dtype", None))
+
+
+def _dynamic_dims(t: TensorType) -> list:
+    return [d for d in t.shape if not isinstance(d, ConstInt)]
+
+
+def _own_dims(name: str, t: Any) -> Any:
+    """A GM tensor parameter whose dynamic dims are parameters of the SIMT function itself
+    (`<name>_dim<k>`, passed by the launch after the user's arguments): the kernel's dim
+    variables are not visible inside it. Element access indexes the raw pointer row-major."""
+    if not isinstance(t, TensorType) or not _dynamic_dims(t):
+        return t
+    shape = tuple(d if isinstance(d, ConstInt) else Var(f"{name}_dim{k}", d.type)
+                  for k, d in enumerate(t.shape))
+    return replace(t, shape=shape, strides=None)
 
 
 def atomic(ctx: ParseContext, node: ast.Call, op: str) -> Any:

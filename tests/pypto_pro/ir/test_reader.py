@@ -41,7 +41,7 @@ from pypto_pro.runtime.kernel_def import Specialization
 
 SPEC = Specialization(arch="a5")
 KERNELS = [(name, kname) for name in ALL_EXAMPLES for kname in load(name).KERNELS]
-#: examples the simulator runs (SIMT launches it does not run yet), with small inputs
+#: examples run on the simulator, with small inputs
 SIM_CASES = [("hello_world", "hello_world_kernel", {}),
              ("vector_add", "add_kernel", dict(m=256, n=384)),
              ("matmul", "matmul_kernel", {}),
@@ -49,7 +49,9 @@ SIM_CASES = [("hello_world", "hello_world_kernel", {}),
              ("softmax", "softmax_kernel", dict(rows=40, cols=100)),
              ("layernorm", "layernorm_kernel", {}),
              ("matmul_softmax", "matmul_softmax_kernel", {}),
-             ("flash_attention", "flash_attention_kernel", {})]
+             ("flash_attention", "flash_attention_kernel", {}),
+             ("simt_add", "simt_add_kernel", {}),
+             ("vf_softmax", "vf_softmax_kernel", dict(rows=16, cols=100))]
 
 
 # ---------------------------------------------------------------- helpers
@@ -200,15 +202,35 @@ def k_aggregates(x: pl.Tensor[[pl.DYNAMIC, 64], pl.DT_FP32], n: pl.DT_INT32):
         pl.printf("%d %d %d %d\n", cfg.count, tp.rows, tp.cols, arr.head[1])
 
 
+@pl.vector_function
+def _vf_double(t):
+    full = pl.vf.create_mask(dtype=pl.DT_FP32)
+    x = pl.vf.load_align(t, 0)
+    for i in pl.range(2):
+        x = pl.vf.add(x, x, full)
+    pl.vf.store_align(t, x, full)
+
+
+@pl.kernel(arch="a5")
+def k_vf_shadow(x: pl.Tensor[[1, 64], pl.DT_FP32]):
+    with pl.section_vector():
+        a = pl.make_tile(pl.TileType([1, 64], pl.DT_FP32), addr=0x0)
+        pl.load(a, x, [0, 0])
+        _vf_double(a)  # its local `x` shadows the parameter inside the section only
+        pl.store(x, a, [0, 0])
+
+
 DSL_CASES = [(k_control, ["i_3, s_3 = while ir.cond(i_1 < n, iter_args=(i_1, s_1)",
                           "s_7 = if k > n:", "if not (val != 0):", "= a if n > 0 else b"]),
              (k_aggregates, ["cfg: ir.Struct[Cfg, count=ir.INT32, scale=ir.FP32] = ",
                              "tp: ir.Tuple[ir.INDEX, ir.INDEX, names=['rows', 'cols']] = ",
                              "ring: ir.Struct[Ring, head=ir.Array[ir.INDEX, 4]] = ",
-                             "ring.head[1] = n", "cfg.count = cfg.count + 1"])]
+                             "ring.head[1] = n", "cfg.count = cfg.count + 1"]),
+             (k_vf_shadow, ["    x: ir.Reg[ir.FP32] = ir.call @vf.load_align(a, 0, ",
+                            "ir.call @block.store(x, a, [0, 0]"])]
 
 
-@pytest.mark.parametrize("kernel,snippets", DSL_CASES, ids=["control", "aggregates"])
+@pytest.mark.parametrize("kernel,snippets", DSL_CASES, ids=["control", "aggregates", "vf_shadow"])
 def test_dsl_kernels_with_control_flow_and_aggregates_read_back(kernel, snippets):
     compiled = compile_kernel(kernel, SPEC)  # a @pl.kernel is its KernelDef
     for record in compiled.passes["vector"]:
@@ -366,6 +388,26 @@ def test_two_vars_with_one_name_print_apart_and_read_back_apart():
     assert python_print(back) == text
     a, b, c = (s.var for s in back.body.stmts[:3])
     assert len({a.uid, b.uid, c.uid}) == 3 and (a.name, b.name, c.name) == ("t", "t_1", "t_2")
+
+
+def test_a_vf_local_named_like_a_var_it_reads_prints_apart():
+    """A VF section is a scope: its local may reuse an outer name unless the section reads the
+    outer Var of that name; then the local prints under another name and reads back apart."""
+    n, x = Var("n", FP32), Var("x", FP32)
+    inner_n, inner_x = Var("n", FP32), Var("x", FP32)
+    vf = SectionStmt(SectionKind.VF, SeqStmts((
+        AssignStmt(inner_x, ConstFloat(1.5)),
+        AssignStmt(inner_n, BinaryExpr(BinOp.Add, inner_x, n, FP32)),
+        EvalStmt(Call("debug.printf", (ConstStr("%f"), inner_n))))))
+    body = SeqStmts((vf, EvalStmt(Call("debug.printf", (ConstStr("%f %f"), x, n)))))
+    text = python_print(Function("k", (x, n), body, attrs=(("dynamic_dims", ()),)))
+    assert "    x: ir.FP32 = 1.5" in text and "n_1: ir.FP32 = x + n" in text
+    back = pl.loads(text)
+    assert python_print(back) == text
+    (section, printf), params = back.body.stmts, back.params
+    local_x, local_n = (s.var for s in section.body.stmts[:2])
+    assert local_n.name == "n_1" and local_x not in params and local_n not in params
+    assert section.body.stmts[1].value.rhs is params[1] and printf.expr.args[1:] == params
 
 
 def test_a_parser_constant_holding_an_enum_prints_with_the_prefix():

@@ -7,7 +7,7 @@ import pytest
 from pypto_pro.errors import NotSupported
 from pypto_pro.ir.attrs import AccPhase
 from pypto_pro.ir.dtype import DataType
-from pypto_pro.ir.nodes import Select
+from pypto_pro.ir.nodes import BinaryExpr, BinOp, ConstInt, Select
 from pypto_pro.ir.types import MemorySpace as M, SectionKind
 from pypto_pro.passes import auto_mutex, pipe_assignment, tile_group_lowering
 from pypto_pro.passes.manager import PassContext
@@ -177,6 +177,16 @@ def test_vf_section_and_simt_launch_are_locked_on_v(irb):
     assert lines[at + 2] == \
         "ir.eval(ir.call @system.mutex_unlock(pipe=ir.PipeType.V, mutex_id=12))"
     assert "ir.eval(ir.call @system.mutex_lock(pipe=ir.PipeType.V, mutex_id=13))" in lines
+
+
+def test_a_vf_operand_tile_plus_offset_locks_its_tile(irb):
+    g, mk = irb.group("g", (0x0,), ids=[12])
+    t = irb.get(g, 0)
+    at = BinaryExpr(BinOp.Add, t, ConstInt(64), t.type)  # `t + 64` (spec §2.13 offsets)
+    vf = irb.section([irb.ev("vf.load_align", at, 0)], SectionKind.VF)
+    lines = [x.strip() for x in irb.text(irb.run(irb.program([mk, vf]), *LOCKING)).splitlines()]
+    at = lines.index("with ir.section_vf():")
+    assert lines[at - 1] == "ir.eval(ir.call @system.mutex_lock(pipe=ir.PipeType.V, mutex_id=12))"
 
 
 def test_mixing_plain_and_group_tiles_in_a_ternary_is_rejected(irb):

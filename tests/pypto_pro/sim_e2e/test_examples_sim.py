@@ -20,8 +20,8 @@ Tolerances, by output dtype and how it was computed (`torch.testing.assert_close
 * FP16 out of a mixed FP16/FP32 pipeline (flash_attention: FP16 P and O, FP32 softmax state):
   rtol 2e-3, atol 2e-3 — P is rounded to FP16 before P·V (≈ 2 FP16 ulps of an output ≤ 1).
 
-Kernels the simulator cannot run yet end in a clear `NotSupported` (asserted here):
-SIMT launches (`simt_add_kernel`, `simt_add_auto_kernel`) and Reg API (VF) sections.
+* FP32 SIMT add (simt_add, flags and auto_mutex variants) and the VF section doubling a row:
+  exact — one FP32 addition per thread / lane.
 """
 from __future__ import annotations
 
@@ -29,7 +29,6 @@ import pytest
 import torch
 
 import pypto_pro.language as pl
-from pypto_pro.errors import NotSupported
 from pypto_pro.examples import load
 from pypto_pro.sim.soc import soc
 
@@ -67,10 +66,12 @@ CASES = [
     ("flash_attention", "flash_attention_kernel", dict(sq=384, skv=128), 2, FP16_MIXED),
     ("flash_attention", "flash_attention_kernel", dict(sq=(AIC + 2) * 128, skv=128), AIC + 2,
      FP16_MIXED),  # 34 mix blocks on 32 AI cores
+    ("simt_add", "simt_add_kernel", dict(delta=2.5), None, EXACT),  # SIMT launch, flags
+    ("simt_add", "simt_add_auto_kernel", dict(delta=-1.0), None, EXACT),  # ... auto_mutex
 ]
 #: index of the output argument of each example
 OUTPUT = {"hello_world": 0, "vector_add": 2, "matmul": 2, "softmax": 1, "layernorm": 3,
-          "matmul_softmax": 3, "flash_attention": 3}
+          "matmul_softmax": 3, "flash_attention": 3, "simt_add": 1}
 
 
 def _ids(case) -> str:
@@ -137,17 +138,7 @@ def test_blocks_beyond_the_cores_start_when_a_core_frees():
     assert (util["cores"] == 64).all()  # physical cores, not block instances
 
 
-# ---------------------------------------------------------------- not supported yet
-
-
-@pytest.mark.parametrize("kernel", ["simt_add_kernel", "simt_add_auto_kernel"])
-def test_simt_launch_is_a_clear_not_supported(kernel):
-    m = load("simt_add")
-    args = m.make_inputs()
-    with pytest.raises(NotSupported, match="does not run SIMT launches") as info:
-        m.run(*args, kernel=m.KERNELS[kernel])
-    assert info.value.span is not None and info.value.span.file.endswith("simt_add.py")
-    assert torch.equal(args[1], torch.zeros_like(args[1]))  # nothing ran
+# ---------------------------------------------------------------- a VF section
 
 
 @pl.vector_function
@@ -163,13 +154,21 @@ def _vf_kernel(x: pl.Tensor[[1, 64], pl.DT_FP32]):
     with pl.section_vector():
         a = pl.make_tile(pl.TileType([1, 64], pl.DT_FP32), addr=0)
         pl.load(a, x, [0, 0])
+        pl.system.sync_src(set_pipe=pl.PipeType.MTE2, wait_pipe=pl.PipeType.V, event_id=0)
+        pl.system.sync_dst(set_pipe=pl.PipeType.MTE2, wait_pipe=pl.PipeType.V, event_id=0)
         _vf_double(a)
+        pl.system.sync_src(set_pipe=pl.PipeType.V, wait_pipe=pl.PipeType.MTE3, event_id=0)
+        pl.system.sync_dst(set_pipe=pl.PipeType.V, wait_pipe=pl.PipeType.MTE3, event_id=0)
         pl.store(x, a, [0, 0])
 
 
-def test_vf_section_is_a_clear_not_supported():
-    x = torch.ones(1, 64)
-    with pytest.raises(NotSupported, match=r"Reg API \(VF\) sections") as info:
-        _vf_kernel[None, 1](x)
-    assert info.value.span is not None
-    assert torch.equal(x, torch.ones(1, 64))
+def test_vf_section_runs_on_the_timing_sim(check_trace):
+    x = torch.randn(1, 64, generator=torch.Generator().manual_seed(3))
+    expected = 2 * x
+    _vf_kernel[None, 1](x)
+    torch.testing.assert_close(x, expected, **EXACT)  # one FP32 addition per lane
+    trace = _vf_kernel.last_trace
+    check_trace(trace)
+    ops = trace.events.sort_values("start")
+    ops = ops[ops["kind"] == "instr"]["ir_op"].tolist()
+    assert ops == ["block.load", "vf.vec_scope", "block.store"]

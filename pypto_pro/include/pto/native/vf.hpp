@@ -1,15 +1,15 @@
-// PyPTO Pro native backend: the Reg API (VF) registers and the common vector intrinsics.
+// PyPTO Pro native backend: the Reg API (VF) registers and intrinsics, bit-identical to the
+// simulator (`pypto_pro/sim/vf/`, whose module docstrings define every op).
 //
 // A `RegTensor<T>` is one 256-byte vector register (VL = 256 / sizeof(T) lanes), a `MaskReg`
 // one predicate bit per byte (a lane of T is active when the bit of its first byte is set).
-// Covered: masks (pset / plt), aligned loads and stores (NORM distributions, offsets in
-// elements), element-wise arithmetic (register / scalar forms), unary math, exp(a - b),
-// duplicate, compare + select, whole-register reductions (vcadd / vcmax / vcmin) and
-// conversion (vcvt) with the given RoundMode. Arithmetic runs in float32 / int64 and rounds
-// once into T, as the tile ops do; inactive lanes are zeroed (MODE_ZEROING) or kept
-// (MODE_MERGING).
+// Arithmetic runs in float32 / int64 and rounds once into T, as the tile ops do; inactive lanes
+// are zeroed (MODE_ZEROING) or keep the destination (MODE_MERGING). Reductions use the
+// simulator's pairwise tree (lane i with lane i + n/2, halving). UB operands are `__ubuf__`
+// pointers (`tile_ub + k`); an op's own offset counts elements of the register's type.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -127,38 +127,90 @@ inline MaskReg plt_b16(int64_t count) { return plt_n(count, 2); }
 inline MaskReg plt_b32(int64_t count) { return plt_n(count, 4); }
 inline MaskReg plt_b64(int64_t count) { return plt_n(count, 8); }
 
-//! aligned load: VL elements from `src + offset` (NORM) or one element broadcast (BRC)
-template <typename T, typename P>
-inline void vlds(RegTensor<T>& dst, P* src, int64_t offset = 0, int dist = NORM, int64_t = 0,
-                 int64_t = 0)
+namespace pypto_native {
+
+template <typename T>
+inline const uint8_t* vf_ub(const T* p, int64_t offset_bytes)
 {
-    const T* p = reinterpret_cast<const T*>(pypto_native::ub_pointer(src)) + offset;
-    const bool broadcast = dist == BRC || dist == BRC_B8 || dist == BRC_B16 || dist == BRC_B32;
-    if (dist != NORM && !broadcast) {
-        pypto_native::raise_fault(pypto_native::FaultKind::Trap, 0, "%s: vlds distribution %d is "
-                                  "not modelled by the native backend (NORM and BRC are)",
-                                  pypto_native::where().c_str(), dist);
-    }
-    for (int i = 0; i < RegTensor<T>::lanes; ++i) dst.v[i] = broadcast ? p[0] : p[i];
+    return ub_pointer(p) + offset_bytes;
 }
 
-//! aligned store of the active lanes to `dst + offset`
+[[noreturn]] inline void vf_unsupported(const char* op, const char* what, int value)
+{
+    raise_fault(FaultKind::Trap, 0, "%s: %s: %s %d is not supported (see the simulator's "
+                "pypto_pro/sim/vf docs)", where().c_str(), op, what, value);
+}
+
+}  // namespace pypto_native
+
+//! aligned load with a distribution (NORM, BRC*, US*, DS*, UNPK*, UNPK4, BLK, E2B*) or eight
+//! 32-byte blocks `block_stride` blocks apart (DATA_BLOCK_LOAD)
+template <typename T, typename P>
+inline void vlds(RegTensor<T>& dst, P* src, int64_t offset = 0, int dist = NORM,
+                 int copy_mode = NORM, int64_t block_stride = 1, int64_t = 0)
+{
+    using namespace pypto_native;
+    constexpr int size = static_cast<int>(sizeof(T));
+    constexpr int lanes = RegTensor<T>::lanes;
+    const uint8_t* p = vf_ub(src, offset * size);
+    uint8_t* out = reinterpret_cast<uint8_t*>(dst.v);
+    if (copy_mode == DATA_BLOCK_LOAD) {
+        if (dist != NORM) vf_unsupported("vlds", "DATA_BLOCK_LOAD with distribution", dist);
+        for (int j = 0; j < 8; ++j) std::memcpy(out + 32 * j, p + j * block_stride * 32, 32);
+        return;
+    }
+    uint8_t buf[kVL];
+    switch (dist) {
+        case NORM: std::memcpy(buf, p, kVL); break;
+        case BRC: case BRC_B8: case BRC_B16: case BRC_B32:
+            for (int i = 0; i < lanes; ++i) std::memcpy(buf + i * size, p, size);
+            break;
+        case US: case US_B8: case US_B16:
+            for (int i = 0; i < lanes; ++i) std::memcpy(buf + i * size, p + (i / 2) * size, size);
+            break;
+        case DS: case DS_B8: case DS_B16:
+            for (int i = 0; i < lanes; ++i) std::memcpy(buf + i * size, p + 2 * i * size, size);
+            break;
+        case UNPK: case UNPK_B8: case UNPK_B16: case UNPK_B32: case UNPK4: {
+            const int part = dist == UNPK4 ? 4 : 2;
+            if (size < part) vf_unsupported("vlds", "UNPK on lanes this narrow, distribution", dist);
+            const int low = size / part;
+            std::memset(buf, 0, kVL);
+            for (int i = 0; i < lanes; ++i) std::memcpy(buf + i * size, p + i * low, low);
+            break;
+        }
+        case BLK:
+            for (int j = 0; j < 8; ++j) std::memcpy(buf + 32 * j, p, 32);
+            break;
+        case E2B: case E2B_B16: case E2B_B32:
+            for (int i = 0; i < lanes; ++i) std::memcpy(buf + i * size, p + (i / (32 / size)) * size, size);
+            break;
+        default: vf_unsupported("vlds", "the two-register distribution", dist);
+    }
+    std::memcpy(out, buf, kVL);
+}
+
+//! store of the active lanes: NORM*, FIRST_ELEMENT, PACK (low half of each lane), PACK4
 template <typename T, typename P>
 inline void vsts(const RegTensor<T>& src, P* dst, int64_t offset = 0, int dist = NORM,
                  const MaskReg& mask = pset_b8(PAT_ALL))
 {
-    T* p = reinterpret_cast<T*>(pypto_native::ub_pointer(dst)) + offset;
+    using namespace pypto_native;
+    constexpr int size = static_cast<int>(sizeof(T));
+    uint8_t* p = const_cast<uint8_t*>(vf_ub(dst, offset * size));
+    const uint8_t* in = reinterpret_cast<const uint8_t*>(src.v);
+    int width = size, lanes = RegTensor<T>::lanes;
     if (dist == FIRST_ELEMENT) {
-        if (mask.template active<T>(0)) p[0] = src.v[0];
-        return;
+        lanes = 1;
+    } else if (dist == PACK || dist == PACK4) {
+        const int part = dist == PACK ? 2 : 4;
+        if (size < part) vf_unsupported("vsts", "PACK on lanes this narrow, distribution", dist);
+        width = size / part;
+    } else if (dist != NORM && (dist < NORM_B8 || dist > NORM_B64)) {
+        vf_unsupported("vsts", "the two-register distribution", dist);
     }
-    if (dist != NORM && (dist < NORM_B8 || dist > NORM_B64)) {
-        pypto_native::raise_fault(pypto_native::FaultKind::Trap, 0, "%s: vsts distribution %d is "
-                                  "not modelled by the native backend (NORM_B* and FIRST_ELEMENT "
-                                  "are)", pypto_native::where().c_str(), dist);
-    }
-    for (int i = 0; i < RegTensor<T>::lanes; ++i) {
-        if (mask.template active<T>(i)) p[i] = src.v[i];
+    for (int i = 0; i < lanes; ++i) {
+        if (mask.template active<T>(i)) std::memcpy(p + i * width, in + i * size, width);
     }
 }
 
@@ -269,11 +321,6 @@ inline C vf_int(C x, C y, int op)
                     where().c_str());
     }
 }
-[[noreturn]] inline void vf_not_modelled(const char* name)
-{
-    raise_fault(FaultKind::Trap, 0, "%s: the VF intrinsic %s is not modelled by the native backend",
-                where().c_str(), name);
-}
 }  // namespace pypto_native
 
 PYPTO_VF_BIN(vadd, x + y)
@@ -329,28 +376,66 @@ inline void vdup(RegTensor<T>& dst, const RegTensor<T>& src, const MaskReg& mask
     vf_map(dst, mask, mode, [&](int) { return v; });
 }
 
-#define PYPTO_VF_RED(NAME, INIT, STEP)                                                      \
+namespace pypto_native {
+
+//! the simulator's pairwise tree over `n` values (v[i] op v[i + n/2], halving)
+template <typename C, typename F>
+inline C vf_tree(C* v, int n, F op)
+{
+    for (; n > 1; n /= 2) {
+        for (int i = 0; i < n / 2; ++i) v[i] = op(v[i], v[i + n / 2]);
+    }
+    return v[0];
+}
+
+template <typename T, typename F>
+inline void vf_reduce(RegTensor<T>& dst, const RegTensor<T>& src, const MaskReg& mask,
+                      bool datablock, int mode, int kind, F op)
+{
+    using C = CT<T>;
+    constexpr int lanes = RegTensor<T>::lanes;
+    const int groups = datablock ? 8 : 1, n = lanes / groups;
+    C filler = C(0);
+    if (kind != SUM) {
+        if constexpr (std::is_floating_point_v<C>) {
+            filler = kind == MAX ? -INFINITY : INFINITY;
+        } else {
+            filler = kind == MAX ? std::numeric_limits<int64_t>::min()
+                                 : std::numeric_limits<int64_t>::max();
+        }
+    }
+    C out[8];
+    for (int g = 0; g < groups; ++g) {
+        C v[kVL];
+        bool any = false;
+        for (int i = 0; i < n; ++i) {
+            const int lane = g * n + i;
+            const bool on = mask.template active<T>(lane);
+            any = any || on;
+            v[i] = on ? Elem<T>::load(src.v[lane]) : filler;
+        }
+        out[g] = vf_tree(v, n, op);
+        if (kind != SUM && !any) out[g] = C(0);
+    }
+    if (mode == MODE_ZEROING) dst = RegTensor<T>{};
+    for (int g = 0; g < groups; ++g) dst.v[g] = vf_round<T>(out[g]);
+}
+
+}  // namespace pypto_native
+
+#define PYPTO_VF_RED(NAME, KIND, STEP)                                                      \
     template <typename T>                                                                   \
     inline void NAME(RegTensor<T>& dst, const RegTensor<T>& src, const MaskReg& mask,       \
                      bool datablock = false, int mode = MODE_ZEROING)                       \
     {                                                                                       \
         using namespace pypto_native;                                                       \
-        (void)datablock;                                                                    \
-        bool any = false;                                                                   \
-        CT<T> acc = INIT;                                                                   \
-        for (int i = 0; i < RegTensor<T>::lanes; ++i) {                                     \
-            if (!mask.template active<T>(i)) continue;                                      \
-            const CT<T> x = Elem<T>::load(src.v[i]);                                        \
-            acc = any ? (STEP) : x;                                                         \
-            any = true;                                                                     \
-        }                                                                                   \
-        if (mode == MODE_ZEROING) dst = RegTensor<T>{};                                     \
-        dst.v[0] = vf_round<T>(acc);                                                        \
+        vf_reduce(dst, src, mask, datablock, mode, KIND,                                    \
+                  [](CT<T> acc, CT<T> x) { return STEP; });                                 \
     }
 
-PYPTO_VF_RED(vcadd, CT<T>(0), acc + x)
-PYPTO_VF_RED(vcmax, CT<T>(0), op_max(acc, x))
-PYPTO_VF_RED(vcmin, CT<T>(0), op_min(acc, x))
+PYPTO_VF_RED(vcadd, SUM, acc + x)
+PYPTO_VF_RED(vcmax, MAX, op_max(acc, x))
+PYPTO_VF_RED(vcmin, MIN, op_min(acc, x))
 
 #define PYPTO_VF_CMP(NAME, MODE)                                                            \
     template <typename T>                                                                   \
@@ -381,8 +466,7 @@ inline void vsel(RegTensor<T>& dst, const RegTensor<T>& t, const RegTensor<T>& f
     for (int i = 0; i < RegTensor<T>::lanes; ++i) dst.v[i] = mask.template active<T>(i) ? t.v[i] : f.v[i];
 }
 
-//! conversion lane by lane (lane i of the source to lane i of the destination, while both
-//! registers have one); `layout` selects nothing more on the host
+//! the simulator's VF round modes (VFRoundMode order; CAST_HYBRID rounds like RINT)
 inline pto::RoundMode vf_round_mode(int mode)
 {
     switch (mode) {
@@ -395,22 +479,81 @@ inline pto::RoundMode vf_round_mode(int mode)
     }
 }
 
+namespace pypto_native {
+
+//! FP4 registers hold 512 lanes, two per byte (even lane in the low nibble); one mask bit per
+//! byte governs both
+template <typename T>
+constexpr bool vf_fp4 = std::is_same_v<T, float4_e2m1x2_t> || std::is_same_v<T, float4_e1m2x2_t>;
+template <typename T>
+constexpr int vf_lanes = vf_fp4<T> ? 2 * kVL : kVL / static_cast<int>(sizeof(T));
+
+template <typename T>
+inline bool vf_active(const MaskReg& m, int lane)
+{
+    if constexpr (vf_fp4<T>) {
+        return m.bits[lane / 2] != 0;
+    } else {
+        return m.template active<T>(lane);
+    }
+}
+
+template <typename T>
+inline CT<T> vf_get(const RegTensor<T>& r, int lane)
+{
+    if constexpr (vf_fp4<T>) {
+        return Elem<T>::load(T(static_cast<uint8_t>((r.v[lane / 2].bits >> (4 * (lane % 2))) & 0xF)));
+    } else {
+        return Elem<T>::load(r.v[lane]);
+    }
+}
+
+template <typename T>
+inline void vf_set(RegTensor<T>& r, int lane, T value)
+{
+    if constexpr (vf_fp4<T>) {
+        const int shift = 4 * (lane % 2);
+        const uint8_t keep = static_cast<uint8_t>(r.v[lane / 2].bits & ~(0xF << shift));
+        r.v[lane / 2] = T(static_cast<uint8_t>(keep | ((value.bits & 0xF) << shift)));
+    } else {
+        r.v[lane] = value;
+    }
+}
+
+}  // namespace pypto_native
+
+//! astype: n = min(lanes) lanes; `layout` k picks source lanes [k n, k n + n) of a widening
+//! conversion or destination lanes [k n, k n + n) of a narrowing one; inactive lanes keep dst
 template <typename D, typename S>
 inline void vcvt(RegTensor<D>& dst, const RegTensor<S>& src, const MaskReg& mask, int layout = ZERO,
                  int round_mode = CAST_RINT, int saturate = OFF)
 {
     using namespace pypto_native;
-    (void)layout, (void)saturate;
+    constexpr int ns = vf_lanes<S>, nd = vf_lanes<D>;
+    constexpr int n = ns < nd ? ns : nd;
+    const int s0 = ns > nd ? layout * n : 0, d0 = nd > ns ? layout * n : 0;
+    if ((s0 > d0 ? s0 : d0) + n > (ns > nd ? ns : nd)) {
+        raise_fault(FaultKind::Trap, 0, "%s: vcvt layout %d is out of range", where().c_str(),
+                    layout);
+    }
     const pto::RoundMode round = vf_round_mode(round_mode);
-    const int n = std::min(RegTensor<D>::lanes, RegTensor<S>::lanes);
     for (int i = 0; i < n; ++i) {
-        if (!mask.template active<S>(i)) continue;
-        const auto x = Elem<S>::load(src.v[i]);
-        if constexpr (Elem<S>::is_float || Elem<D>::is_float) {
-            dst.v[i] = encode<D>(x, round);
+        if (!vf_active<S>(mask, s0 + i)) continue;
+        const auto x = vf_get(src, s0 + i);
+        D out;
+        if constexpr (Elem<D>::is_float) {
+            if (saturate == ON) {
+                const double top = format_of(Elem<D>::dt).max_finite;
+                out = encode<D>(std::min(std::max(static_cast<double>(x), -top), top), round);
+            } else {
+                out = encode<D>(x, round);
+            }
+        } else if constexpr (Elem<S>::is_float) {
+            out = encode<D>(x, round);
         } else {
-            dst.v[i] = Elem<D>::saturate_int(x);
+            out = saturate == ON ? Elem<D>::saturate_int(x) : Elem<D>::wrap(x);
         }
+        vf_set(dst, d0 + i, out);
     }
 }
 
@@ -487,7 +630,8 @@ inline MaskReg get_mask_spr_b64(int = 0) { return mask_from_spr(8); }
 
 inline void clear_spr(int = 0) { pypto_native::ctx().ar = 0; }
 
-//! muls_cast: dst (another type) = src * scalar, rounded once
+//! muls_cast: dst (another type) = src * scalar, rounded once (lanes past min(lanes) zeroed
+//! in MODE_ZEROING)
 template <typename D, typename S, typename X>
 inline void vmulscvt(RegTensor<D>& dst, const RegTensor<S>& src, X scalar, const MaskReg& mask,
                      int mode = MODE_ZEROING)
@@ -495,39 +639,234 @@ inline void vmulscvt(RegTensor<D>& dst, const RegTensor<S>& src, X scalar, const
     using namespace pypto_native;
     const CT<S> y = scalar_in<S>(scalar);
     const int n = std::min(RegTensor<D>::lanes, RegTensor<S>::lanes);
+    if (mode == MODE_ZEROING) dst = RegTensor<D>{};
     for (int i = 0; i < n; ++i) {
-        if (mask.template active<S>(i)) {
-            dst.v[i] = encode<D>(Elem<S>::load(src.v[i]) * y);
-        } else if (mode == MODE_ZEROING) {
-            dst.v[i] = D{};
-        }
+        if (mask.template active<S>(i)) dst.v[i] = encode<D>(Elem<S>::load(src.v[i]) * y);
     }
 }
 
-// Reg API operations whose register semantics the native backend does not model yet: they
-// compile, and fault with their name if a kernel reaches them.
-#define PYPTO_VF_NOT_MODELLED(NAME) \
-    template <typename... A> inline void NAME(A&&...) { pypto_native::vf_not_modelled(#NAME); }
-#define PYPTO_VF_NOT_MODELLED_RET(NAME) \
-    template <typename... A> inline int64_t NAME(A&&...) { pypto_native::vf_not_modelled(#NAME); }
-PYPTO_VF_NOT_MODELLED(vldas)
-PYPTO_VF_NOT_MODELLED(vldus)
-PYPTO_VF_NOT_MODELLED(vstus_init)
-PYPTO_VF_NOT_MODELLED(vstus)
-PYPTO_VF_NOT_MODELLED(vstas)
-PYPTO_VF_NOT_MODELLED(vgatherb)
-PYPTO_VF_NOT_MODELLED(vscatter)
-PYPTO_VF_NOT_MODELLED(vmull)
-PYPTO_VF_NOT_MODELLED(vaddcs)
-PYPTO_VF_NOT_MODELLED(vsubcs)
-PYPTO_VF_NOT_MODELLED(vpack)
-PYPTO_VF_NOT_MODELLED(vunpack)
-PYPTO_VF_NOT_MODELLED(vintlv)
-PYPTO_VF_NOT_MODELLED(vdintlv)
-PYPTO_VF_NOT_MODELLED(vsqz)
-PYPTO_VF_NOT_MODELLED(vusqz)
-PYPTO_VF_NOT_MODELLED(vhist)
-PYPTO_VF_NOT_MODELLED_RET(vag_b8)
-PYPTO_VF_NOT_MODELLED_RET(vag_b16)
-PYPTO_VF_NOT_MODELLED_RET(vag_b32)
-PYPTO_VF_NOT_MODELLED_RET(vag_b64)
+template <typename T>
+inline void vmov(RegTensor<T>& dst, const RegTensor<T>& src) { dst = src; }
+
+// ------------------------------------------------------------------ unaligned loads / stores
+
+//! vldas: the align register primed with the 32-byte block holding the address
+template <typename T, typename P>
+inline void vldas(RegTensor<T>& dst, P* src, int64_t offset = 0)
+{
+    const uint8_t* p = pypto_native::ub_pointer(src) + offset * static_cast<int64_t>(sizeof(T));
+    const uint8_t* block = pypto_native::ub_pointer(nullptr) +
+        ((p - pypto_native::ub_pointer(nullptr)) / 32) * 32;
+    for (int j = 0; j < 8; ++j) std::memcpy(reinterpret_cast<uint8_t*>(dst.v) + 32 * j, block, 32);
+}
+
+//! vldus: VL bytes from any element address (the align register only primes the hardware)
+template <typename T, typename P>
+inline void vldus(RegTensor<T>& dst, const RegTensor<T>&, P* src, int64_t offset = 0)
+{
+    std::memcpy(dst.v, pypto_native::ub_pointer(src) + offset * static_cast<int64_t>(sizeof(T)),
+                kVL);
+}
+
+//! the unaligned-store register (all zero)
+template <typename T>
+inline void vstus_init(RegTensor<T>& dst) { dst = RegTensor<T>{}; }
+
+//! vstus: all VL bytes at any element address; vstas flushes (stores already landed here)
+template <typename T, typename P>
+inline void vstus(const RegTensor<T>& src, P* dst, const RegTensor<T>&, int64_t offset = 0)
+{
+    std::memcpy(pypto_native::ub_pointer(dst) + offset * static_cast<int64_t>(sizeof(T)), src.v,
+                kVL);
+}
+template <typename T, typename P>
+inline void vstas(const RegTensor<T>&, P*, int64_t = 0) {}
+
+// ------------------------------------------------------------------ gather / scatter / ramps
+
+//! lane i = src[index[i]] (element indices) on active lanes, zero elsewhere
+template <typename T, typename P, typename I>
+inline void vgatherb(RegTensor<T>& dst, P* src, const RegTensor<I>& index, const MaskReg& mask)
+{
+    const T* base = reinterpret_cast<const T*>(pypto_native::ub_pointer(src));
+    RegTensor<T> out;
+    const int n = std::min(RegTensor<T>::lanes, RegTensor<I>::lanes);
+    for (int i = 0; i < n; ++i) {
+        if (mask.template active<T>(i)) out.v[i] = base[static_cast<int64_t>(index.v[i])];
+    }
+    dst = out;
+}
+
+//! dst[index[i]] = src[i] on active lanes (later lanes win)
+template <typename T, typename P, typename I>
+inline void vscatter(const RegTensor<T>& src, P* dst, const RegTensor<I>& index,
+                     const MaskReg& mask)
+{
+    T* base = reinterpret_cast<T*>(pypto_native::ub_pointer(dst));
+    const int n = std::min(RegTensor<T>::lanes, RegTensor<I>::lanes);
+    for (int i = 0; i < n; ++i) {
+        if (mask.template active<T>(i)) base[static_cast<int64_t>(index.v[i])] = src.v[i];
+    }
+}
+
+namespace pypto_native {
+//! an address register: base + i * stride, in any register type of the width
+struct VfRamp {
+    int64_t base, stride;
+    template <typename T>
+    operator RegTensor<T>() const
+    {
+        RegTensor<T> r;
+        for (int i = 0; i < RegTensor<T>::lanes; ++i) r.v[i] = encode<T>(base + stride * i);
+        return r;
+    }
+};
+}  // namespace pypto_native
+inline pypto_native::VfRamp vag_b8(int64_t base, int64_t stride = 1) { return {base, stride}; }
+inline pypto_native::VfRamp vag_b16(int64_t base, int64_t stride = 1) { return {base, stride}; }
+inline pypto_native::VfRamp vag_b32(int64_t base, int64_t stride = 1) { return {base, stride}; }
+inline pypto_native::VfRamp vag_b64(int64_t base, int64_t stride = 1) { return {base, stride}; }
+
+// ------------------------------------------------------------------ wide multiply, carries
+
+//! the high half of the double-width product (vmul gives the low half)
+template <typename T>
+inline void vmull(RegTensor<T>& dst, const RegTensor<T>& a, const RegTensor<T>& b,
+                  const MaskReg& mask, int mode = MODE_ZEROING)
+{
+    using namespace pypto_native;
+    static_assert(std::is_integral_v<T> && sizeof(T) <= 4, "vmull needs 8/16/32-bit integers");
+    vf_map(dst, mask, mode, [&](int i) {
+        const int64_t x = Elem<T>::load(a.v[i]), y = Elem<T>::load(b.v[i]);
+        int64_t high;
+        if constexpr (std::is_same_v<T, uint32_t>) {
+            high = ((x >> 16) * y + (((x & 0xFFFF) * y) >> 16)) >> 16;
+        } else {
+            high = (x * y) >> (8 * sizeof(T));
+        }
+        return Elem<T>::wrap(high);
+    });
+}
+
+//! a + b + carry / a - b - borrow, the carry (borrow) in being the mask's active lanes
+template <typename T>
+inline void vaddcs(RegTensor<T>& dst, const RegTensor<T>& a, const RegTensor<T>& b,
+                   const MaskReg& carry, int = MODE_ZEROING)
+{
+    static_assert(std::is_integral_v<T>, "vaddcs needs integer registers");
+    for (int i = 0; i < RegTensor<T>::lanes; ++i) {
+        const int64_t c = carry.template active<T>(i) ? 1 : 0;
+        dst.v[i] = pypto_native::Elem<T>::wrap(pypto_native::Elem<T>::load(a.v[i]) +
+                                               pypto_native::Elem<T>::load(b.v[i]) + c);
+    }
+}
+template <typename T>
+inline void vsubcs(RegTensor<T>& dst, const RegTensor<T>& a, const RegTensor<T>& b,
+                   const MaskReg& borrow, int = MODE_ZEROING)
+{
+    static_assert(std::is_integral_v<T>, "vsubcs needs integer registers");
+    for (int i = 0; i < RegTensor<T>::lanes; ++i) {
+        const int64_t c = borrow.template active<T>(i) ? 1 : 0;
+        dst.v[i] = pypto_native::Elem<T>::wrap(pypto_native::Elem<T>::load(a.v[i]) -
+                                               pypto_native::Elem<T>::load(b.v[i]) - c);
+    }
+}
+
+// ------------------------------------------------------------------ rearrangement
+
+//! pack: each lane wrapped to half width, into the lower / upper half of dst (other half 0)
+template <typename D, typename S>
+inline void vpack(RegTensor<D>& dst, const RegTensor<S>& src, int part = LOWER)
+{
+    static_assert(std::is_integral_v<D> && sizeof(D) * 2 == sizeof(S), "vpack halves integers");
+    RegTensor<D> out;
+    for (int i = 0; i < RegTensor<S>::lanes; ++i) {
+        out.v[part * RegTensor<S>::lanes + i] =
+            pypto_native::Elem<D>::wrap(pypto_native::Elem<S>::load(src.v[i]));
+    }
+    dst = out;
+}
+
+//! unpack: the lower / upper half of src widened (sign or zero extension)
+template <typename D, typename S>
+inline void vunpack(RegTensor<D>& dst, const RegTensor<S>& src, int part = LOWER)
+{
+    static_assert(std::is_integral_v<D> && sizeof(D) == sizeof(S) * 2, "vunpack doubles integers");
+    for (int i = 0; i < RegTensor<D>::lanes; ++i) {
+        dst.v[i] = pypto_native::Elem<D>::wrap(
+            pypto_native::Elem<S>::load(src.v[part * RegTensor<D>::lanes + i]));
+    }
+}
+
+//! a[i], b[i] alternating, from the lower (upper) halves
+template <typename T>
+inline void vintlv(RegTensor<T>& dst, const RegTensor<T>& a, const RegTensor<T>& b,
+                   int part = LOWER)
+{
+    constexpr int half = RegTensor<T>::lanes / 2;
+    RegTensor<T> out;
+    for (int i = 0; i < half; ++i) {
+        out.v[2 * i] = a.v[part * half + i];
+        out.v[2 * i + 1] = b.v[part * half + i];
+    }
+    dst = out;
+}
+
+//! the even (odd) lanes of a‖b
+template <typename T>
+inline void vdintlv(RegTensor<T>& dst, const RegTensor<T>& a, const RegTensor<T>& b,
+                    int part = LOWER)
+{
+    constexpr int n = RegTensor<T>::lanes;
+    RegTensor<T> out;
+    for (int i = 0; i < n; ++i) {
+        const int k = 2 * i + part;
+        out.v[i] = k < n ? a.v[k] : b.v[k - n];
+    }
+    dst = out;
+}
+
+//! squeeze: the active lanes packed to the front; their count to the AR (pl.get_spr)
+template <typename T>
+inline void vsqz(RegTensor<T>& dst, const RegTensor<T>& src, const MaskReg& mask,
+                 int gather_mode = STORE_REG)
+{
+    RegTensor<T> out;
+    int count = 0;
+    for (int i = 0; i < RegTensor<T>::lanes; ++i) {
+        if (mask.template active<T>(i)) out.v[count++] = src.v[i];
+    }
+    dst = out;
+    if (gather_mode == STORE_REG) pypto_native::ctx().ar = count;
+}
+
+//! unsqueeze: consecutive lanes of src spread over the active lanes (others zero)
+template <typename T>
+inline void vusqz(RegTensor<T>& dst, const RegTensor<T>& src, const MaskReg& mask)
+{
+    RegTensor<T> out;
+    int count = 0;
+    for (int i = 0; i < RegTensor<T>::lanes; ++i) {
+        if (mask.template active<T>(i)) out.v[i] = src.v[count++];
+    }
+    dst = out;
+}
+
+//! histogram of the active 8-bit lanes: bins [k n, k n + n) for BIN k; ACCUMULATE adds to dst
+template <typename D, typename S>
+inline void vhist(RegTensor<D>& dst, const RegTensor<S>& src, const MaskReg& mask,
+                  int bin_type = BIN0, int hist_type = FREQUENCY)
+{
+    static_assert(sizeof(S) == 1 && std::is_integral_v<D>, "vhist counts 8-bit lanes");
+    int64_t counts[256] = {};
+    for (int i = 0; i < RegTensor<S>::lanes; ++i) {
+        if (mask.template active<S>(i)) ++counts[static_cast<uint8_t>(src.v[i])];
+    }
+    constexpr int n = RegTensor<D>::lanes;
+    for (int j = 0; j < n; ++j) {
+        const int bin = bin_type * n + j;
+        int64_t c = bin < 256 ? counts[bin] : 0;
+        if (hist_type == ACCUMULATE) c += pypto_native::Elem<D>::load(dst.v[j]);
+        dst.v[j] = pypto_native::Elem<D>::wrap(c);
+    }
+}

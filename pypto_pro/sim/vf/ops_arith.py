@@ -1,0 +1,268 @@
+"""Reg API arithmetic, logic, broadcasts and reductions (spec §2.13 "Broadcast", "Arithmetic",
+"Logic/shift", "Reductions").
+
+Every op computes on float32 / int64 values of the whole register (one torch call per op) and
+rounds once into the register dtype; lanes outside the mask are zeroed, or keep the destination
+register's previous value in MERGING mode. Ops that accumulate into their destination (`axpy`,
+`mul_add_dst`, `mul_dst_add`, `histograms` ACCUMULATE) read that previous value (zero for a
+register never written). Reductions use a fixed pairwise tree (lane i + lane i + n/2, halving)
+so the native backend can reproduce the float32 sums bit for bit.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+
+from pypto_pro.ir import attrs
+from pypto_pro.ir.dtype import DataType
+
+from ..ops.elementwise import scalar_in_dtype
+from .args import (
+    VFOpError,
+    arg,
+    enum_of,
+    mask,
+    merging,
+    need_float,
+    need_int,
+    reg,
+    same_dtype,
+)
+from .regs import Reg, from_codes, from_values, lane_count, predicated, zeros
+
+Fn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+_LN2 = torch.tensor([0.6931471805599453], dtype=torch.float32)
+_LN10 = torch.tensor([2.302585092994046], dtype=torch.float32)
+
+
+def _div(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    if x.is_floating_point():
+        return x / y
+    safe = torch.where(y == 0, 1, y)
+    return torch.where(y == 0, 0, torch.div(x, safe, rounding_mode="trunc"))
+
+
+def _shl(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    return torch.where((y >= 0) & (y < 64), x << y.clamp(0, 63), 0)
+
+
+def _shr(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    return x >> y.clamp(0, 63)
+
+
+BINARY: dict[str, Fn] = {
+    "add": torch.add, "sub": torch.sub, "mul": torch.mul, "div": _div,
+    "max": torch.maximum, "min": torch.minimum,
+    "abs_sub": lambda x, y: (x - y).abs(),
+    "prelu": lambda x, y: torch.where(x < 0, x * y, x),
+    "exp_sub": lambda x, y: torch.exp(x - y),
+}
+LOGIC: dict[str, Fn] = {"and_": torch.bitwise_and, "or_": torch.bitwise_or,
+                        "xor": torch.bitwise_xor}
+SCALAR: dict[str, Fn] = {
+    "adds": torch.add, "subs": torch.sub, "muls": torch.mul, "mins": torch.minimum,
+    "maxs": torch.maximum, "leaky_relu": lambda x, y: torch.where(x < 0, x * y, x),
+    "shift_left": _shl, "shift_right": _shr,
+}
+UNARY: dict[str, Fn] = {
+    "abs": torch.abs, "neg": torch.neg, "relu": lambda x: torch.where(x < 0, 0, x),
+    "sqrt": torch.sqrt, "exp": torch.exp, "ln": torch.log, "log": torch.log,
+    "log2": lambda x: torch.log(x) / _LN2, "log10": lambda x: torch.log(x) / _LN10,
+    "truncate": lambda x: torch.trunc(x) if x.is_floating_point() else x,
+    "not_": torch.bitwise_not,
+}
+_FLOAT_ONLY = {"sqrt", "exp", "ln", "log", "log2", "log10", "exp_sub"}
+
+
+def _finish(op: str, values: torch.Tensor, like: Reg, a: list, kw: dict, old: Reg | None,
+            mask_pos: int, mode_pos: int) -> Reg:
+    new = from_values(values, like.dtype)
+    return predicated(new, old, mask(arg(a, kw, mask_pos, "mask"), op),
+                      merging(kw, a, mode_pos))
+
+
+def _binary(name: str, fn: Fn):
+    def op(st, a: list, kw: dict, old: Reg | None, dtype: DataType | None) -> Reg:
+        x, y = reg(a[0], name), reg(a[1], name)
+        same_dtype(name, x, y)
+        if name in _FLOAT_ONLY:
+            need_float(name, x)
+        if name in LOGIC:
+            need_int(name, x)
+        return _finish(name, fn(x.values(), y.values()), x, a, kw, old, 2, 3)
+    return op
+
+
+def _scalar(name: str, fn: Fn):
+    def op(st, a: list, kw: dict, old: Reg | None, dtype: DataType | None) -> Reg:
+        x = reg(a[0], name)
+        if name.startswith("shift"):
+            need_int(name, x)
+        y = scalar_in_dtype(a[1], x.dtype)
+        return _finish(name, fn(x.values(), y), x, a, kw, old, 2, 3)
+    return op
+
+
+def _unary(name: str, fn: Fn):
+    def op(st, a: list, kw: dict, old: Reg | None, dtype: DataType | None) -> Reg:
+        x = reg(a[0], name)
+        if name in _FLOAT_ONLY:
+            need_float(name, x)
+        if name == "not_":
+            need_int(name, x)
+        return _finish(name, fn(x.values()), x, a, kw, old, 1, 2)
+    return op
+
+
+def _old_values(old: Reg | None, like: Reg) -> torch.Tensor:
+    base = old if old is not None and old.dtype == like.dtype else zeros(like.dtype)
+    return base.values()
+
+
+def axpy(st, a: list, kw: dict, old: Reg | None, dtype: DataType | None) -> Reg:
+    """dst = alpha * src + dst."""
+    x = reg(a[0], "axpy")
+    alpha = scalar_in_dtype(a[1], x.dtype)
+    return _finish("axpy", alpha * x.values() + _old_values(old, x), x, a, kw, old, 2, 3)
+
+
+def mul_add_dst(st, a: list, kw: dict, old: Reg | None, dtype: DataType | None) -> Reg:
+    """dst = a * b + dst."""
+    x, y = reg(a[0], "mul_add_dst"), reg(a[1], "mul_add_dst")
+    same_dtype("mul_add_dst", x, y)
+    return _finish("mul_add_dst", x.values() * y.values() + _old_values(old, x), x, a, kw, old,
+                   2, 3)
+
+
+def mul_dst_add(st, a: list, kw: dict, old: Reg | None, dtype: DataType | None) -> Reg:
+    """dst = a * dst + b."""
+    x, y = reg(a[0], "mul_dst_add"), reg(a[1], "mul_dst_add")
+    same_dtype("mul_dst_add", x, y)
+    return _finish("mul_dst_add", x.values() * _old_values(old, x) + y.values(), x, a, kw, old,
+                   2, 3)
+
+
+def mull(st, a: list, kw: dict, old: Reg | None, dtype: DataType | None) -> Reg:
+    """The high half of the double-width product (`mul` gives the low half)."""
+    x, y = reg(a[0], "mull"), reg(a[1], "mull")
+    same_dtype("mull", x, y)
+    need_int("mull", x)
+    if x.dtype.bits not in (8, 16, 32):
+        raise VFOpError(f"vf.mull needs 8/16/32-bit integers, not {x.dtype.value}")
+    bits = x.dtype.bits
+    xv, yv = x.values(), y.values()
+    if x.dtype is DataType.UINT32:  # 64-bit unsigned product: split to stay inside int64
+        lo = (xv & 0xFFFF) * yv
+        high = ((xv >> 16) * yv + (lo >> 16)) >> 16
+    else:
+        high = (xv * yv) >> bits
+    return _finish("mull", high, x, a, kw, old, 2, 3)
+
+
+def _carry(name: str, sign: int):
+    def op(st, a: list, kw: dict, old: Reg | None, dtype: DataType | None) -> Reg:
+        """a ± b ± carry, the carry (borrow) in being the mask's active lanes."""
+        x, y = reg(a[0], name), reg(a[1], name)
+        same_dtype(name, x, y)
+        need_int(name, x)
+        carry = mask(arg(a, kw, 2, "mask"), name).lanes(x.dtype).to(torch.int64)
+        return from_values(x.values() + sign * (y.values() + carry), x.dtype)
+    return op
+
+
+def full(st, a: list, kw: dict, old: Reg | None, dtype: DataType | None) -> Reg:
+    """A scalar (rounded into dtype) or one lane of a register (pos) in every active lane."""
+    value = a[0]
+    if isinstance(value, Reg):
+        pos = enum_of(arg(a, kw, 4, "pos", attrs.DuplicatePos.LOWEST), attrs.DuplicatePos)
+        codes = value.codes()
+        lane = codes[0 if pos is attrs.DuplicatePos.LOWEST else -1]
+        new = from_codes(lane.expand(codes.numel()).clone(), value.dtype)
+    else:
+        target = dtype or DataType.FP32
+        v = scalar_in_dtype(value, target)
+        new = from_values(v.expand(lane_count(target)), target)
+    return predicated(new, old, mask(arg(a, kw, 1, "mask"), "full"), merging(kw, a, 3))
+
+
+def arange(st, a: list, kw: dict, old: Reg | None, dtype: DataType | None) -> Reg:
+    """start, start ± 1, ... in every lane (IndexOrder)."""
+    target = dtype or DataType.FP32
+    start = scalar_in_dtype(a[0], target)
+    order = enum_of(arg(a, kw, 2, "index_order", attrs.IndexOrder.INCREASE_ORDER),
+                    attrs.IndexOrder)
+    ramp = torch.arange(lane_count(target), dtype=start.dtype)
+    step = ramp if order is attrs.IndexOrder.INCREASE_ORDER else -ramp
+    return from_values(start + step, target)
+
+
+# ---------------------------------------------------------------- reductions
+
+
+def tree(values: torch.Tensor, fn: Fn) -> torch.Tensor:
+    """Pairwise reduction of the last axis: v[i] ∘ v[i + n/2], halving to one lane."""
+    while values.shape[-1] > 1:
+        half = values.shape[-1] // 2
+        values = fn(values[..., :half], values[..., half:])
+    return values[..., 0]
+
+
+_REDUCE: dict[str, Fn] = {"reduce_sum": torch.add, "reduce_max": torch.maximum,
+                          "reduce_min": torch.minimum}
+
+
+def _reduce(name: str):
+    fn = _REDUCE[name]
+
+    def op(st, a: list, kw: dict, old: Reg | None, dtype: DataType | None) -> Reg:
+        """Lane 0 (or lane b per 32-byte block b when datablock) = the active lanes reduced."""
+        x = reg(a[0], name)
+        active = mask(arg(a, kw, 1, "mask"), name).lanes(x.dtype)
+        values = x.values()
+        per_block = bool(arg(a, kw, 2, "datablock", False))
+        groups = 8 if per_block else 1
+        v, act = values.reshape(groups, -1), active.reshape(groups, -1)
+        if name == "reduce_sum":
+            out = tree(torch.where(act, v, torch.zeros_like(v)), fn)
+        else:
+            filler = v.new_full((), float("-inf") if v.is_floating_point() else
+                                torch.iinfo(torch.int64).min) if name == "reduce_max" else \
+                v.new_full((), float("inf") if v.is_floating_point() else
+                           torch.iinfo(torch.int64).max)
+            out = tree(torch.where(act, v, filler), fn)
+            out = torch.where(act.any(dim=1), out, torch.zeros_like(out))
+        keep = old if merging(kw, a, 3) and old is not None and old.dtype == x.dtype else None
+        result = (keep.values() if keep is not None else torch.zeros_like(values)).clone()
+        result[:groups] = out
+        return from_values(result, x.dtype)
+    return op
+
+
+def pair_reduce_sum(st, a: list, kw: dict, old: Reg | None, dtype: DataType | None) -> Reg:
+    """Lane i = src[2i] + src[2i + 1] where lane 2i is active."""
+    x = reg(a[0], "pair_reduce_sum")
+    active = mask(arg(a, kw, 1, "mask"), "pair_reduce_sum").lanes(x.dtype)
+    values = x.values()
+    sums = values[0::2] + values[1::2]
+    keep = old if merging(kw, a, 2) and old is not None and old.dtype == x.dtype else None
+    result = (keep.values() if keep is not None else torch.zeros_like(values)).clone()
+    half = sums.numel()
+    result[:half] = torch.where(active[0::2], sums, result[:half])
+    return from_values(result, x.dtype)
+
+
+OPS: dict[str, tuple[Callable, str]] = {
+    **{n: (_binary(n, f), "div" if n == "div" else
+           "transcendental" if n == "exp_sub" else "binary") for n, f in BINARY.items()},
+    **{n: (_binary(n, f), "binary") for n, f in LOGIC.items()},
+    **{n: (_scalar(n, f), "unary") for n, f in SCALAR.items()},
+    **{n: (_unary(n, f), "transcendental" if n in _FLOAT_ONLY else "unary")
+       for n, f in UNARY.items()},
+    "axpy": (axpy, "binary"), "mul_add_dst": (mul_add_dst, "binary"),
+    "mul_dst_add": (mul_dst_add, "binary"), "mull": (mull, "binary"),
+    "addc": (_carry("addc", 1), "binary"), "subc": (_carry("subc", -1), "binary"),
+    "full": (full, "copy"), "arange": (arange, "copy"),
+    **{n: (_reduce(n), "row_reduce") for n in _REDUCE},
+    "pair_reduce_sum": (pair_reduce_sum, "binary"),
+}
