@@ -24,7 +24,8 @@ class PipelineConfig:
 
 
 def transform_pipeline(kernel, config: PipelineConfig | None = None) -> str:
-    """The kernel's source after the preload-pipeline transform (`pipeline_generated.py`)."""
+    """The kernel's source after the preload-pipeline transform (`pipeline_generated.py`);
+    `config` defaults to the kernel's own `pipeline=` option, else `PipelineConfig()`."""
     from ..passes.preload_pipeline import transform_source
 
-    return transform_source(kernel, config or PipelineConfig())
+    return transform_source(kernel, config)

@@ -20,8 +20,8 @@ PASSES = (
     # Needs lowered slots (ids per slot) and pipes; runs before any scalar clean-up so the
     # id expressions it builds get folded and de-duplicated like the rest of the code.
     "auto_mutex",
-    # (reserved: "preload_pipeline" — the cross-core preload transform arrives here, after
-    # auto_mutex has fixed each op's intra-core locks and before scalar clean-up.)
+    # (not in this list: "preload_pipeline", spec §2.12.6, rewrites the kernel's *source*
+    # before parsing — compiler.compile_kernel runs it and records it right after "parse".)
     # Folds the constants lowering and auto_mutex produced (known cursors, constant slots,
     # `_dyn` locks with constant ids) and prunes constant branches.
     "constant_folding",
