@@ -56,12 +56,13 @@ class LaunchRequest:
 @dataclass(frozen=True)
 class LaunchResult:
     """What a launch produced: which backend ran it, how long it took on the host, its Trace
-    (or None), and the text printed per block."""
+    (or None), the text printed per block, and the sanitizer's report (sanitized launches only)."""
 
     backend: str
     wall_seconds: float
     trace: Any = None
     printed: dict[int, str] = field(default_factory=dict)
+    sanitizer: Any = None  # pypto_pro.sanitizer.SanitizerReport of a sanitized launch
 
 
 class Backend(Protocol):

@@ -22,18 +22,26 @@ not depend on data values.
 Tile ops run torch on small tensors, where intra-op threads only add synchronisation cost
 (and, on a loaded machine, OpenMP spin-waits of milliseconds per op), so a launch runs torch
 single-threaded (`torch_threads`, default 1; None keeps the process setting) and restores the
-thread count afterwards.
+thread count afterwards. Python's cyclic garbage collector is paused during a launch for the
+same reason (it only rescans live objects there) and resumed after it.
+
+Sanitized launches (`@pl.jit(sanitizer=True)`, `pypto_pro.sanitizer.sanitize()`, env
+`PYPTOPRO_SANITIZER=1`) run with the sanitizer observing the engine; its report is returned in
+`LaunchResult.sanitizer` and printed after the launch. A launch that fails anyway (deadlock,
+double set_flag) carries the report in the exception's `sanitizer` attribute.
 """
 from __future__ import annotations
 
 import dataclasses
+import gc
 import os
+import sys
 import time
 from typing import Any
 
 import torch
 
-from ...errors import InvalidArgument
+from ...errors import DeadlockError, InvalidArgument, PyptoError
 from ...ir.types import PtrType, StructType, TensorType
 from ...sim.launch import Launch
 from ...sim.memory import GMRef
@@ -44,6 +52,9 @@ from ...trace.schema import EventLog, TraceMeta
 from . import LaunchRequest, LaunchResult, register_backend
 
 ENV_SIM_SOC = "PYPTOPRO_SIM_SOC"
+#: the largest block_dim a launch accepts (the ACL kernel launch limit): the simulator keeps
+#: state per block, so an absurd block_dim must fail fast instead of exhausting memory
+MAX_BLOCK_DIM = 65535
 
 
 class SimBackend:
@@ -83,13 +94,24 @@ class SimBackend:
         single = self.torch_threads is not None and threads != self.torch_threads
         if single:
             torch.set_num_threads(self.torch_threads)
+        # A launch allocates millions of short-lived acyclic objects (instructions, events,
+        # closures) that only trigger collections; its few cycles (cores <-> pipes) wait for
+        # the next collection after it.
+        collecting = gc.isenabled()
+        gc.disable()
         try:
             return self._launch(request)
         finally:
+            if collecting:
+                gc.enable()
             if single:
                 torch.set_num_threads(threads)
 
     def _launch(self, request: LaunchRequest) -> LaunchResult:
+        if request.block_dim > MAX_BLOCK_DIM:
+            raise InvalidArgument(f"block_dim {request.block_dim} exceeds the launch limit "
+                                  f"{MAX_BLOCK_DIM}", module="PRO_RUNTIME",
+                                  hint="split the work into fewer, larger blocks")
         soc = self.soc
         compiled = request.compiled
         programs = _programs(compiled)
@@ -98,7 +120,22 @@ class SimBackend:
         t0 = time.perf_counter()
         run = Launch(programs, compiled.kernel_type, request.block_dim, params, soc, log,
                      self.functional_only, self.timing_only)
-        blocks = run.run()
+        sanitizer = self._sanitizer(compiled)
+        run.engine.observer = sanitizer
+        try:
+            blocks = run.run()
+        except PyptoError as err:
+            if sanitizer is not None:
+                if isinstance(err, DeadlockError):
+                    sanitizer.deadlocked(run.engine)
+                err.sanitizer = sanitizer.report  # no end-of-kernel checks: it never ended
+                _print_report(err.sanitizer)
+            raise
+        run.engine.release_memory()
+        report = None
+        if sanitizer is not None:
+            report = sanitizer.finish(run)
+            _print_report(report)
         wall = time.perf_counter() - t0
         printed = {}
         for b in blocks:
@@ -115,7 +152,22 @@ class SimBackend:
                              extra=(("instructions", run.engine.instructions),
                                     ("wall_seconds", wall)))
             trace = Trace(log, meta)
-        return LaunchResult(self.name, wall, trace, printed)
+            trace.sanitizer = report
+        return LaunchResult(self.name, wall, trace, printed, report)
+
+    def _sanitizer(self, compiled: Any) -> Any:
+        from ...sanitizer import Sanitizer, sanitizer_enabled
+
+        if not sanitizer_enabled(getattr(getattr(compiled, "kernel_def", None), "options", None)):
+            return None
+        if self.timing_only:
+            raise InvalidArgument("the sanitizer needs the values: it cannot run on a "
+                                  "timing_only simulator", module="PRO_RUNTIME")
+        return Sanitizer(compiled.name)
+
+
+def _print_report(report: Any) -> None:
+    sys.stdout.write(f"===== kernel '{report.kernel}' (sim) =====\n{report.text()}")
 
 
 def _programs(compiled: Any) -> dict[str, CompiledProgram]:
