@@ -1,12 +1,31 @@
 """PyPTO Pro: a Python DSL for Ascend 950 NPU kernels, with a simulator and CPU backends.
 
-`import pypto_pro.language as pl` is the kernel author's surface.
+`import pypto_pro.language as pl` is the kernel author's surface. Importing this package alone
+loads nothing else: the re-exported names (`use_backend`, `profile`, `Profile`) and the
+subpackages are imported on first access, so a script pays only for what it uses.
 """
 from __future__ import annotations
 
+import importlib
+from typing import Any
+
 __version__ = "0.1.0"
 
-from .runtime.backends import use_backend  # noqa: E402  (re-exported public API)
-from .runtime.profile import Profile, profile  # noqa: E402
+#: re-exported public names → the module that defines them
+_EXPORTS = {"use_backend": "pypto_pro.runtime.backends", "profile": "pypto_pro.runtime.profile",
+            "Profile": "pypto_pro.runtime.profile"}
+_SUBPACKAGES = ("codegen", "compiler", "errors", "examples", "ir", "language", "passes",
+                "runtime", "sim", "trace")
 
-__all__ = ["__version__", "profile", "Profile", "use_backend"]
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        value = getattr(importlib.import_module(_EXPORTS[name]), name)
+        globals()[name] = value
+        return value
+    if name in _SUBPACKAGES:
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module 'pypto_pro' has no attribute {name!r}")
+
+
+__all__ = ["Profile", "__version__", "profile", "use_backend"]

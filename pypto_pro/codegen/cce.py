@@ -11,7 +11,6 @@ come from the IR, addresses from the tile placements, nothing from object identi
 """
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,9 +23,9 @@ from .context import KernelFlags
 from .function import emit_impl, emit_simt, impl_params, make_ctx
 from .launcher import call_kernel_cpp
 from .prelude import HELPERS, header
-from .scopes import bodies_of, own_exprs, stmts_of, sub_exprs
+from .scopes import CPP_KEYWORDS, bodies_of, own_exprs, stmts_of, sub_exprs
 from .tiling_header import class_lines, header_name, tiling_header, tiling_params
-from .writer import CodeWriter
+from .writer import CodeWriter, source_label
 
 TARGET_MACRO = {"cube": "__DAV_CUBE__", "vector": "__DAV_VEC__"}
 _CROSS_CORE = ("system.set_cross_core", "system.wait_cross_core", "system.set_cross_core_dyn",
@@ -59,8 +58,9 @@ class Artifacts:
 
 
 def kernel_identifier(name: str) -> str:
+    """The C++ name of the kernel: `name` made an identifier that is not a C++ keyword."""
     ident = re.sub(r"[^0-9A-Za-z_]", "_", name) or "kernel"
-    return "k_" + ident if ident[0].isdigit() else ident
+    return "k_" + ident if ident[0].isdigit() or ident in CPP_KEYWORDS else ident
 
 
 def generate(compiled: Any) -> Artifacts:
@@ -75,7 +75,7 @@ def generate(compiled: Any) -> Artifacts:
     w = CodeWriter("kernel.cpp")
     first = next(iter(programs.values())).kernel
     for line in header(compiled.name, arch, compiled.kernel_type,
-                       os.path.basename(first.span.file)):
+                       source_label(first.span.file)):
         w.raw(line)
     for line in HELPERS.splitlines():
         w.raw(line)
@@ -167,9 +167,9 @@ def _struct_types(program: Program) -> list[StructType]:
     """Classes of `pl.struct` values (TilingData classes come from their headers)."""
     out: list[StructType] = []
     for call in _calls(program):
-        if call.op == "struct.create" and isinstance(call.type, StructType):
-            if all(s.name != call.type.name for s in out):
-                out.append(call.type)
+        if call.op == "struct.create" and isinstance(call.type, StructType) and all(
+                s.name != call.type.name for s in out):
+            out.append(call.type)
     return out
 
 

@@ -1,6 +1,7 @@
 """Assignments: what each kind of IR value becomes when a Var is bound to it (spec §4.1).
 `block.make_tile` is a tile object of the type's alias (constructed with the full shape when the
-valid shape is set at run time) bound with `TASSIGN(t, 0xADDR)`; `tile_group.make` a C array of
+valid shape is set at run time) bound with `TASSIGN(t, 0xADDR)`, or a reference to the object of
+an earlier make_tile of the same tile in scope (`scopes.same_tile`); `tile_group.make` a C array of
 such tiles, one `TASSIGN` per slot, plus `<g>_mutex`, the slots' mutex ids (what
 `tile_group.mutex_id(g, i, k)` reads); a tile value (`g[i]`, a Var, `c ? a : b`) a reference
 to it; `subview` / `reinterpret` / `reshape` a new tile object over the same bytes;
@@ -18,7 +19,14 @@ from dataclasses import replace
 from ..errors import NotSupported
 from ..ir.nodes import AssignStmt, Call, Expr, Var
 from ..ir.types import (
-    MaskType, PtrType, RegType, ScalarType, StructType, TensorType, TileGroupType, TileLayout,
+    MaskType,
+    PtrType,
+    RegType,
+    ScalarType,
+    StructType,
+    TensorType,
+    TileGroupType,
+    TileLayout,
     TileType,
 )
 from .context import TensorView
@@ -107,6 +115,12 @@ def _make_tile(body, s: AssignStmt) -> None:
         body.w.line(f"{name} = &{storage};", s.span)
         return
     alias = body.ctx.alias(t)
+    first = body.ctx.scopes.same_tile.get(s.var)
+    if first is not None:  # the same tile as an earlier make_tile: one object, valid shape reset
+        body.w.line(f"{alias}& {name} = {body.ctx.name(first)};", s.span)
+        if has_runtime_valid(t):
+            body.w.line(f"{name}.SetValidShape({t.shape[0]}, {t.shape[1]});", s.span)
+        return
     body.w.line(f"{alias} {name}{tile_ctor_args(t)};", s.span)
     body.w.line(f"TASSIGN({name}, {t.addr:#x});", s.span)
 
@@ -241,4 +255,4 @@ DECLARATIONS: dict[str, Callable] = {
     "struct.create": _struct,
 }
 
-__all__ = ["assign", "DECLARATIONS", "declare_view", "row_major", "declare_tile_storage"]
+__all__ = ["DECLARATIONS", "assign", "declare_tile_storage", "declare_view", "row_major"]

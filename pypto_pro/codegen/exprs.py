@@ -16,11 +16,30 @@ from collections.abc import Callable
 from ..errors import CodegenInner, NotSupported
 from ..ir.dtype import DataType
 from ..ir.nodes import (
-    BinaryExpr, BinOp, Call, Cast, ConstBool, ConstFloat, ConstInt, ConstStr, EnumConst, Expr,
-    GetField, GetItem, MakeTuple, Select, UnaryExpr, UnOp, Var,
+    BinaryExpr,
+    BinOp,
+    Call,
+    Cast,
+    ConstBool,
+    ConstFloat,
+    ConstInt,
+    ConstStr,
+    EnumConst,
+    Expr,
+    GetField,
+    GetItem,
+    MakeTuple,
+    Select,
+    UnaryExpr,
+    UnOp,
+    Var,
 )
 from ..ir.types import (
-    PtrType, ScalarType, TensorType, TileGroupType, TileType,
+    PtrType,
+    ScalarType,
+    TensorType,
+    TileGroupType,
+    TileType,
 )
 from .context import FnCtx
 from .types import ctype, enum_value, float_literal, int_literal
@@ -265,8 +284,8 @@ def element_ref(x: Exprs, container: Expr, offset: Expr) -> str:
         if view is None:
             raise NotSupported("element access needs a tensor parameter or a make_tensor view",
                                getattr(container, "span", None), module="PRO_COMPILE")
-        return f"{view.ptr}[{off}]"
-    return f"{x.paren(container, PRIMARY)}.data()[{off}]"
+        return f"PYPTO_GM_ELEM({view.ptr}, {off})"
+    return f"PYPTO_TILE_ELEM({x.emit(container)}, {off})"
 
 
 def _getval(x: Exprs, e: Call) -> str:

@@ -5,7 +5,9 @@ The entry takes the device ABI (`__gm__ T*` tensors and pointers, scalars, the T
 ffts_addr`) and forwards to `<K>_impl`. `extern "C" void call_kernel(uint32_t blockDim, void*
 stream, uint8_t* x_ptr, ..., scalars, int32_t dyn dims)` takes GM pointers as `uint8_t*`, casts
 them to the element types and launches `K<<<blockDim, nullptr, stream>>>(...)`; on a2/a3 with
-cross-core sync it first reads the FFTS address with `rtGetC2cCtrlAddr`.
+cross-core sync it first reads the FFTS address with `rtGetC2cCtrlAddr`. A host build that
+cannot parse `<<<>>>` defines `PYPTO_NATIVE_LAUNCH(K, blockDim, l2ctrl, stream)` and gets that
+macro call instead (the native backend's headers do).
 """
 from __future__ import annotations
 
@@ -49,7 +51,13 @@ def call_kernel_cpp(kernel: str, fn: Function, impl_decls: list[str], needs_ffts
             w.line("uint32_t ffts_len = 0;", span)
             w.line("rtGetC2cCtrlAddr(&ffts, &ffts_len);", span)
             args.append("reinterpret_cast<__gm__ int64_t*>(ffts)")
-        w.line(f"{kernel}<<<blockDim, nullptr, stream>>>({', '.join(args)});", span)
+        call = f"({', '.join(args)});"
+        # `<<<>>>` is not C++: a host build (the native backend) defines PYPTO_NATIVE_LAUNCH
+        w.raw("#if defined(PYPTO_NATIVE_LAUNCH)")
+        w.line(f"PYPTO_NATIVE_LAUNCH({kernel}, blockDim, nullptr, stream){call}", span)
+        w.raw("#else")
+        w.line(f"{kernel}<<<blockDim, nullptr, stream>>>{call}", span)
+        w.raw("#endif")
     return w.text(), w.line_map
 
 

@@ -5,7 +5,8 @@ Every GM access re-points the tensor's one GlobalTensor instance at the window i
 stride)` (strides of the tensor axes the tile's rows / columns run along: the last two, or
 `tile_dims`, or swapped for a transposed access; a 1-D tensor is one row), then
 `TASSIGN(gt, ptr + Σ offset_k · stride_k)` and `TLOAD` / `TSTORE` — the window the simulator
-reads. Fixpipe stores take their options as template arguments and the scale as a UINT64 deq
+reads. `PYPTO_GM_CHECK` before it hands a host build the window per axis for bounds checks.
+Fixpipe stores take their options as template arguments and the scale as a UINT64 deq
 word (`pypto_deq_word` for run-time FP32 scales).
 """
 from __future__ import annotations
@@ -54,11 +55,30 @@ def _offset(body, view, offsets: Expr) -> str:
     return f"{view.ptr} + {' + '.join(terms)}" if terms else view.ptr
 
 
+def _bounds(body, view, offsets: Expr, t: str, ra: int, ca: int) -> str | None:
+    """`PYPTO_GM_CHECK(name, offset, extent, size, ...)` of the window, per tensor axis (a 1-D
+    tensor is one row: its row axis is a virtual axis of size 1)."""
+    items = list(offsets.elements) if isinstance(offsets, MakeTuple) else [offsets]
+    if view.rank == 1 and len(items) == 2:
+        items = items[1:]
+    if len(items) != view.rank:
+        return None
+    extents = {ra: f"{t}.GetValidRow()", ca: f"{t}.GetValidCol()"}
+    axes = [("0", extents[-1], "1")] if ra < 0 else []
+    axes += [(body.x.emit(e), extents.get(k, "1"), view.shape[k]) for k, e in enumerate(items)]
+    name = view.ptr.removesuffix("_ptr")
+    return f'PYPTO_GM_CHECK("{name}", {", ".join(", ".join(a) for a in axes)});'
+
+
 def point_view(body, call: Call, view, tile: Expr, offsets: Expr, span: Span | None) -> None:
-    """The three lines that re-point `view` at the window of `tile` at `offsets`."""
+    """The lines that re-point `view` at the window of `tile` at `offsets` (after the
+    per-axis bounds hook)."""
     w, t = body.w, body.x.paren(tile, 16)
     ra, ca = _axes(call, view.rank)
     rs = "0" if ra < 0 else f"{view.stride}[{ra}]"
+    check = _bounds(body, view, offsets, t, ra, ca)
+    if check is not None:
+        w.line(check, span)
     w.line(f"{view.gt}.SetShape<DIM_3, DIM_4>({t}.GetValidRow(), {t}.GetValidCol());", span)
     w.line(f"{view.gt}.SetStride<DIM_3, DIM_4>({rs}, {view.stride}[{ca}]);", span)
     w.line(f"TASSIGN({view.gt}, {_offset(body, view, offsets)});", span)

@@ -4,7 +4,9 @@ The header comment names the kernel, arch and kernel type and gives the preproce
 spec §1.4. The helpers give scalar code Python's meaning: floor division and modulo (also for
 floats), integer powers, typed min / max / abs, and the fixpipe deq word of a run-time FP32
 scale. They are defined once, outside the target guards, so both targets (and the native CPU
-build) share them.
+build) share them. getval / setval go through `PYPTO_TILE_ELEM` / `PYPTO_GM_ELEM` and every
+GM window is announced by `PYPTO_GM_CHECK`: plain element access and nothing unless the build
+defines them (the native headers check the bounds).
 """
 from __future__ import annotations
 
@@ -20,8 +22,8 @@ def header(kernel: str, arch: str, kernel_type: str, source: str) -> list[str]:
         f"// generated from {source} by the PyPTO Pro Workbench CCE code generator; do not edit.",
         "//",
         "// Debug: preprocess with",
-        f"//   bisheng -xcce {macro} -E -I$ASCEND_TOOLKIT_HOME/include -I$ASCEND_HOME_PATH "
-        f"--cce-aicore-arch={target} kernel.cpp > kernel.cce.i",
+        (f"//   bisheng -xcce {macro} -E -I$ASCEND_TOOLKIT_HOME/include -I$ASCEND_HOME_PATH "
+         f"--cce-aicore-arch={target} kernel.cpp > kernel.cce.i"),
         "#include <cstdint>",
         "#include <pto/pto-inst.hpp>",
         "using namespace pto;",
@@ -90,8 +92,20 @@ __aicore__ inline uint64_t pypto_deq_word(float scale, bool signed_out)
     return static_cast<uint64_t>(bits.u) | (signed_out ? (1ULL << 46) : 0ULL);
 }
 #endif  // PYPTO_SCALAR_HELPERS
+// ---- getval / setval element access (a host build defines bounds-checked versions) ----
+#ifndef PYPTO_TILE_ELEM
+#define PYPTO_TILE_ELEM(tile, k) ((tile).data()[k])
+#endif
+#ifndef PYPTO_GM_ELEM
+#define PYPTO_GM_ELEM(ptr, k) ((ptr)[k])
+#endif
+// ---- GM window bounds: (offset, extent, size) per tensor axis; checked by a host build ----
+#ifndef PYPTO_GM_CHECK
+#define PYPTO_GM_CHECK(tensor, ...)
+#endif
 """
 
 #: helper function names (reserved: never used for variables)
 HELPER_NAMES = ("pypto_floordiv", "pypto_floormod", "pypto_pow", "pypto_min", "pypto_max",
-                "pypto_abs", "pypto_deq_word")
+                "pypto_abs", "pypto_deq_word", "PYPTO_TILE_ELEM", "PYPTO_GM_ELEM",
+                "PYPTO_GM_CHECK")

@@ -16,22 +16,40 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from ..ir.nodes import (
-    AssignStmt, BinaryExpr, Call, Cast, EvalStmt, Expr, ForStmt, Function, GetField, GetItem,
-    IfStmt, MakeTuple, SectionStmt, Select, SeqStmts, SetField, Stmt, UnaryExpr, Var, WhileStmt,
+    AssignStmt,
+    BinaryExpr,
+    Call,
+    Cast,
+    EvalStmt,
+    Expr,
+    ForStmt,
+    Function,
+    GetField,
+    GetItem,
+    IfStmt,
+    MakeTuple,
+    SectionStmt,
+    Select,
+    SeqStmts,
+    SetField,
+    Stmt,
+    UnaryExpr,
+    Var,
+    WhileStmt,
     YieldStmt,
 )
 from ..ir.types import PtrType, StructType, TensorType, TileGroupType, TileType
 
 CPP_KEYWORDS = frozenset("""
-alignas alignof and and_eq asm auto bitand bitor bool break case catch char char16_t char32_t
-class compl const constexpr const_cast continue decltype default delete do double dynamic_cast
-else enum explicit export extern false float for friend goto if inline int long mutable
-namespace new noexcept not not_eq nullptr operator or or_eq private protected public register
-reinterpret_cast return short signed sizeof static static_assert static_cast struct switch
-template this thread_local throw true try typedef typeid typename union unsigned using virtual
-void volatile wchar_t while xor xor_eq int8_t int16_t int32_t int64_t uint8_t uint16_t uint32_t
-uint64_t half bfloat16_t pto cce std main event_t
-""".split())
+alignas alignof and and_eq asm auto bitand bitor bool break case catch char char16_t
+char32_t class compl const constexpr const_cast continue decltype default delete do double
+dynamic_cast else enum explicit export extern false float for friend goto if inline int long
+mutable namespace new noexcept not not_eq nullptr operator or or_eq private protected public
+register reinterpret_cast return short signed sizeof static static_assert static_cast struct
+switch template this thread_local throw true try typedef typeid typename union unsigned
+using virtual void volatile wchar_t while xor xor_eq int8_t int16_t int32_t int64_t uint8_t
+uint16_t uint32_t uint64_t half bfloat16_t pto cce std main event_t
+""".split())  # noqa: SIM905 (a word list reads best as text)
 
 #: names derived from a Var's name, by the Var's type (reserved together with the name)
 _DERIVED: list[tuple[type, tuple[str, ...]]] = [
@@ -160,6 +178,10 @@ class FunctionScopes:
     hoisted: list[Var] = field(default_factory=list)  # in first-assignment order
     structural: set[Var] = field(default_factory=set)  # declared by their loop / if / params
     defs: dict[Var, list[Pos]] = field(default_factory=dict)
+    make_tiles: list[tuple[Pos, Var, TileType]] = field(default_factory=list)  # walk order
+    #: a make_tile Var → the earlier Var holding the same tile (type, memory, address) whose
+    #: declaration is visible at its assignment: it becomes a reference, not a second object
+    same_tile: dict[Var, Var] = field(default_factory=dict)
 
     def is_hoisted(self, var: Var) -> bool:
         return var in self._hoisted_set
@@ -169,6 +191,22 @@ class FunctionScopes:
             if var not in self.structural and not _in_place(defs, uses.get(var, [])):
                 self.hoisted.append(var)
         self._hoisted_set = set(self.hoisted)
+        self._dedup_tiles()
+
+    def _dedup_tiles(self) -> None:
+        """make_tile dedup by (memory, address, type), as the real generator does; only tiles
+        declared in place and assigned once (a hoisted tile already has one storage object)."""
+        def single(var: Var) -> bool:
+            return not self.is_hoisted(var) and len(self.defs[var]) == 1
+
+        for i, (pos, var, t) in enumerate(self.make_tiles):
+            if not single(var):
+                continue
+            for first_pos, first, ft in self.make_tiles[:i]:
+                if ft == t and first not in self.same_tile and single(first) and \
+                        _reaches(first_pos, pos):
+                    self.same_tile[var] = first
+                    break
 
 
 def analyze(fn: Function, reserved: Iterable[str] = ()) -> FunctionScopes:
@@ -202,6 +240,9 @@ def _declare(s: Stmt, pos: Pos, scopes: FunctionScopes) -> None:
     if isinstance(s, AssignStmt):
         scopes.names.name(s.var)
         scopes.defs.setdefault(s.var, []).append(pos)
+        if isinstance(s.value, Call) and s.value.op == "block.make_tile" and isinstance(
+                s.value.type, TileType):
+            scopes.make_tiles.append((pos, s.var, s.value.type))
     elif isinstance(s, ForStmt):
         for v in (s.loop_var, *s.iter_args):
             scopes.names.name(v)

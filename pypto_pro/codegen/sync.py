@@ -13,7 +13,6 @@ elision and lock de-duplication are the passes' job; this module spells what is 
 """
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Callable
 
@@ -23,7 +22,7 @@ from ..ir.span import Span
 from ..ir.types import TensorType
 from .ops import check_kwargs
 from .types import attr_value, enum_value, pipe
-from .writer import c_string
+from .writer import c_string, source_label
 
 _AIV1_OFFSET = 16
 
@@ -160,24 +159,50 @@ def _reset_mask(body, call: Call, span: Span | None) -> None:
 # ---------------------------------------------------------------- debug
 
 
-_CONVERSION = re.compile(r"%%|%[-+ #0]*\d*(?:\.\d+)?[lh]*([diuxXpfsc])")
+_CONVERSION = re.compile(r"%%|%[-+ #0]*\d*(?:\.\d+)?([lh]*)([diuxXpfsc])")
 _ARG_CAST = {"d": "int32_t", "i": "int32_t", "u": "uint32_t", "x": "uint32_t", "X": "uint32_t",
              "c": "int32_t", "f": "float", "p": "void*"}
+_WIDE_CAST = {"d": "long long", "i": "long long", "u": "unsigned long long",
+              "x": "unsigned long long", "X": "unsigned long long"}
 
 
-def _printf_args(body, fmt: str, values: tuple[Expr, ...]) -> list[str]:
-    kinds = [m.group(1) for m in _CONVERSION.finditer(fmt) if m.group(0) != "%%"]
-    out = []
-    for kind, v in zip(kinds, values):
-        cast = _ARG_CAST.get(kind)
+def _is_wide(v: Expr) -> bool:
+    """A 64-bit integer argument (INT64 / UINT64 / INDEX value, or a constant beyond 32 bits)."""
+    if isinstance(v, ConstInt):
+        return not -(1 << 31) <= v.value < (1 << 32)
+    dtype = getattr(v.type, "dtype", None)
+    return dtype is not None and dtype.is_int and dtype.bits == 64
+
+
+def _printf_args(body, fmt: str, values: tuple[Expr, ...]) -> tuple[str, list[str]]:
+    """The format and the cast arguments: each value cast to what its conversion reads; a
+    64-bit integer under `%d`/`%i`/`%u`/`%x` prints at full width (`ll` added), never
+    narrowed to 32 bits."""
+    out: list[str] = []
+    pending = iter(values)
+
+    def convert(m: re.Match) -> str:
+        if m.group(0) == "%%":
+            return m.group(0)
+        v = next(pending, None)
+        if v is None:
+            return m.group(0)
+        length, kind = m.group(1), m.group(2)
         text = body.x.emit(v)
+        if kind in _WIDE_CAST and (_is_wide(v) or length.startswith("l")):
+            out.append(f"static_cast<{_WIDE_CAST[kind]}>({text})")
+            head = m.group(0)[:len(m.group(0)) - len(length) - 1]
+            return f"{head}ll{kind}"
+        cast = _ARG_CAST.get(kind)
         out.append(f"static_cast<{cast}>({text})" if cast and cast != "void*" else
                    f"(void*)({text})" if cast else text)
-    return out
+        return m.group(0)
+
+    return _CONVERSION.sub(convert, fmt), out
 
 
 def _where(span: Span | None) -> str:
-    return f"{os.path.basename(span.file)}:{span.line}" if span is not None else "?"
+    return f"{source_label(span.file)}:{span.line}" if span is not None else "?"
 
 
 def _printf(body, call: Call, span: Span | None) -> None:
@@ -186,8 +211,8 @@ def _printf(body, call: Call, span: Span | None) -> None:
     fmt = call.args[0].value
     if call.kwarg("loc"):
         fmt = f"[{_where(span)}] {fmt}"
-    args = [c_string(fmt), *_printf_args(body, fmt, call.args[1:])]
-    body.w.line(f"cce::printf({', '.join(args)});", span)
+    fmt, values = _printf_args(body, fmt, call.args[1:])
+    body.w.line(f"cce::printf({', '.join([c_string(fmt), *values])});", span)
 
 
 def _assert(body, call: Call, span: Span | None) -> None:
@@ -195,9 +220,10 @@ def _assert(body, call: Call, span: Span | None) -> None:
     body.ctx.flags.uses_print = True
     user = call.args[1].value if len(call.args) > 1 else ""
     fmt = f"pto_assert failed at {_where(span)}" + (f": {user}" if user else "") + "\n"
-    args = [c_string(fmt), *_printf_args(body, fmt, call.args[2:])]
+    fmt, values = _printf_args(body, fmt, call.args[2:])
     cond = body.x.emit(call.args[0])
-    body.w.line(f"if (!({cond})) {{ cce::printf({', '.join(args)}); }}", span)
+    body.w.line(f"if (!({cond})) {{ cce::printf({', '.join([c_string(fmt), *values])}); }}",
+                span)
 
 
 def _trap(body, call: Call, span: Span | None) -> None:

@@ -9,11 +9,10 @@ it directly (`copy_data_align64`); the vector core goes through UB address 0
 """
 from __future__ import annotations
 
-import os
-
 from ..ir.nodes import Function
 from ..ir.types import ArrayType, StructType
 from .types import scalar_ctype
+from .writer import source_label
 
 
 def header_name(st: StructType) -> str:
@@ -32,7 +31,7 @@ def class_lines(st: StructType) -> list[str]:
 
 
 def tiling_header(st: StructType, fn: Function) -> str:
-    source = f"{os.path.basename(fn.span.file)}:{fn.span.line}" if fn.span.line else fn.name
+    source = f"{source_label(fn.span.file)}:{fn.span.line}" if fn.span.line else fn.name
     lines = ["#pragma once",
              f"// TilingData {st.name} of kernel '{fn.name}' ({source}); generated, do not edit.",
              "#include <cstdint>", "", *class_lines(st)]

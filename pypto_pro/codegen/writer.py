@@ -8,13 +8,27 @@ the style of the real generator's output). Imports only the IR span type.
 """
 from __future__ import annotations
 
+import functools
 import os
-from contextlib import contextmanager
+import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 
 from ..ir.span import Span
 
 INDENT = "    "
+
+
+@functools.lru_cache(maxsize=256)
+def source_label(file: str) -> str:
+    """How generated code names a kernel's source file: a notebook cell the way IPython shows
+    it ("Cell In[3]", not the kernel's temp file), a `linecache` name (`<pypto-cell-…>`) as
+    is, else the file's base name."""
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None else None
+    name_of = getattr(getattr(shell, "compile", None), "format_code_name", None)
+    label = name_of(file) if name_of is not None else None
+    return " ".join(label) if label else os.path.basename(file)
 
 
 class CodeWriter:
@@ -34,7 +48,7 @@ class CodeWriter:
             return
         out = INDENT * self.depth + text
         if span is not None and span.line > 0:
-            out += f"  // {os.path.basename(span.file)}:{span.line}"
+            out += f"  // {source_label(span.file)}:{span.line}"
             self.line_map.append((len(self.lines) + 1, span.file, span.line))
         self.lines.append(out)
 

@@ -1,11 +1,23 @@
-"""The PyPTO Pro IR: dtypes, types, nodes, the op registry, the printer and the verifier."""
+"""The PyPTO Pro IR: dtypes, types, nodes, the op registry, the printer and the verifier.
+
+Submodules load on first use (`from pypto_pro.ir import nodes`, or an attribute of this package
+such as `pypto_pro.ir.Call`): a launch served from the kernel cache never builds the ~100 node
+classes, which is most of the import time of the language.
+"""
 from __future__ import annotations
 
-from . import ops
-from .dtype import DataType
-from .nodes import *  # noqa: F401,F403  (the node set is the IR's public surface)
-from .span import Span
-from .types import (
-    CoreType, MemorySpace, PipeType, SectionKind, TileGroupType, TileLayout, TilePad, TileType,
-    TensorType, ScalarType, PtrType, StructType, TupleType, NoneType,
-)
+import importlib
+from typing import Any
+
+#: where the package-level names live, searched in this order
+_HOMES = ("nodes", "types", "dtype", "span", "ops")
+
+
+def __getattr__(name: str) -> Any:
+    for home in _HOMES:
+        module = importlib.import_module(f".{home}", __name__)
+        if name == home:
+            return module
+        if hasattr(module, name):
+            return getattr(module, name)
+    raise AttributeError(f"module 'pypto_pro.ir' has no attribute {name!r}")

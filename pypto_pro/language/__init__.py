@@ -13,7 +13,6 @@ from ..ir.nodes import FunctionType
 from ..ir.types import MemorySpace, PipeType, TilePad
 from . import pipeline
 from .decl import Declaration, Namespace, declare
-from .ir_text import function, loads, loads_program, parse, parse_program, program
 from .markers import inline, simt_function, vector_function
 from .types import (
     DN, DYNAMIC, ND, NN, NZ, STATIC, ZN, ZZ, Input, MemRef, Output, Ptr, Scalar, Tensor,
@@ -65,15 +64,22 @@ Vf = Namespace("vf", "vf.", " ".join(VF_NAMES))
 vf = Vf
 
 
+#: names defined elsewhere, imported on first use: jit / kernel live in the runtime (which
+#: imports this module); the IR text front end pulls in the IR reader and printer
+_LAZY = {"jit": "pypto_pro.runtime.jit", "kernel": "pypto_pro.runtime.jit",
+         "KernelDef": "pypto_pro.runtime.jit",
+         **dict.fromkeys(("function", "loads", "loads_program", "parse", "parse_program",
+                          "program"), "pypto_pro.language.ir_text")}
+
+
 def __getattr__(name: str):
-    # jit / kernel live in the runtime, which imports this module: resolve lazily.
-    if name in ("jit", "kernel", "KernelDef"):
-        import importlib
+    import importlib
 
-        return getattr(importlib.import_module("pypto_pro.runtime.jit"), name)
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
     if name == "parser":  # the AST parser package, imported on first use
-        import importlib
-
         return importlib.import_module(f"{__name__}.parser")
     raise AttributeError(f"module 'pypto_pro.language' has no attribute {name!r}")
 

@@ -3,9 +3,9 @@ A key is the sha256 of a canonical JSON of everything that changes a build (`key
 kernel's dedented source and the sources of the user helpers and classes it names (found by
 walking its AST through the captured environment, transitively), the values of the constants
 it reads, `JitOptions.cache_fields()`, the `Specialization`, the backend, the arch / SoC and the
-compiler's own version (a hash of the `pypto_pro` package's `.py` and `.h` files, computed once
-per process); whitespace outside the kernel never matters, its line number only when it prints
-with `loc=`. An entry is the directory `<root>/<key[:2]>/<key>/` (root `$PYPTOPRO_CACHE_DIR`,
+compiler's own version (a hash of the `pypto_pro` package's `.py`, `.h` and `.hpp` files,
+`compiler_version`); whitespace outside the kernel never matters, its line number only when it
+prints with `loc=`. An entry is the directory `<root>/<key[:2]>/<key>/` (root `$PYPTOPRO_CACHE_DIR`,
 else `~/.cache/pypto_pro`) holding the artifacts (`kernel.cpp`, `<T>_tiling.h`,
 `call_kernel.cpp`, later `call_kernel_<hash12>.so`) and `manifest.json` with each file's sha256,
 written last; it is valid only if the manifest exists and every file matches it, else it is
@@ -36,7 +36,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from ..errors import KeyNotFound
+from ..errors import BadFd, KeyNotFound
 
 ENV_CACHE_DIR = "PYPTOPRO_CACHE_DIR"
 MANIFEST = "manifest.json"
@@ -53,18 +53,51 @@ def default_cache_dir() -> Path:
 # ---------------------------------------------------------------- the key
 
 
+_VERSION_SUFFIXES = (".py", ".h", ".hpp")
+
+
+def file_memo(kind: str, paths: list[str], compute: Callable[[], Any]) -> Any:
+    """`compute()` (JSON-able) for the current contents of `paths`, remembered across processes
+    in `<cache root>/memo/<kind>-<signature>.json`, the signature being a hash of the files'
+    paths, sizes and modification times (one stat each; any edit changes it). For derived facts
+    that are slow to recompute in every new process (a hash of the sources, parsed tables)."""
+    sig = hashlib.sha256(kind.encode() + b"\0")
+    for path in paths:
+        st = os.stat(path)
+        sig.update(f"{path}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
+    memo = default_cache_dir() / "memo" / f"{re.sub(r'[^0-9A-Za-z_.-]', '_', kind)}-" \
+        f"{sig.hexdigest()[:32]}.json"
+    with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+        return json.loads(memo.read_text())["value"]
+    value = compute()
+    with contextlib.suppress(OSError):
+        memo.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(memo, json.dumps({"value": value}))
+    return value
+
+
 @functools.lru_cache(maxsize=1)
 def compiler_version() -> str:
-    """sha256 of the compiler's own sources (every .py and .h of `pypto_pro`), once per process."""
-    root = Path(__file__).resolve().parents[1]
-    h = hashlib.sha256()
-    for path in sorted(p for p in root.rglob("*") if p.suffix in (".py", ".h")
-                       and "__pycache__" not in p.parts):
-        h.update(path.relative_to(root).as_posix().encode())
-        h.update(b"\0")
-        h.update(path.read_bytes())
-        h.update(b"\0")
-    return h.hexdigest()
+    """sha256 of the compiler's own sources (every .py, .h and .hpp of `pypto_pro`), once per
+    process (through `file_memo`: hashing them takes tens of milliseconds, a big share of a new
+    process's launch from the cache)."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    paths = []
+    for folder, subdirs, names in os.walk(root):
+        subdirs[:] = sorted(d for d in subdirs if d != "__pycache__")
+        paths += [os.path.join(folder, n) for n in sorted(names) if n.endswith(_VERSION_SUFFIXES)]
+
+    def digest() -> str:
+        h = hashlib.sha256()
+        for path in paths:
+            h.update(os.path.relpath(path, root).encode())
+            h.update(b"\0")
+            with open(path, "rb") as f:
+                h.update(f.read())
+            h.update(b"\0")
+        return h.hexdigest()
+
+    return file_memo("compiler_version", paths, digest)
 
 
 def _is_library(obj: Any) -> bool:
@@ -377,27 +410,37 @@ class KernelCache:
     # ------------------------------------------------------------ writing
     def put(self, key: str, files: Mapping[str, bytes | str],
             meta: Mapping[str, Any] | None = None) -> CacheEntry:
-        """Replace the entry of `key` with `files` (manifest written last)."""
-        with self.lock(key):
-            path = self.entry_dir(key)
-            path.mkdir(parents=True, exist_ok=True)
-            with contextlib.suppress(FileNotFoundError):
-                (path / MANIFEST).unlink()
-            digests = {}
-            for name, data in files.items():
-                _check_name(name)
-                data = data.encode() if isinstance(data, str) else bytes(data)
-                atomic_write(path / name, data)
-                digests[name] = (sha256_bytes(data), len(data))
-            for stale in path.iterdir():
-                if stale.name not in digests and not stale.name.startswith("."):
-                    _remove(stale)
-            return self._write_manifest(key, digests, dict(meta or {}))
+        """Replace the entry of `key` with `files` (manifest written last). A failed write
+        (e.g. a full disk) removes the half-written entry and raises `BadFd`."""
+        with self._writing(key), self.lock(key):
+            try:
+                return self._put(key, files, dict(meta or {}))
+            except OSError:
+                _remove(self.entry_dir(key))  # nothing half-written stays on disk
+                raise
+
+    def _put(self, key: str, files: Mapping[str, bytes | str],
+             meta: dict[str, Any]) -> CacheEntry:
+        path = self.entry_dir(key)
+        path.mkdir(parents=True, exist_ok=True)
+        with contextlib.suppress(FileNotFoundError):
+            (path / MANIFEST).unlink()
+        digests = {}
+        for name, data in files.items():
+            _check_name(name)
+            data = data.encode() if isinstance(data, str) else bytes(data)
+            atomic_write(path / name, data)
+            digests[name] = (sha256_bytes(data), len(data))
+        for stale in path.iterdir():  # a temp file here is a dead writer's: we hold the lock
+            if stale.name not in digests and (not stale.name.startswith(".")
+                                              or stale.name.endswith(".tmp")):
+                _remove(stale)
+        return self._write_manifest(key, digests, meta)
 
     def put_file(self, key: str, name: str, data: bytes | str) -> CacheEntry:
         """Add (or replace) one file of an existing valid entry (e.g. the built `.so`)."""
         _check_name(name)
-        with self.lock(key):
+        with self._writing(key), self.lock(key):
             entry = self.get(key)
             if entry is None:
                 raise KeyNotFound(f"cache entry {key[:12]}… is missing or damaged; put() it "
@@ -423,6 +466,21 @@ class KernelCache:
     def remove(self, key: str) -> None:
         with self.lock(key):
             _remove(self.entry_dir(key))
+
+    @contextlib.contextmanager
+    def _writing(self, key: str) -> Iterator[None]:
+        """A failed write (full disk, read-only or unwritable cache) as a typed error."""
+        try:
+            yield
+        except OSError as err:
+            if isinstance(err, BadFd):
+                raise
+            typed = BadFd(f"cannot write kernel cache entry {key[:12]}… under {self.root}: "
+                          f"{err.strerror or err}", module="PRO_RUNTIME",
+                          hint=f"free disk space, or point ${ENV_CACHE_DIR} at a writable "
+                               "directory with room; the entry is rebuilt on the next launch")
+            typed.errno, typed.strerror, typed.filename = err.errno, err.strerror, err.filename
+            raise typed from err
 
     def _write_manifest(self, key: str, digests: dict[str, tuple[str, int]],
                         meta: dict[str, Any]) -> CacheEntry:

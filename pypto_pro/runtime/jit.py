@@ -5,7 +5,9 @@ function's closure snapshotted, its globals kept live), reads the parameters and
 schema, and builds the `KernelDef` (AST with real file lines and columns). A launch binds and
 checks the arguments (`binding.bind`), compiles once per `Specialization`
 (`pypto_pro.compiler.compile_kernel`, imported lazily) and hands a `LaunchRequest` to the chosen
-backend.
+backend. A backend with `cached_launch` (native) can serve a kernel an earlier process built
+from its disk cache: the request then carries a `CachedCompile` and nothing is compiled unless
+something reads the IR.
 """
 from __future__ import annotations
 
@@ -29,12 +31,12 @@ from ..language.pipeline import PipelineConfig
 from .arch import normalize_arch, resolve_arch
 from .backends import LaunchRequest, LaunchResult, current_backend_name, get_backend
 from .binding import bind, resolve_datatype
-from .profile import record
 from .kernel_def import JitOptions, KernelDef, ParamSpec, Specialization
+from .profile import launch_started, record
 from .signature import is_kernel_function, params_from_function
 from .tilingkey import TilingKeySchema, build_schema
 
-__all__ = ["jit", "kernel", "KernelDef", "JitKernel", "_TileJitKernel"]
+__all__ = ["JitKernel", "KernelDef", "_TileJitKernel", "jit", "kernel"]
 
 
 def jit(target: Callable | None = None, *, arch: str | None = None, auto_mutex: bool = True,
@@ -229,6 +231,7 @@ class JitKernel:
         self.tiling_schema = tiling_schema
         self.compiled_variants: dict[Specialization, Any] = {}
         self.last_result: LaunchResult | None = None
+        self._disk_hits: dict[tuple[int, Specialization], CachedCompile] = {}
         self._compile_lock = threading.Lock()
         functools.update_wrapper(self, kernel_def.fn)
 
@@ -262,6 +265,25 @@ class JitKernel:
                 self.compiled_variants[spec] = compiled
             return compiled
 
+    def _compiled_for(self, backend: Any, spec: Specialization) -> Any:
+        """What a launch on `backend` hands over: the compiled kernel when this process has it,
+        else what the backend's on-disk cache holds for `spec` (a `CachedCompile`; backends
+        with a `cached_launch(kernel_def, spec)` method), else a fresh compile."""
+        compiled = self.compiled_variants.get(spec)
+        if compiled is not None:
+            return compiled
+        lookup = getattr(backend, "cached_launch", None)
+        if lookup is None:
+            return self.compile(spec)
+        memo = (id(backend), spec)
+        hit = self._disk_hits.get(memo)
+        if hit is None:
+            attrs = lookup(self.kernel_def, spec)
+            if attrs is None:
+                return self.compile(spec)
+            hit = self._disk_hits[memo] = CachedCompile(self, spec, attrs)
+        return hit
+
     def _expected_form(self) -> str:
         extra = (["tilingkey"] if self.tiling_schema is not None else []) + (
             ["datatype"] if self.options.datatype else [])
@@ -287,11 +309,13 @@ class JitKernel:
                                      tiling_key=plan.tiling_key, datatype=plan.datatype)
         bound = bind(self.kernel_def, args, kwargs, launch_spec)
         backend = get_backend(current_backend_name())
-        compiled = self.compile(bound.spec)
+        compiled = self._compiled_for(backend, bound.spec)
         request = LaunchRequest(compiled, plan.block_dim, plan.stream, bound.args,
                                 bound.dyn_dims, bound.tiling_bytes)
+        name = self.options.name or self.kernel_def.name
+        launch_started(name, request)
         self.last_result = backend.launch(request)
-        record(self.options.name or self.kernel_def.name, self.last_result)
+        record(name, self.last_result, request)
         for block in sorted(self.last_result.printed):
             sys.stdout.write(self.last_result.printed[block])
 
@@ -303,6 +327,28 @@ class JitKernel:
 
 
 _TileJitKernel = JitKernel
+
+
+class CachedCompile:
+    """A kernel a backend can launch from its on-disk cache without compiling it: the
+    attributes the backend's launch reads (`cached_launch`), plus `kernel_def`, `spec` and
+    `name`. Reading anything else (`programs`, `passes`, `ir()`, ...) compiles the kernel
+    through `JitKernel.compile` (memoised) and answers from the real compiled kernel."""
+
+    def __init__(self, kernel: JitKernel, spec: Specialization, attrs: Mapping[str, Any]):
+        self._kernel = kernel
+        self.kernel_def = kernel.kernel_def
+        self.spec = spec
+        self.__dict__.update(attrs)
+
+    @property
+    def name(self) -> str:
+        return self.kernel_def.options.name or self.kernel_def.name
+
+    def __getattr__(self, attr: str) -> Any:
+        if attr.startswith("__") or attr == "_kernel":
+            raise AttributeError(attr)
+        return getattr(self._kernel.compile(self.spec), attr)
 
 
 def _check_block_dim(block_dim: Any) -> int:

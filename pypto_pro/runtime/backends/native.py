@@ -6,12 +6,12 @@ host the two targets of a mix kernel must live in one library, so the build adds
 `native_main.cpp`: it includes call_kernel.cpp (which includes kernel.cpp) twice, once per
 target namespace with `__DAV_CUBE__` / `__DAV_VEC__` defined, and defines the real
 `extern "C" call_kernel(blockDim, stream, ...)` that collects both entries and runs the
-launch. The one change to the generated text: `K<<<blockDim, nullptr, stream>>>(args)` (not
-C++) becomes `PYPTO_NATIVE_LAUNCH(K, blockDim, nullptr, stream)(args)`. `g++ -std=c++17 -O2
--g1 -fno-strict-aliasing -fPIC -shared -I pypto_pro/include` builds `call_kernel_<hash12>.so` into the on-disk kernel
-cache (`runtime/cache.py`, keyed by the sources, the headers, the flags and the compiler), so
-a kernel is compiled once per machine. g++ errors become `CompileError` at the kernel line
-the code generator's line map gives.
+launch; the headers define `PYPTO_NATIVE_LAUNCH`, so call_kernel.cpp's launch takes that
+branch instead of `<<<>>>` (not C++) and the generated files are built unchanged. `g++
+-std=c++17 -O2 -g1 -fno-strict-aliasing -fPIC -shared -pthread -I pypto_pro/include` builds
+`call_kernel_<hash12>.so` into the on-disk kernel cache (`runtime/cache.py`, keyed by the
+sources, the headers, the flags and the compiler), so a kernel is compiled once per machine.
+g++ errors become `CompileError` at the kernel line the code generator's line map gives.
 
 Run. Every GM buffer (each argument tensor's storage span, the TilingData bytes) is copied
 into one shared-memory arena, each followed by a guard page; the worker process
@@ -24,6 +24,12 @@ area. Both become `KernelTrap` / `SimulationError` / `DeadlockError` at the kern
 line. `LaunchResult.printed` holds each block's printf text (AIC, AIV0, AIV1 in order). A
 launch that neither finishes nor faults within `PYPTOPRO_NATIVE_TIMEOUT` seconds (default 300)
 is stopped (the worker is killed and restarted on the next launch).
+
+New processes. A second cache entry per kernel, keyed by what the kernel is made of (no
+parsing), holds the launch descriptor (`launch.json`: which build, the argument types, the
+parameter names, the line map), so a process that finds it launches without parsing, passes or
+code generation (`cached_launch`, used by the jit layer); the worker is started first and boots
+meanwhile.
 """
 from __future__ import annotations
 
@@ -32,9 +38,10 @@ import ctypes
 import dataclasses
 import functools
 import hashlib
+import json
+import marshal
 import mmap
 import os
-import pickle
 import re
 import select
 import shutil
@@ -52,12 +59,16 @@ from typing import Any
 import torch
 
 from ...errors import (
-    CompileError, DeadlockError, InvalidArgument, KernelTrap, RuntimeFailure, SimulationError,
+    CompileError,
+    DeadlockError,
+    InvalidArgument,
+    KernelTrap,
+    RuntimeFailure,
+    SimulationError,
 )
 from ...ir.span import Span
 from ...ir.types import MemorySpace
-from ...sim.soc import soc as make_soc
-from ..cache import KernelCache
+from ..cache import KernelCache, cache_key, file_memo
 from . import LaunchRequest, LaunchResult, register_backend
 
 INCLUDE_DIR = Path(__file__).resolve().parents[2] / "include"
@@ -72,11 +83,11 @@ PAGE = mmap.PAGESIZE
 _SPACES = (MemorySpace.Vec, MemorySpace.Mat, MemorySpace.Left, MemorySpace.Right,
            MemorySpace.Acc, MemorySpace.Bias, MemorySpace.Scaling, MemorySpace.ScaleLeft,
            MemorySpace.ScaleRight)  # pto::TileType order
+DESCRIPTOR = "launch.json"
 _TARGETS = (("cube", "__DAV_CUBE__", 0), ("vector", "__DAV_VEC__", 1))
-_LAUNCH = re.compile(r"\b(\w+)<<<\s*([^,]+?)\s*,\s*([^,]+?)\s*,\s*([^>]+?)\s*>>>\s*\(")
 _ENTRY = re.compile(r'extern "C" void call_kernel\((.*)\)')
 _DIAG = re.compile(r"^(?P<file>[^:\n]+):(?P<line>\d+):(?:\d+:)? (?P<kind>error|fatal error): "
-                   r"(?P<msg>.*)$", re.M)
+                   r"(?P<msg>.*)$", re.MULTILINE)
 _CPP_LINE = re.compile(r"kernel\.cpp:(\d+)")
 _SIGNALS = {int(s): s.name for s in signal.Signals}
 
@@ -86,12 +97,22 @@ _SIGNALS = {int(s): s.name for s in signal.Signals}
 
 @dataclasses.dataclass(frozen=True)
 class NativeLibrary:
-    """A built kernel: its .so, the `call_kernel` argument C types and the line map."""
+    """A built kernel: its .so and everything a launch needs besides (the launch descriptor):
+    the `call_kernel` argument C types, the line map, the kernel parameter names."""
 
     path: Path
     arg_ctypes: tuple[str, ...]  # after (blockDim, stream): "ptr" | "float" | "int32_t" | ...
     line_map: dict[int, tuple[str, int]]  # kernel.cpp line -> (source file, line)
     kernel_name: str
+    kernel_type: str = "aiv"  # "aiv" | "aic" | "mix"
+    param_names: tuple[str, ...] = ()  # the kernel's parameters, in order
+
+    def descriptor(self, build_key: str) -> dict[str, Any]:
+        """The JSON form stored in the disk cache (`Builder.cached`)."""
+        return {"build_key": build_key, "so": self.path.name, "arg_ctypes": self.arg_ctypes,
+                "line_map": [[c, f, n] for c, (f, n) in sorted(self.line_map.items())],
+                "kernel_name": self.kernel_name, "kernel_type": self.kernel_type,
+                "param_names": self.param_names}
 
     def span(self, cpp_line: int) -> Span | None:
         hit = self.line_map.get(cpp_line)
@@ -120,17 +141,13 @@ def _host_params(call_kernel_cpp: str) -> list[str]:
 
 
 def native_sources(artifacts: Any) -> dict[str, str]:
-    """The files of a native build: the generated ones (launch rewritten) and native_main.cpp."""
+    """The files of a native build: the generated ones as they are, and native_main.cpp."""
     files = dict(artifacts.files())
-    launcher = files.pop("call_kernel.cpp")
-    files["call_kernel.native.cpp"] = _LAUNCH.sub(
-        lambda m: f"PYPTO_NATIVE_LAUNCH({m.group(1)}, {m.group(2)}, {m.group(3)}, "
-                  f"{m.group(4)})(", launcher)
-    params = _host_params(launcher)
+    params = _host_params(artifacts.call_kernel_cpp)
     names = [p.rsplit(" ", 1)[1].lstrip("*") for p in params]
     targets = [t for t in _TARGETS if _has_target(artifacts, t[0])]
-    lines = ["// native_main.cpp: both targets of the kernel in one host library (generated by "
-             "the native backend).",
+    lines = [("// native_main.cpp: both targets of the kernel in one host library (generated by "
+              "the native backend)."),
              "#include <pto/pto-inst.hpp>", "#include <pypto_tprint.h>"]
     lines += [f'#include "{name}"' for name in artifacts.tiling_headers]
     lines.append("")
@@ -138,7 +155,7 @@ def native_sources(artifacts: Any) -> dict[str, str]:
         lines += [f"namespace pypto_native_{target} {{", f"#define {macro} 1",
                   f"#define PYPTO_NATIVE_TARGET {index}",
                   f"#define call_kernel pypto_native_call_kernel_{target}",
-                  '#include "call_kernel.native.cpp"', "#undef call_kernel",
+                  '#include "call_kernel.cpp"', "#undef call_kernel",
                   "#undef PYPTO_NATIVE_TARGET", f"#undef {macro}", "#undef PYPTO_SCALAR_HELPERS",
                   f"}}  // namespace pypto_native_{target}", ""]
     lines.append(f'extern "C" void call_kernel({", ".join(params)})')
@@ -175,7 +192,8 @@ def compiler() -> str:
 @functools.lru_cache(maxsize=4)
 def _compiler_id(cxx: str) -> str:
     try:
-        out = subprocess.run([cxx, "--version"], capture_output=True, text=True, timeout=30)
+        out = subprocess.run([cxx, "--version"], check=False, capture_output=True, text=True,
+                             timeout=30)
         return out.stdout.splitlines()[0] if out.stdout else cxx
     except (OSError, subprocess.SubprocessError):
         return cxx
@@ -197,7 +215,8 @@ def _compile(files: dict[str, str], so_name: str, cxx: str, line_map: dict,
             Path(tmp, name).write_text(text)
         cmd = [cxx, *CXX_FLAGS, f"-I{INCLUDE_DIR}", "native_main.cpp", "-o", so_name]
         try:
-            proc = subprocess.run(cmd, cwd=tmp, capture_output=True, text=True, timeout=timeout)
+            proc = subprocess.run(cmd, cwd=tmp, check=False, capture_output=True, text=True,
+                                  timeout=timeout)
         except FileNotFoundError:
             raise CompileError(f"the host C++ compiler '{cxx}' was not found",
                                hint="install g++ or set PYPTOPRO_NATIVE_CXX",
@@ -226,7 +245,14 @@ def _compile_error(stderr: str, line_map: dict[int, tuple[str, int]]) -> Compile
 
 
 class Builder:
-    """Builds (once per machine, through the kernel cache) the library of a compiled kernel."""
+    """Builds (once per machine, through the kernel cache) the library of a compiled kernel.
+
+    Two kinds of cache entry: the build, keyed by the generated sources, the headers, the flags
+    and the compiler (`build_key`), holds the sources and the `.so`; the launch descriptor,
+    keyed by what the kernel is made of (`cache.cache_key`: its source text, helpers, options,
+    specialisation; no parsing needed), holds `launch.json` naming the build and everything
+    else a launch reads, so a new process launches a cached kernel without compiling it.
+    """
 
     def __init__(self, cache: KernelCache | None = None) -> None:
         self.cache = cache or KernelCache()
@@ -243,6 +269,23 @@ class Builder:
                 compiled._native_library = lib
         return lib
 
+    def cached(self, kernel_def: Any, spec: Any) -> NativeLibrary | None:
+        """The library of `kernel_def` at `spec` from its launch descriptor (None: not built on
+        this machine yet, or an entry is missing or damaged: then the launch compiles)."""
+        raw = self.cache.get_file(launch_key(kernel_def, spec), DESCRIPTOR)
+        if raw is None:
+            return None
+        try:
+            d = json.loads(raw)
+            so = self.cache.file_path(d["build_key"], d["so"])
+            if so is None:
+                return None
+            return NativeLibrary(so, tuple(d["arg_ctypes"]),
+                                 {int(c): (f, int(n)) for c, f, n in d["line_map"]},
+                                 d["kernel_name"], d["kernel_type"], tuple(d["param_names"]))
+        except (ValueError, KeyError, TypeError):
+            return None
+
     def _build(self, compiled: Any) -> NativeLibrary:
         from ...codegen import generate
 
@@ -252,13 +295,30 @@ class Builder:
         cxx = compiler()
         key = build_key(files, cxx)
         so_name = f"call_kernel_{key[:12]}.so"
-        timeout = getattr(getattr(compiled.kernel_def, "options", None), "compile_timeout", None)
+        kdef = compiled.kernel_def
+        timeout = getattr(getattr(kdef, "options", None), "compile_timeout", None)
         entry = self.cache.get_or_build(
             key, lambda: {**files, so_name: _compile(files, so_name, cxx, line_map, timeout)},
             meta={"backend": "native", "kernel": artifacts.kernel_name})
         params = _host_params(artifacts.call_kernel_cpp)[2:]
-        return NativeLibrary(entry.file(so_name), tuple(_c_type(p) for p in params), line_map,
-                             artifacts.kernel_name)
+        fn = next(iter(compiled.programs.values())).kernel
+        lib = NativeLibrary(entry.file(so_name), tuple(_c_type(p) for p in params), line_map,
+                            artifacts.kernel_name, compiled.kernel_type,
+                            tuple(p.name for p in fn.params))
+        if hasattr(kdef, "tree"):  # a real KernelDef: remember the launch for new processes
+            self.cache.put(launch_key(kdef, compiled.spec),
+                           {DESCRIPTOR: json.dumps(lib.descriptor(key), sort_keys=True)},
+                           meta={"backend": "native", "kernel": artifacts.kernel_name})
+        return lib
+
+
+def launch_key(kernel_def: Any, spec: Any) -> str:
+    """The launch descriptor's key: the kernel's content key plus the host compiler."""
+    h = hashlib.sha256()
+    for part in (f"native-launch-{FORMAT}", cache_key(kernel_def, spec, "native"), compiler(),
+                 " ".join(CXX_FLAGS)):
+        h.update(part.encode() + b"\0")
+    return h.hexdigest()
 
 
 # ---------------------------------------------------------------- shared memory
@@ -333,35 +393,36 @@ def _span(t: torch.Tensor) -> tuple[int, int]:
     lo = t.storage_offset() * es
     if t.numel() == 0:
         return lo, lo
-    last = sum((s - 1) * st for s, st in zip(t.shape, t.stride()) if s > 0)
+    last = 0
+    for size, stride in zip(t.shape, t.stride()):
+        last += (size - 1) * stride  # a view of a non-empty tensor has no 0-sized axis
     return lo, lo + (last + 1) * es
 
 
 def plan_launch(request: LaunchRequest, lib: NativeLibrary) -> _Plan:
     """Arena layout, GM regions and `call_kernel` arguments of a launch."""
-    fn = next(iter(request.compiled.programs.values())).kernel
-    params = fn.params
     n_args = len(request.args)
     groups: dict[int, list] = {}  # storage address -> [bytes view, lo, hi]
+    spans: dict[int, tuple[int, int]] = {}  # argument index -> its tensor's [lo, hi) bytes
     tensors: list[tuple[int, torch.Tensor | bytes | None, str]] = []
-    for i, p in enumerate(params[:n_args]):
+    for i, name in enumerate(lib.param_names[:n_args]):
         value = request.args[i]
         if lib.arg_ctypes[i] != "ptr":
             continue
         if isinstance(value, torch.Tensor):
             if value.device.type != "cpu":
-                raise InvalidArgument(f"'{p.name}': the native backend runs on CPU tensors, got "
+                raise InvalidArgument(f"'{name}': the native backend runs on CPU tensors, got "
                                       f"a tensor on {value.device}",
                                       hint="pass tensor.cpu() or pick another backend")
-            lo, hi = _span(value)
+            spans[i] = lo, hi = _span(value)
             key = value.untyped_storage().data_ptr()
             g = groups.setdefault(key, [value, lo, hi])
             g[1], g[2] = min(g[1], lo), max(g[2], hi)
-            tensors.append((i, value, p.name))
+            tensors.append((i, value, name))
         elif value is None:
-            tensors.append((i, None, p.name))
+            tensors.append((i, None, name))
         else:  # the TilingData parameter: its serialised bytes
-            tensors.append((i, request.tiling_bytes or b"", p.name))
+            tensors.append((i, request.tiling_bytes or b"", name))
     buffers: list[_Buffer] = []
     placed: dict[int, _Buffer] = {}
     guards: list[int] = []
@@ -388,7 +449,7 @@ def plan_launch(request: LaunchRequest, lib: NativeLibrary) -> _Plan:
             pointers[i] = -1
         elif isinstance(value, torch.Tensor):
             buf = placed[value.untyped_storage().data_ptr()]
-            lo, hi = _span(value)
+            lo, hi = spans[i]
             group_lo = groups[value.untyped_storage().data_ptr()][1]
             start = buf.offset + lo - group_lo
             pointers[i] = start
@@ -437,18 +498,31 @@ class Worker:
     def __init__(self) -> None:
         _remove_stale_files()
         self.proc: subprocess.Popen | None = None
+        self.ready = False  # the running process said hello
         self.arena: SharedFile | None = None
         self.status = SharedFile(RECORDS * RECORD_SIZE + 64, "pypto_native_status_")
 
-    def ensure(self) -> subprocess.Popen:
+    def start(self) -> None:
+        """Start the process if none runs, without waiting for it (it boots while the caller
+        looks the kernel up)."""
         if self.proc is not None and self.proc.poll() is None:
-            return self.proc
-        env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONUNBUFFERED="1")
-        self.proc = subprocess.Popen([sys.executable, str(WORKER_PATH)], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, env=env, close_fds=True)
-        hello = self._read(60.0)
-        if not isinstance(hello, dict) or "ready" not in hello:
-            raise RuntimeFailure("the native worker process did not start", module="PRO_RUNTIME")
+            return
+        env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+        # -I -S: no site-packages or user paths to scan; the worker needs the stdlib only
+        self.proc = subprocess.Popen([sys.executable, "-I", "-S", "-u", str(WORKER_PATH)],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env,
+                                     close_fds=True)
+        self.ready = False
+
+    def ensure(self) -> subprocess.Popen:
+        self.start()
+        if not self.ready:
+            hello = self._read(60.0)
+            if not isinstance(hello, dict) or "ready" not in hello:
+                raise RuntimeFailure("the native worker process did not start",
+                                     module="PRO_RUNTIME")
+            self.ready = True
+        assert self.proc is not None
         return self.proc
 
     def arena_for(self, size: int) -> tuple[SharedFile, bool]:
@@ -462,7 +536,7 @@ class Worker:
 
     def call(self, request: dict, timeout: float) -> dict:
         proc = self.ensure()
-        data = pickle.dumps(request, protocol=pickle.HIGHEST_PROTOCOL)
+        data = marshal.dumps(request)
         try:
             proc.stdin.write(struct.pack("<I", len(data)) + data)
             proc.stdin.flush()
@@ -477,7 +551,7 @@ class Worker:
         deadline = time.monotonic() + timeout
         head = self._read_exact(fd, 4, deadline)
         (n,) = struct.unpack("<I", head)
-        return pickle.loads(self._read_exact(fd, n, deadline))
+        return marshal.loads(self._read_exact(fd, n, deadline))
 
     def _read_exact(self, fd: int, n: int, deadline: float) -> bytes:
         out = bytearray()
@@ -498,6 +572,7 @@ class Worker:
             self.proc.kill()
             self.proc.wait()
         self.proc = None
+        self.ready = False
 
     def close(self) -> None:
         self.kill()
@@ -530,7 +605,22 @@ class NativeBackend:
         self.builder = Builder(cache)
         self.worker: Worker | None = None
         self._lock = threading.Lock()
+        self._worker_lock = threading.Lock()
         atexit.register(self.close)
+
+    def _worker(self) -> Worker:
+        with self._worker_lock:
+            if self.worker is None:
+                self.worker = Worker()
+            return self.worker
+
+    def cached_launch(self, kernel_def: Any, spec: Any) -> dict[str, Any] | None:
+        """The attributes a launch of `kernel_def` at `spec` reads, from the disk cache (None:
+        compile it). The jit layer's fast path for kernels an earlier process built: no
+        parsing, passes or code generation. The worker boots meanwhile."""
+        self._worker().start()
+        lib = self.builder.cached(kernel_def, spec)
+        return None if lib is None else {"_native_library": lib, "kernel_type": lib.kernel_type}
 
     def _timeout(self) -> float:
         if self.timeout is not None:
@@ -541,6 +631,7 @@ class NativeBackend:
         return _soc_config(self.soc_name or os.environ.get("PYPTOPRO_SIM_SOC", "").strip())
 
     def launch(self, request: LaunchRequest) -> LaunchResult:
+        self._worker().start()
         lib = self.builder.library(request.compiled)
         plan = plan_launch(request, lib)
         soc = self._soc()
@@ -554,9 +645,7 @@ class NativeBackend:
         return LaunchResult(self.name, wall, None, dict(answer.get("printed", {})))
 
     def _run(self, request: LaunchRequest, lib: NativeLibrary, plan: _Plan, soc: Any) -> dict:
-        if self.worker is None:
-            self.worker = Worker()
-        worker = self.worker
+        worker = self._worker()
         arena, _ = worker.arena_for(plan.size)
         for buf in plan.buffers:
             if buf.nbytes:
@@ -574,8 +663,7 @@ class NativeBackend:
         try:
             answer = worker.call(message, self._timeout())
         except WorkerDied as died:
-            raise self._crash(worker, lib, died.returncode,
-                              request.compiled.kernel_type == "mix") from None
+            raise self._crash(worker, lib, died.returncode) from None
         except WorkerTimeout:
             raise DeadlockError(f"native launch of '{lib.kernel_name}' did not finish within "
                                 f"{self._timeout():g} s (a wait that never ends, or an endless "
@@ -589,8 +677,7 @@ class NativeBackend:
                 ctypes.memmove(buf.address, arena.address + buf.offset, buf.nbytes)
         return answer
 
-    def _crash(self, worker: Worker, lib: NativeLibrary, returncode: int,
-               mix: bool) -> KernelTrap:
+    def _crash(self, worker: Worker, lib: NativeLibrary, returncode: int) -> KernelTrap:
         sig, pc, addr, rec = worker.crash_report()
         sig = sig or (-returncode if returncode < 0 else 0)
         name = _SIGNALS.get(sig, f"exit code {returncode}" if not sig else f"signal {sig}")
@@ -599,6 +686,7 @@ class NativeBackend:
         what = f"at kernel.cpp:{line}" if line else ""
         if rec is not None:
             kind = "AIC" if rec["kind"] == 0 else "AIV"
+            mix = lib.kernel_type == "mix"
             where = f"block {rec['block']} {kind}" + (str(rec["sub"]) if mix and kind == "AIV"
                                                       else "")
             last = (f"last instruction {rec['op']} at kernel.cpp:{rec['line']}" if rec["op"]
@@ -625,7 +713,8 @@ def _kernel_line(library: Path, pc: int) -> int:
     if tool is None:
         return 0
     try:
-        out = subprocess.run([tool, "-i", "-e", str(library), f"{pc:#x}"], capture_output=True,
+        out = subprocess.run([tool, "-i", "-e", str(library), f"{pc:#x}"], check=False,
+                             capture_output=True,
                              text=True, timeout=30).stdout
     except (OSError, subprocess.SubprocessError):
         return 0
@@ -645,12 +734,23 @@ def _fault_error(lib: NativeLibrary, kind: int, line: int, message: str) -> Exce
 
 @functools.lru_cache(maxsize=16)
 def _soc_config(name: str) -> tuple[list[int], int, int]:
-    """(buffer bytes in pto::TileType order, AIC cores, AIV cores) of a simulator SoC table."""
-    try:
-        soc = make_soc(name) if name else make_soc()
-    except ValueError as e:
-        raise InvalidArgument(f"PYPTOPRO_SIM_SOC={name!r}: {e}", module="PRO_RUNTIME") from None
-    return [int(soc.buffer_size(s)) for s in _SPACES], soc.aic_cores, soc.aiv_cores
+    """(buffer bytes in pto::TileType order, AIC cores, AIV cores) of a simulator SoC table
+    (remembered on disk: parsing the TOML tables costs a new process tens of milliseconds)."""
+    sim = Path(__file__).resolve().parents[2] / "sim"
+    tables = [str(sim / "soc.py"), *sorted(str(p) for p in (sim / "soc").glob("*.toml"))]
+
+    def read() -> tuple[list[int], int, int]:
+        from ...sim.soc import soc as make_soc
+
+        try:
+            soc = make_soc(name) if name else make_soc()
+        except ValueError as e:
+            raise InvalidArgument(f"PYPTOPRO_SIM_SOC={name!r}: {e}", module="PRO_RUNTIME") \
+                from None
+        return [int(soc.buffer_size(s)) for s in _SPACES], soc.aic_cores, soc.aiv_cores
+
+    sizes, aic, aiv = file_memo(f"native_soc_{name}", tables, read)
+    return list(sizes), int(aic), int(aiv)
 
 
 @functools.lru_cache(maxsize=1)

@@ -1,28 +1,30 @@
 """The process that runs native kernels, so a crashing kernel never takes the caller down.
 
-Started by `native.Worker` as `python native_worker.py` (by path: it imports neither torch nor
-`pypto_pro`, so it starts in a fraction of a second) and kept for the session. It reads
-length-prefixed pickled requests on stdin and answers on stdout. A launch request names the
+Started by `native.Worker` as `python -I -S native_worker.py` (by path, without site-packages:
+it imports neither torch nor `pypto_pro`, only a few standard modules, so it is ready in about
+ten milliseconds of CPU) and kept for the session. It reads length-prefixed `marshal`led
+requests on stdin and answers on stdout (plain dicts, lists and numbers: marshal, unlike pickle
+or typing, imports nothing, which halves the start-up). A launch request names the
 kernel library, the shared-memory arena holding every GM buffer (mapped here at the same
 offsets the parent wrote them), the guard pages to protect, the GM regions, the status area
 for crash reports, the SoC sizes and the `call_kernel` arguments; the answer carries the
 fault (kind, kernel.cpp line, message) and the text each block printed. If a kernel crashes,
 the process dies with the signal; the parent reads the status area to say where.
 
-Library math: MKL's `vmsExp`, `vmsLn`, `vmsSqrt` and `sgemm_` are taken from the torch
-installation's `libtorch_cpu.so` (path given by the parent, single-threaded MKL) and handed to
-each kernel library, so native results equal the simulator's bit for bit.
+Library math: each kernel library is told where the torch installation's `libtorch_cpu.so` is
+(path given by the parent); on its first exp / log / sqrt / matmul it loads MKL's `vmsExp`,
+`vmsLn`, `vmsSqrt` and `sgemm_` from there (single-threaded), so native results equal the
+simulator's bit for bit and kernels without library math never pay for loading torch.
 """
 from __future__ import annotations
 
 import ctypes
+import marshal
 import mmap
 import os
-import pickle
 import struct
 import sys
 import time
-from typing import Any
 
 PAGE = mmap.PAGESIZE
 _CTYPES = {
@@ -54,29 +56,12 @@ class Worker:
         self.arena: Mapping | None = None
         self.status: Mapping | None = None
         self.protected: list[int] = []
-        self.bridge: tuple[int, int, int, int] | None = None
         self.configured: dict[str, tuple] = {}  # library -> the set-up it last received
         self.handler_of: str | None = None  # library whose crash handler is installed
         self.libc = ctypes.CDLL(None, use_errno=True)
         self.libc.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
 
     # ------------------------------------------------------------ set-up
-    def _bridge(self, torch_lib: str | None) -> tuple[int, int, int, int]:
-        if self.bridge is None:
-            self.bridge = (0, 0, 0, 0)
-            if torch_lib and os.path.exists(torch_lib):
-                try:
-                    lib = ctypes.CDLL(torch_lib, mode=os.RTLD_LAZY | os.RTLD_GLOBAL)
-                    names = ("vmsExp", "vmsLn", "vmsSqrt", "sgemm_")
-                    ptrs = [ctypes.cast(getattr(lib, n), ctypes.c_void_p).value for n in names]
-                    setter = getattr(lib, "mkl_serv_set_num_threads", None)
-                    if setter is not None:
-                        setter(ctypes.c_int(1))
-                    self.bridge = tuple(int(p or 0) for p in ptrs)  # type: ignore[assignment]
-                except (OSError, AttributeError):
-                    self.bridge = (0, 0, 0, 0)
-        return self.bridge
-
     def _map(self, current: Mapping | None, path: str, size: int) -> Mapping:
         if current is not None and current.path == path and current.size == size:
             return current
@@ -98,7 +83,7 @@ class Worker:
             lib = ctypes.CDLL(path, mode=os.RTLD_NOW | os.RTLD_LOCAL)
             lib.pypto_native_configure.argtypes = [ctypes.POINTER(ctypes.c_int64), ctypes.c_int,
                                                    ctypes.c_int]
-            lib.pypto_native_set_bridge.argtypes = [ctypes.c_void_p] * 4
+            lib.pypto_native_set_bridge_library.argtypes = [ctypes.c_char_p]
             lib.pypto_native_set_regions.argtypes = [
                 ctypes.c_int, ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ctypes.c_uint64),
                 ctypes.c_char_p]
@@ -110,7 +95,7 @@ class Worker:
         return lib
 
     # ------------------------------------------------------------ a launch
-    def launch(self, req: dict[str, Any]) -> dict[str, Any]:
+    def launch(self, req: dict[str, object]) -> dict[str, object]:
         t0 = time.perf_counter()
         arena = self._map(self.arena, req["arena"], req["arena_size"])
         if arena is not self.arena:
@@ -125,7 +110,7 @@ class Worker:
         if self.configured.get(req["library"]) != setup:
             sizes = (ctypes.c_int64 * len(req["sizes"]))(*req["sizes"])
             lib.pypto_native_configure(sizes, req["aic_cores"], req["aiv_cores"])
-            lib.pypto_native_set_bridge(*self._bridge(req.get("torch_lib")))
+            lib.pypto_native_set_bridge_library((req.get("torch_lib") or "").encode())
             lib.pypto_native_set_status(self.status.base, records,
                                         self.status.base + records * req["record_size"])
             self.configured[req["library"]] = setup
@@ -138,7 +123,7 @@ class Worker:
         hi = (ctypes.c_uint64 * max(1, len(regions)))(*[base + r[1] for r in regions])
         names = "\n".join(r[2] for r in regions).encode()
         lib.pypto_native_set_regions(len(regions), lo, hi, names)
-        values: list[Any] = [req["block_dim"], None]
+        values: list[object] = [req["block_dim"], None]
         for kind, value in req["args"]:
             values.append((None if value is None else base + value) if kind == "ptr" else value)
         fn = lib.call_kernel
@@ -160,16 +145,16 @@ class Worker:
                 "worker_seconds": time.perf_counter() - t0}
 
 
-def _read(stream) -> Any:
+def _read(stream) -> object:
     head = stream.read(4)
     if len(head) < 4:
         return None
     (n,) = struct.unpack("<I", head)
-    return pickle.loads(stream.read(n))
+    return marshal.loads(stream.read(n))
 
 
-def _write(stream, obj: Any) -> None:
-    data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+def _write(stream, obj: object) -> None:
+    data = marshal.dumps(obj)
     stream.write(struct.pack("<I", len(data)) + data)
     stream.flush()
 

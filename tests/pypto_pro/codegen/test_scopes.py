@@ -11,12 +11,31 @@ import pypto_pro.language as pl
 from pypto_pro.codegen import generate
 from pypto_pro.ir.dtype import DataType
 from pypto_pro.ir.nodes import (
-    AssignStmt, BinaryExpr, BinOp, Call, ConstInt, EvalStmt, ForStmt, Function, IfStmt,
-    MakeTuple, Program, SectionStmt, Var, YieldStmt, seq,
+    AssignStmt,
+    BinaryExpr,
+    BinOp,
+    Call,
+    ConstInt,
+    EvalStmt,
+    ForStmt,
+    Function,
+    IfStmt,
+    MakeTuple,
+    Program,
+    SectionStmt,
+    Var,
+    YieldStmt,
+    seq,
 )
 from pypto_pro.ir.span import Span
 from pypto_pro.ir.types import (
-    BOOL, INDEX, MemorySpace, SectionKind, TensorType, TileType, TupleType,
+    BOOL,
+    INDEX,
+    MemorySpace,
+    SectionKind,
+    TensorType,
+    TileType,
+    TupleType,
 )
 
 T = pl.TileType([16, 64], pl.DT_FP32)
@@ -114,7 +133,7 @@ def test_non_ssa_scalar_is_hoisted(cg):
     art = generate(cg.fake_compiled({"vector": program}))
     lines = [cg.code(x) for x in cg.impl_body(art.kernel_cpp, "vector")]
     assert lines.index("int64_t x = 0;") < lines.index("if (c) {")
-    assert "x = 1;" in lines and "x = 2;" in lines and "out_ptr[0] = x + 1;" in lines
+    assert "x = 1;" in lines and "x = 2;" in lines and "PYPTO_GM_ELEM(out_ptr, 0) = x + 1;" in lines
 
 
 def test_reserved_names_are_renamed(cg):
@@ -128,4 +147,4 @@ def test_reserved_names_are_renamed(cg):
         {"vector": program})).kernel_cpp, "vector")]
     assert "int64_t int_1 = 0;" in lines and "int64_t TADD_1 = 1;" in lines
     assert "int64_t get_buf_1 = 2;" in lines
-    assert "int64_t x_ptr_1 = 3;" in lines and "x_ptr[0] = x_ptr_1;" in lines
+    assert "int64_t x_ptr_1 = 3;" in lines and "PYPTO_GM_ELEM(x_ptr, 0) = x_ptr_1;" in lines

@@ -102,11 +102,12 @@ def test_system_variables_per_target(cg):
 
 def test_debug_ops(cg):
     art, cube, vec = _bodies(cg)
-    assert 'cce::printf("cube %d %d\\n", static_cast<int32_t>(b), static_cast<int32_t>(s));' \
-        in cube
+    # 64-bit values (block index, block count) print at full width
+    assert 'cce::printf("cube %lld %lld\\n", static_cast<long long>(b), ' \
+        'static_cast<long long>(s));' in cube
     line = next(x for x in vec if x.startswith('cce::printf("[test_sync_lowering.py:'))
-    assert line.endswith('] vec %d of %d\\n", static_cast<int32_t>(b), '
-                         'static_cast<int32_t>(static_cast<int64_t>(get_block_num())));')
+    assert line.endswith('] vec %lld of %lld\\n", static_cast<long long>(b), '
+                         'static_cast<long long>(static_cast<int64_t>(get_block_num())));')
     assert any(x.startswith('if (!(n > 1)) { cce::printf("pto_assert failed at '
                             'test_sync_lowering.py:') and x.endswith(': n=%d\\n", '
                                                                      'static_cast<int32_t>(n)); }')

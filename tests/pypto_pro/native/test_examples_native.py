@@ -1,7 +1,7 @@
 """Every example kernel gives identical results on the simulator and on the native backend
 (the generated C++ built with g++ against pypto_pro/include), and both match the example's
-torch reference. Kernels the simulator does not run yet (SIMT launches) are checked against the
-reference only."""
+torch reference (the SIMT add examples included). Kernels the simulator does not run yet
+(`NotSupported`) are checked against the reference only."""
 from __future__ import annotations
 
 import pytest
@@ -12,7 +12,6 @@ from pypto_pro.errors import NotSupported
 from pypto_pro.examples import SMALL_CASES as CASES
 from pypto_pro.examples import WORKSPACE_ARGS as WORKSPACES
 from pypto_pro.examples import load
-
 
 
 def _run(backend: str, name: str, kernel: str, shape: dict):
@@ -42,7 +41,7 @@ def test_native_equals_sim_and_reference(native_backend, sim_functional, name, k
     try:
         _, _, _, sim_out = _run(sim_functional, name, kernel, shape)
     except NotSupported:
-        return  # e.g. SIMT launches: the simulator has no result to compare with yet
+        return  # the simulator has no result to compare with yet
     assert torch.equal(out, sim_out), (
         f"native and sim differ in {int((out != sim_out).sum())} elements "
         f"(max |diff| {float((out.float() - sim_out.float()).abs().max())})")

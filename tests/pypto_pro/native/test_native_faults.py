@@ -1,5 +1,6 @@
-"""What the native backend does with a kernel that goes wrong: a GM access outside its tensor,
-a wild pointer that crashes the kernel, a cross-core wait nobody satisfies, flag and mutex
+"""What the native backend does with a kernel that goes wrong: a GM access outside its tensor
+(its buffer, or one axis of its shape), a getval / setval out of range, a wild pointer that
+crashes the kernel, a cross-core wait nobody satisfies, flag and mutex
 misuse, `pl.trap()`, a kernel that never ends and C++ the compiler rejects. Each becomes the
 right error class pointing at the kernel source line, the calling process survives, and the
 next launch works."""
@@ -34,6 +35,35 @@ def copy_rows(x: pl.Tensor[[pl.DYNAMIC, 16], pl.DT_FP32],
 def poke(out: pl.Tensor[[1], pl.DT_INT32], idx: pl.DT_INT64):
     with pl.section_vector():
         pl.setval(out, idx, 7)  # LINE_POKE
+
+
+@pl.jit(arch="a5")
+def copy_at(x: pl.Tensor[[32, 16], pl.DT_FP32], y: pl.Tensor[[16, 16], pl.DT_FP32],
+            r: pl.DT_INT64, c: pl.DT_INT64):
+    with pl.section_vector():
+        t = pl.make_tile(T16, addr=0x0)
+        pl.load(t, x, [r, c])  # LINE_WINDOW
+        pl.system.bar_all()
+        pl.store(y, t, [0, 0])
+
+
+@pl.jit(arch="a5")
+def peek_tile(out: pl.Tensor[[1], pl.DT_FP32], k: pl.DT_INT64):
+    with pl.section_vector():
+        t = pl.make_tile(T16, addr=0x0)
+        pl.setval(out, 0, pl.getval(t, k))  # LINE_PEEK
+
+
+@pl.simt.function(max_threads=1)
+def wild_write(data: pl.Tile[[16, 16], pl.DT_FP32], far: pl.DT_INT64):
+    data[0, far] = 1.0  # LINE_WILD
+
+
+@pl.jit(arch="a5")
+def wild(x: pl.Tensor[[16, 16], pl.DT_FP32], far: pl.DT_INT64):
+    with pl.section_vector():
+        t = pl.make_tile(T16, addr=0x0)
+        pl.simt.launch(wild_write, threads=1, args=(t, far))  # LINE_LAUNCH
 
 
 @pl.jit(arch="a5")
@@ -116,15 +146,42 @@ def test_gm_window_outside_its_tensor_is_a_trap_at_the_load(native):
     _good_launch_still_works()
 
 
-def test_wild_pointer_crash_is_reported_and_the_process_survives(native):
+def test_a_window_past_one_axis_is_a_trap_even_inside_the_buffer(native):
+    x, y = torch.randn(32, 16), torch.zeros(16, 16)
+    copy_at(x, y, 8, 0)
+    assert torch.equal(y, x[8:24])
+    with pytest.raises(KernelTrap) as err:
+        copy_at(x, y, 8, 4)  # columns 4..20 of 16: wraps into the next rows, inside x's bytes
+    assert "axis 1 of tensor 'x', whose size is 16 (out of bounds)" in err.value.message
+    assert err.value.span.line == _line("LINE_WINDOW")
+
+
+def test_setval_past_its_tensor_is_a_trap(native):
     out = torch.zeros(1, dtype=torch.int32)
     with pytest.raises(KernelTrap) as err:
-        poke(out, 16)  # 64 bytes past the one-element tensor: its guard page
-    assert "SIGSEGV" in err.value.message
-    assert err.value.span is not None and err.value.span.line == _line("LINE_POKE")
-    _good_launch_still_works()
+        poke(out, 16)
+    assert "tensor 'out'" in err.value.message and "out of bounds" in err.value.message
+    assert err.value.span.line == _line("LINE_POKE")
     poke(out, 0)
     assert int(out[0]) == 7
+
+
+def test_getval_past_its_tile_is_a_trap(native):
+    out = torch.zeros(1)
+    peek_tile(out, 255)
+    with pytest.raises(KernelTrap) as err:
+        peek_tile(out, 256)
+    assert "element access 256 past Vec tile [16, 16]" in err.value.message
+    assert err.value.span.line == _line("LINE_PEEK")
+
+
+def test_wild_pointer_crash_is_reported_and_the_process_survives(native):
+    with pytest.raises(KernelTrap) as err:
+        wild(torch.zeros(16, 16), 1 << 45)  # a SIMT store far outside every mapping
+    assert "SIGSEGV" in err.value.message or "SIGBUS" in err.value.message
+    assert err.value.span is not None
+    assert err.value.span.line in (_line("LINE_WILD"), _line("LINE_LAUNCH"))
+    _good_launch_still_works()
 
 
 def test_cross_core_wait_without_set_is_a_deadlock_not_a_hang(native):
@@ -180,7 +237,7 @@ def test_a_kernel_that_never_ends_times_out(monkeypatch, native_backend):
 
 
 def test_compile_errors_point_at_the_kernel_line(native, monkeypatch):
-    import pypto_pro.codegen as codegen
+    from pypto_pro import codegen
 
     real = codegen.generate
     broken: dict[str, int] = {}
@@ -196,6 +253,8 @@ def test_compile_errors_point_at_the_kernel_line(native, monkeypatch):
         return dataclasses.replace(art, kernel_cpp="\n".join(lines))
 
     monkeypatch.setattr(codegen, "generate", generate)
+    monkeypatch.setattr(native, "cached_launch", lambda *a: None)  # compile, not from disk
+    scale_rows._disk_hits.clear()
     with pytest.raises(CompileError) as err:
         scale_rows(torch.zeros(16, 16), torch.zeros(16, 16))
     assert "this_is_not_cpp" in err.value.message

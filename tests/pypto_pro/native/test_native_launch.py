@@ -89,15 +89,18 @@ def test_arguments_sharing_a_storage_stay_aliased(native):
 
 
 def test_the_library_is_built_once_into_the_cache(native, monkeypatch):
+    x, y = torch.randn(16, 16), torch.zeros(16, 16)
+    scale_tiled[None, 1](x, y, ScaleTiling(rows=16, scale=3.0))
     calls = []
     real = native_mod._compile
     monkeypatch.setattr(native_mod, "_compile", lambda *a, **k: calls.append(1) or real(*a, **k))
-    x, y = torch.randn(16, 16), torch.zeros(16, 16)
-    scale_tiled[None, 1](x, y, ScaleTiling(rows=16, scale=3.0))
-    compiled = next(iter(scale_tiled.compiled_variants.values()))
-    lib = compiled._native_library
-    assert lib.path.exists() and lib.path.name.startswith("call_kernel_")
+    spec = next(iter(scale_tiled.compiled_variants), None) or next(iter(scale_tiled._disk_hits))[1]
+    lib = native.builder.cached(scale_tiled.kernel_def, spec)
+    assert lib is not None and lib.path.name.startswith("call_kernel_")
     assert lib.path.parent.joinpath("native_main.cpp").exists()
-    del compiled._native_library  # a new process: found on disk, not rebuilt
+    assert lib.param_names[:3] == ("x", "y", "td") and lib.kernel_type == "aiv"
+    scale_tiled.compiled_variants.clear()  # a new process: found on disk, not rebuilt
+    scale_tiled._disk_hits.clear()
     scale_tiled[None, 1](x, y, ScaleTiling(rows=16, scale=3.0))
     assert calls == [] and torch.equal(y, x * 3.0)
+    assert not scale_tiled.compiled_variants, "launched from the launch descriptor, no compile"

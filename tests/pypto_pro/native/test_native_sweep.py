@@ -1,6 +1,6 @@
 """A hypothesis sweep: random shapes (with tails), block dims, element types and data give
-bit-identical results on the simulator and the native backend, both matching torch. The libraries are built
-once per kernel (DYNAMIC dims do not specialise), so each example is cheap."""
+bit-identical results on the simulator and the native backend, both matching torch. The
+libraries are built once per kernel (DYNAMIC dims do not specialise), so each example is cheap."""
 from __future__ import annotations
 
 import torch
@@ -88,7 +88,7 @@ def mixed_elementwise(x: pl.Tensor[[pl.DYNAMIC, 64], pl.DT_FP32],
                       y: pl.Tensor[[pl.DYNAMIC, 64], pl.DT_FP32],
                       z: pl.Tensor[[pl.DYNAMIC, 64], pl.DT_FP32]):
     with pl.section_vector():
-        tile = pl.TileType([16, 64], io, valid_shape=[-1, -1])
+        tile = pl.TileType([16, 64], io, valid_shape=[-1, -1])  # noqa: F821 (datatype variable)
         a = pl.make_tile(tile, addr=0x0)
         b = pl.make_tile(tile, addr=0x2000)
         c = pl.make_tile(tile, addr=0x4000)

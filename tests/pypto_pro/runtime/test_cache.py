@@ -17,7 +17,13 @@ import pytest
 
 from pypto_pro.errors import KeyNotFound
 from pypto_pro.runtime.cache import (
-    KernelCache, build_subdir, cache_key, canonical_json, compiler_version, key_fields,
+    KernelCache,
+    build_subdir,
+    cache_key,
+    canonical_json,
+    compiler_version,
+    file_memo,
+    key_fields,
     write_build_dir,
 )
 from pypto_pro.runtime.kernel_def import Specialization
@@ -267,17 +273,39 @@ def test_fresh_process_reuses_the_entry(tmp_path):
         e = KernelCache({str(tmp_path)!r}).get_or_build({KEY!r}, build)
         print(e.read_text("kernel.cpp"), end="")
     """)
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         check=False)
     assert out.returncode == 0, out.stderr
     assert out.stdout == FILES["kernel.cpp"]
+
+
+def test_file_memo_recomputes_only_when_a_file_changes(tmp_path, monkeypatch):
+    monkeypatch.setenv("PYPTOPRO_CACHE_DIR", str(tmp_path / "cache"))
+    src = tmp_path / "table.toml"
+    src.write_text("a = 1\n")
+    calls = []
+
+    def compute():
+        calls.append(1)
+        return {"value": src.read_text()}
+
+    assert file_memo("t", [str(src)], compute) == {"value": "a = 1\n"}
+    assert file_memo("t", [str(src)], compute) == {"value": "a = 1\n"} and len(calls) == 1
+    src.write_text("a = 22\n")
+    assert file_memo("t", [str(src)], compute) == {"value": "a = 22\n"} and len(calls) == 2
+    for memo in (tmp_path / "cache" / "memo").iterdir():
+        memo.write_text("{not json")  # a damaged memo is recomputed
+    assert file_memo("t", [str(src)], compute) == {"value": "a = 22\n"} and len(calls) == 3
 
 
 # ---------------------------------------------------------------- ./build/ layout
 
 
+_A5 = Specialization(arch="a5")
+
+
 class _Art:
-    def __init__(self, name="add", arch="a5", spec=Specialization(arch="a5"), source="k.py",
-                 tk=None):
+    def __init__(self, name="add", arch="a5", spec=_A5, source="k.py", tk=None):
         self.kernel_name, self.arch, self.specialization = name, arch, spec
         self.source_file, self.tiling_key_class = source, tk
 

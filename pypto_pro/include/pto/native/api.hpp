@@ -1,7 +1,8 @@
 // PyPTO Pro native backend: the C entry points the launcher (native_worker.py) calls.
 //
 // Before a launch: `pypto_native_configure` (SoC buffer sizes and core counts),
-// `pypto_native_set_bridge` (MKL entry points for bit-exact library math, optional),
+// `pypto_native_set_bridge_library` (where MKL's entry points for bit-exact library math
+// are, optional),
 // `pypto_native_set_regions` (the GM buffers, for bounds checks), `pypto_native_set_status`
 // (shared-memory op records for crash reports). Then `call_kernel(blockDim, stream, ...)`;
 // afterwards `pypto_native_fault_*` and `pypto_native_printed_*` give the outcome.
@@ -31,13 +32,10 @@ PYPTO_NATIVE_API void pypto_native_configure(const int64_t* sizes, int aic_cores
     pypto_native::soc().aiv_cores = aiv_cores;
 }
 
-PYPTO_NATIVE_API void pypto_native_set_bridge(void* exp, void* ln, void* sqrt, void* sgemm)
+//! the library with MKL's vmsExp / vmsLn / vmsSqrt / sgemm_ (loaded on first use)
+PYPTO_NATIVE_API void pypto_native_set_bridge_library(const char* path)
 {
-    auto& b = pypto_native::bridge();
-    b.exp = reinterpret_cast<pypto_native::VmlFn>(exp);
-    b.ln = reinterpret_cast<pypto_native::VmlFn>(ln);
-    b.sqrt = reinterpret_cast<pypto_native::VmlFn>(sqrt);
-    b.sgemm = reinterpret_cast<pypto_native::SgemmFn>(sgemm);
+    pypto_native::bridge_library() = path ? path : "";
 }
 
 //! `names`: one name per region, separated by '\n'

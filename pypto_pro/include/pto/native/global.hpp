@@ -2,9 +2,11 @@
 //
 // Generated code re-points one GlobalTensor per tensor at every access: `SetShape<DIM_3,
 // DIM_4>(rows, cols)`, `SetStride<DIM_3, DIM_4>(row_stride, col_stride)` (elements), then
-// `TASSIGN(gt, ptr + offset)`. The launcher registers every GM buffer of the launch (base,
+// `TASSIGN(gt, ptr + offset)`. Before that, `PYPTO_GM_CHECK` checks the window against the
+// tensor's full shape axis by axis. The launcher registers every GM buffer of the launch (base,
 // bytes, parameter name); an access whose window leaves the buffer its base pointer lies in
-// is a fault naming the tensor, instead of silently reading a neighbour.
+// (a window, or a getval / setval element through `PYPTO_GM_ELEM`) is a fault naming the
+// tensor, instead of silently reading a neighbour.
 #pragma once
 
 #include <cstdint>
@@ -121,6 +123,35 @@ inline void gm_window_bounds(const T* p, int64_t rows, int64_t cols, int64_t rs,
     hi = reinterpret_cast<uint64_t>(p) + static_cast<uint64_t>((max_off + 1) * e);
 }
 
+//! getval / setval of GM element `k` of `p` (`PYPTO_GM_ELEM`): inside the buffer `p` points into
+template <typename T>
+inline T& gm_element(T* p, int64_t k, int line)
+{
+    const uint64_t at = reinterpret_cast<uint64_t>(p + k);
+    check_gm("getval/setval", reinterpret_cast<uint64_t>(p), at, at + sizeof(T), line);
+    return p[k];
+}
+
+//! `PYPTO_GM_CHECK(tensor, offset0, extent0, dim0, ...)` before a GM window access: the
+//! simulator's per-axis rule, 0 <= offset and offset + extent <= dim on every axis (the buffer
+//! check alone misses a window that wraps into the next row)
+template <typename... A>
+inline void check_gm_axes(const char* tensor, int line, A... triples)
+{
+    static_assert(sizeof...(A) % 3 == 0, "offset, extent, dim per axis");
+    const int64_t v[] = {static_cast<int64_t>(triples)...};
+    const int axes = static_cast<int>(sizeof...(A) / 3);
+    for (int a = 0; a < axes; ++a) {
+        const int64_t off = v[3 * a], ext = v[3 * a + 1], dim = v[3 * a + 2];
+        if (off < 0 || off + ext > dim) {
+            raise_fault(FaultKind::Trap, line, "%s: the GM window covers [%lld, %lld) of axis %d of "
+                        "tensor '%s', whose size is %lld (out of bounds)", where().c_str(),
+                        static_cast<long long>(off), static_cast<long long>(off + ext), a, tensor,
+                        static_cast<long long>(dim));
+        }
+    }
+}
+
 //! GM atomic accumulate (set_atomic_add): one lock for the whole chip is enough on a CPU
 inline std::mutex& atomic_mutex()
 {
@@ -129,3 +160,8 @@ inline std::mutex& atomic_mutex()
 }
 
 }  // namespace pypto_native
+
+//! bounds-checked forms of the element access and window hooks of kernel.cpp (see prelude.py)
+#define PYPTO_GM_ELEM(ptr, k) \
+    (::pypto_native::gm_element((ptr), static_cast<int64_t>(k), __LINE__))
+#define PYPTO_GM_CHECK(tensor, ...) ::pypto_native::check_gm_axes(tensor, __LINE__, __VA_ARGS__)

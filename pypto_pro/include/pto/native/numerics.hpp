@@ -14,11 +14,15 @@
 // cascade of aten SumKernel) so row/column sums agree too.
 #pragma once
 
+#include <dlfcn.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <mutex>
+#include <string>
 #include <type_traits>
 
 #include "dtypes.hpp"
@@ -450,9 +454,32 @@ struct Bridge {
     SgemmFn sgemm = nullptr;
 };
 
-inline Bridge& bridge()
+//! the library holding MKL's entry points (torch's libtorch_cpu.so), set by the launcher
+inline std::string& bridge_library()
+{
+    static std::string path;
+    return path;
+}
+
+//! MKL's entry points, resolved on first use: loading torch's library costs a few hundred
+//! milliseconds, which only kernels that use library math (exp, log, sqrt, matmul) pay
+inline const Bridge& bridge()
 {
     static Bridge b;
+    static std::once_flag once;
+    std::call_once(once, [] {
+        if (bridge_library().empty()) return;
+        void* lib = dlopen(bridge_library().c_str(), RTLD_LAZY | RTLD_GLOBAL);
+        if (lib == nullptr) return;
+        using SetThreads = int (*)(int);
+        if (auto set = reinterpret_cast<SetThreads>(dlsym(lib, "mkl_serv_set_num_threads"))) {
+            set(1);
+        }
+        b.exp = reinterpret_cast<VmlFn>(dlsym(lib, "vmsExp"));
+        b.ln = reinterpret_cast<VmlFn>(dlsym(lib, "vmsLn"));
+        b.sqrt = reinterpret_cast<VmlFn>(dlsym(lib, "vmsSqrt"));
+        b.sgemm = reinterpret_cast<SgemmFn>(dlsym(lib, "sgemm_"));
+    });
     return b;
 }
 

@@ -1,7 +1,7 @@
 // PyPTO Pro native backend: the launch — core threads, block waves, blocking cross-core sync.
 //
-// `K<<<blockDim, nullptr, stream>>>(args)` in call_kernel.cpp is rewritten by the native
-// build to `PYPTO_NATIVE_LAUNCH(K, blockDim, nullptr, stream)(args)`, which hands the entry
+// call_kernel.cpp launches with `PYPTO_NATIVE_LAUNCH(K, blockDim, nullptr, stream)(args)` when
+// the macro is defined (here; on the NPU it is `K<<<...>>>(args)`), which hands the entry
 // and its arguments to the launch being assembled (one entry per target: the cube section and
 // the vector section are compiled in two namespaces of one translation unit). `run()` then
 // starts one host thread per core instance of a slot (AIV-only: 1 AIV; AIC-only: 1 AIC; mix:
@@ -424,6 +424,6 @@ private:
 
 }  // namespace pypto_native
 
-//! the `<<<>>>` launch of call_kernel.cpp, after the native build's rewrite
+//! the host form of call_kernel.cpp's `<<<>>>` launch
 #define PYPTO_NATIVE_LAUNCH(fn, block_dim, dyn, stream) \
     ::pypto_native::bind_launch(&fn, PYPTO_NATIVE_TARGET, (block_dim))

@@ -263,7 +263,18 @@ inline View<typename TileT::DType> view(const TileT& t, int line, int vec_target
     return v;
 }
 
+//! getval / setval of tile element `k` (`PYPTO_TILE_ELEM`: physical offset from the tile's
+//! address), checked against the tile's shape and its buffer
+template <typename TileT>
+inline typename TileT::DType& tile_element(const TileT& t, int64_t k, int line)
+{
+    return *view(t, line).linear(k);
+}
+
 }  // namespace pypto_native
+
+#define PYPTO_TILE_ELEM(tile, k) \
+    (::pypto_native::tile_element((tile), static_cast<int64_t>(k), __LINE__))
 
 namespace pto {
 
