@@ -5,8 +5,11 @@
    simulation + 1.5 s), plus the time to format the result's display bundle.
 2. A synthetic 200 000-event trace (8 AIV cores × 3 pipes, the op / stall / flag mix of the
    vector add, tiled in time): timeline figure build time, level of detail, the size of its
-   plotly JSON (target ≤ 5 MB) and the time Debian's chromium takes to draw it with plotly.js
-   (`Plotly.newPlot` until the plot's promise resolves; target ≤ 2 s). Skipped without chromium.
+   plotly JSON (target ≤ 5 MB; it includes the per-lane hover layers that make every point of
+   every segment hoverable and clickable) and the time Debian's chromium takes to draw it with
+   plotly.js (`Plotly.newPlot` until the plot's promise resolves; target ≤ 2 s). Skipped
+   without chromium. The machine's load average is printed with the numbers: timings on a
+   loaded machine are inflated.
 
 Run: `.venv/bin/python benchmarks/bench_workbench.py [--events N] [--no-browser]`.
 """
@@ -14,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import statistics
 import tempfile
@@ -151,6 +155,7 @@ def main() -> None:
     ap.add_argument("--events", type=int, default=200_000)
     ap.add_argument("--no-browser", action="store_true")
     args = ap.parse_args()
+    print(f"load average at start: {os.getloadavg()[0]:.2f}")
     magic = bench_magic(args.size)
     print(f"%%pypto vector add {args.size}x{args.size}, 64 blocks, {magic['events']:,} events:")
     print(f"  magic {magic['magic_s']:.2f} s = simulation {magic['simulation_s']:.2f} s + "
@@ -168,6 +173,7 @@ def main() -> None:
             print(f"browser render (chromium, Plotly.newPlot, 3 runs): median "
                   f"{browser['render_median_s']:.2f} s, best {browser['render_best_s']:.2f} s "
                   f"(target <= 2 s)")
+    print(f"load average at end: {os.getloadavg()[0]:.2f}")
 
 
 if __name__ == "__main__":

@@ -3,11 +3,13 @@
 Owns `register_cell` (the cell text goes into IPython's compile cache / `linecache`, so Python
 tracebacks, `inspect.getsource` and every DSL span point at cell lines) and `run_cell`, the one
 function behind the magic, `pypto_lab.run_cell` and the CLI. The body runs in the caller's
-namespace under `pypto_pro.profile()` and a recording backend that delegates to the chosen
-backend (`--backend`, `--soc`, else the default) and keeps each launch's request; kernels of the
-cell that were not launched are compiled for their default specialisation (all passes), then
-code generation runs when `pypto_pro.codegen` is importable. Failures become `CellError`s. Uses
-only the public `pypto_pro` runtime API (jit kernels, backends registry, profile).
+namespace on the chosen backend (`--backend`, `--soc`, else the default) with a `LaunchLog`
+observing every launch (`pypto_pro.runtime.profile.observe_launches`: request and result, and a
+progress stage while it runs) and every compile pass (`pypto_pro.compiler.observe_compile`);
+kernels of the cell that were not launched are compiled for their default specialisation (all
+passes), then code generation runs when `pypto_pro.codegen` is importable. Failures become
+`CellError`s. An interrupt (KeyboardInterrupt) propagates after the context managers undo their
+state: nothing is cached or bound from a run that did not finish.
 """
 from __future__ import annotations
 
@@ -26,8 +28,6 @@ from .errors import CellError
 from .options import CellOptions, OptionError
 from .progress import Progress
 from .records import ArgInfo, CheckResult, KernelRecord, LaunchRecord, SourceInfo
-
-RECORDER_BACKEND = "pypto_lab"
 
 
 def register_cell(body: str, magic_line: str | None = None, shell: Any = None
@@ -62,27 +62,32 @@ def cell_number(shell: Any) -> int:
     return int(getattr(shell, "execution_count", 0))
 
 
-class LaunchRecorder:
-    """A backend that runs every launch on `inner` and keeps (request, result) pairs."""
+class LaunchLog:
+    """Launch observer of a cell run: a progress stage per launch, and (request, result)
+    pairs of the launches that finished, in order."""
 
-    name = RECORDER_BACKEND
-
-    def __init__(self, inner: Any, progress: Progress) -> None:
-        self.inner = inner
+    def __init__(self, progress: Progress) -> None:
         self.progress = progress
         self.calls: list[tuple[Any, Any]] = []
 
-    def launch(self, request: Any) -> Any:
-        with self.progress.stage(f"simulate {request.compiled.name}[None, {request.block_dim}]"):
-            result = self.inner.launch(request)
+    def launch_started(self, name: str, request: Any) -> None:
+        self.progress.begin(f"simulate {name}[None, {request.block_dim}]")
+
+    def launch_finished(self, name: str, request: Any, result: Any) -> None:
+        self.progress.end()
         self.calls.append((request, result))
-        return result
+
+    def compile_pass(self, kernel: str, target: str, pass_name: str, index: int,
+                     total: int) -> None:
+        self.progress.detail(f"{target}: pass {index}/{total} {pass_name}")
 
 
-def inner_backend(options: CellOptions) -> Any:
-    """The backend launches really run on: `--soc` (a simulator on that SoC), `--backend`,
-    else the default choice (`use_backend`, env `PYPTOPRO_BACKEND`, detection)."""
-    from pypto_pro.runtime.backends import current_backend_name, get_backend
+def backend_name(options: CellOptions) -> str | None:
+    """The backend the cell's launches run on: `--soc` (a simulator on that SoC, registered
+    as `sim@<soc>`), `--backend`, else None (the default choice: `use_backend`, env
+    `PYPTOPRO_BACKEND`, detection). Checked here, so a bad value is a usage error."""
+    from pypto_pro.errors import PyptoError
+    from pypto_pro.runtime.backends import get_backend, register_backend
 
     if options.soc:
         if options.backend not in (None, "sim"):
@@ -91,27 +96,46 @@ def inner_backend(options: CellOptions) -> Any:
         from pypto_pro.runtime.backends.sim import SimBackend
 
         try:
-            return SimBackend(soc_name=options.soc)
+            backend = SimBackend(soc_name=options.soc)
         except ValueError as e:
             raise OptionError(f"--soc: {e}") from None
-    name = options.backend or current_backend_name()
-    if name == RECORDER_BACKEND:
-        raise OptionError(f"--backend {name} is the workbench's own recorder")
-    from pypto_pro.errors import PyptoError
-
+        name = f"sim@{backend.soc_name}"
+        register_backend(name, lambda: backend)
+        return name
+    if options.backend is None:
+        return None
     try:
-        return get_backend(name)
+        get_backend(options.backend)
     except PyptoError as e:  # unknown name, or a backend that cannot be imported here
         raise OptionError(f"--backend: {e.message}") from None
+    return options.backend
 
 
 @contextlib.contextmanager
-def _recording(recorder: LaunchRecorder) -> Iterator[None]:
-    from pypto_pro.runtime.backends import register_backend, use_backend
+def _observing(options: CellOptions, log: LaunchLog) -> Iterator[None]:
+    """Launches on the chosen backend (sanitized with `--sanitize`), every launch and
+    compile pass reported to `log`."""
+    from pypto_pro.compiler import observe_compile
+    from pypto_pro.runtime.backends import use_backend
+    from pypto_pro.runtime.profile import observe_launches
 
-    register_backend(RECORDER_BACKEND, lambda: recorder)
-    with use_backend(RECORDER_BACKEND):
+    name = backend_name(options)
+    with contextlib.ExitStack() as stack:
+        if name is not None:
+            stack.enter_context(use_backend(name))
+        stack.enter_context(observe_launches(log))
+        stack.enter_context(observe_compile(log.compile_pass))
+        if options.sanitize:
+            stack.enter_context(_sanitizing())
         yield
+
+
+def _sanitizing() -> Any:
+    try:
+        from pypto_pro.sanitizer import sanitize
+    except ImportError as e:
+        raise OptionError(f"--sanitize: the sanitizer is not available here ({e})") from None
+    return sanitize()
 
 
 @contextlib.contextmanager
@@ -173,7 +197,7 @@ class CellRun:
         self.cache = cache
         self.notes: list[str] = []
         self.cached: set[int] = set()
-        self.recorder = LaunchRecorder(inner_backend(options), progress)
+        self.log = LaunchLog(progress)
 
     def fail(self, error: BaseException, stage: str) -> CellError:
         return CellError(error, self.source, stage, self.options.traceback, self.shell)
@@ -193,7 +217,7 @@ class CellRun:
         """Kernels defined in this cell, plus kernels launched by it, in first-seen order."""
         mine = [k for k in _jit_kernels(self.namespace)
                 if k.kernel_def.file == self.source.file]
-        launched = {id(r.compiled.kernel_def) for r, _ in self.recorder.calls}
+        launched = {id(r.compiled.kernel_def) for r, _ in self.log.calls}
         others = [k for k in _jit_kernels(self.namespace)
                   if id(k.kernel_def) in launched and k not in mine]
         return mine + others
@@ -310,27 +334,20 @@ def output_tensor(request: Any) -> tuple[str, Any] | None:
     return (chosen[0][0].name, chosen[0][1]) if chosen else None
 
 
-def launch_records(recorder: LaunchRecorder, profile: Any) -> list[LaunchRecord]:
-    """Launches in order: the recorded ones with their arguments, plus any the profiler saw
-    that bypassed the recorder (a `use_backend(...)` block inside the cell)."""
-    recorded = {id(result): request for request, result in recorder.calls}
+def launch_records(log: LaunchLog) -> list[LaunchRecord]:
+    """The cell's launches in order, with their arguments."""
     out = []
-    for name, result in zip(profile.kernels, profile.results):
-        request = recorded.get(id(result))
-        if request is None:
-            block_dim = result.trace.meta.block_dim if result.trace is not None else 0
-            out.append(LaunchRecord(name, block_dim, result.backend, result.wall_seconds, (),
-                                    result.trace, dict(result.printed)))
-            continue
+    for request, result in log.calls:
         params = request.compiled.kernel_def.params
         args = tuple(_arg_info(p, v) for p, v in zip(params, request.args))
         out.append(LaunchRecord(request.compiled.name, request.block_dim, result.backend,
                                 result.wall_seconds, args, result.trace, dict(result.printed),
-                                compiled=request.compiled))
+                                compiled=request.compiled,
+                                sanitizer=getattr(result, "sanitizer", None)))
     return out
 
 
-def check_reference(options: CellOptions, namespace: dict, recorder: LaunchRecorder,
+def check_reference(options: CellOptions, namespace: dict, log: LaunchLog,
                     fail: Any) -> CheckResult | None:
     """Compare the output with `--ref` (rtol/atol default by dtype: 1e-3 half, 1e-5 float)."""
     import torch
@@ -342,7 +359,7 @@ def check_reference(options: CellOptions, namespace: dict, recorder: LaunchRecor
         if options.out:
             name, actual = options.out, eval(options.out, namespace)  # noqa: S307
         else:
-            found = output_tensor(recorder.calls[-1][0]) if recorder.calls else None
+            found = output_tensor(log.calls[-1][0]) if log.calls else None
             if found is None:
                 raise OptionError("--ref: the cell made no launch with a tensor output; name "
                                   "the value to compare with --out")
@@ -375,7 +392,7 @@ def compare_tensors(name: str, actual: Any, expected: Any, rtol: float | None,
 def kernel_records(run: CellRun, kernels: list[Any]) -> list[KernelRecord]:
     """One record per compiled variant of the cell's kernels (and of launched kernels)."""
     records, seen = [], set()
-    compiled_of_launches = [r.compiled for r, _ in run.recorder.calls]
+    compiled_of_launches = [r.compiled for r, _ in run.log.calls]
     for kernel in kernels:
         for compiled in kernel.compiled_variants.values():
             seen.add(id(compiled))
@@ -423,8 +440,6 @@ def run_cell(body: str, options: CellOptions, namespace: dict, source: SourceInf
              code: str, *, shell: Any = None, progress: Progress | None = None,
              cache: CompileCache | None = None) -> Any:
     """Execute a registered cell and return its `CellResult` (raises `CellError`)."""
-    import pypto_pro
-
     from .workbench import CellResult
 
     progress = progress or Progress()
@@ -433,16 +448,15 @@ def run_cell(body: str, options: CellOptions, namespace: dict, source: SourceInf
     if options.force:
         forget_compiles(namespace)
     run = CellRun(options, namespace, source, shell, progress, cache)
-    with progress, _arch_env(options.arch), _recording(run.recorder), \
-            pypto_pro.profile() as profile:
+    with progress, _arch_env(options.arch), _observing(options, run.log):
         run.execute(code)
         run.compile_in_place(run.cell_kernels())
         if options.launch:
             run.launch(options.launch)
         kernels = kernel_records(run, run.cell_kernels())
         codegen = generate_code(kernels, source, progress)
-    launches = launch_records(run.recorder, profile)
-    check = check_reference(options, namespace, run.recorder, run.fail)
+    launches = launch_records(run.log)
+    check = check_reference(options, namespace, run.log, run.fail)
     if check is not None and launches:
         launches[-1].check = check
     return CellResult(source=source, options=options, kernels=kernels, launches=launches,

@@ -46,6 +46,8 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--arch", help="a2 / a3 / a5")
     rep.add_argument("--soc", help="simulator SoC: 950PR, 950DT, 910B1, ...")
     rep.add_argument("--backend", help="sim, native or npu")
+    rep.add_argument("--sanitize", action="store_true",
+                     help="run the launch under the sanitizer (findings in the report)")
     rep.add_argument("-o", "--output", default="pypto_report.html", help="report path (.html)")
     rep.add_argument("--trace", help="also write the trace (.json Perfetto, .msprof.json)")
     return parser
@@ -88,7 +90,7 @@ def run_report(args: argparse.Namespace) -> Path:
     options = CellOptions(arch=args.arch, soc=args.soc, backend=args.backend,
                           block_dim=block_dim, launch=launch,
                           ref=extra["ref"] if launch else None, rtol=rtol, atol=atol,
-                          interactive=False)
+                          sanitize=args.sanitize, interactive=False)
     source = SourceInfo(file, file, path.read_text())
     result = run_cell("", options, namespace, source, "")
     out = result.export(args.output)

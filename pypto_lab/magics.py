@@ -14,13 +14,21 @@ from typing import Any
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from IPython.display import display
 from traitlets import Bool
 
 from .cache import CompileCache
 from .cell import register_cell, run_cell
 from .errors import CellError
+from .figures import under_kernel
 from .options import (
-    PANELS, CellOptions, OptionError, parse_cores, parse_diff, parse_show, parse_tolerance,
+    PANELS,
+    CellOptions,
+    OptionError,
+    parse_cores,
+    parse_diff,
+    parse_show,
+    parse_tolerance,
 )
 from .progress import Progress
 
@@ -31,11 +39,15 @@ def options_from_args(args: Any, interactive: bool = True) -> CellOptions:
     if args.block_dim is not None and args.block_dim <= 0:
         raise OptionError(f"--block-dim must be a positive integer, got {args.block_dim}")
     rtol, atol = parse_tolerance(args.tol)
+    show = parse_show(args.show)
+    if args.sanitize and show and "sanitizer" not in show:
+        show = tuple(p for p in PANELS if p in show or p == "sanitizer")
     return CellOptions(
-        show=parse_show(args.show), arch=args.arch, soc=args.soc, backend=args.backend,
+        show=show, arch=args.arch, soc=args.soc, backend=args.backend,
         block_dim=args.block_dim, launch=_unquote(args.launch), diff=parse_diff(args.diff),
         ref=_unquote(args.ref), out=args.out, rtol=rtol, atol=atol, name=args.o,
-        force=args.force, export=_unquote(args.export), traceback=args.traceback,
+        force=args.force, sanitize=args.sanitize, export=_unquote(args.export),
+        traceback=args.traceback,
         interactive=interactive and not args.static, cores=parse_cores(args.cores))
 
 
@@ -84,6 +96,9 @@ class PyptoMagics(Magics):
     @argument("-o", metavar="NAME", help="also bind the CellResult to NAME")
     @argument("-f", "--force", action="store_true",
               help="recompile even when a cached compile of the same kernel exists")
+    @argument("--sanitize", action="store_true",
+              help="run the launches under the sanitizer (races, out-of-bounds, sync pairing, "
+                   "uninitialised reads) and show its findings (the Sanitizer panel)")
     @argument("--export", metavar="PATH", help="write an HTML report (.html), a Perfetto "
                                                "trace (.json) or msprof JSON (.msprof.json)")
     @argument("--static", action="store_true",
@@ -95,7 +110,8 @@ class PyptoMagics(Magics):
         """Run a cell of PyPTO Pro kernels: every `@pl.jit` kernel defined in it is compiled in
         place (all passes; C++ code generation when available), launches run on the default
         backend with their Trace captured, and the result is shown as the Workbench (tabs
-        Source, Passes, CCE, Run, Blocks, Timeline, Roofline). Compile and simulation errors
+        Source, Passes, CCE, Run, Blocks, Timeline, Roofline; Sanitizer with --sanitize).
+        Compile and simulation errors
         fail the cell with the DSL diagnostic. The result is also in `_pypto`.
 
         Example::
@@ -124,6 +140,8 @@ class PyptoMagics(Magics):
                 result.export(options.export)
             except Exception as e:  # noqa: BLE001
                 raise CellError(e, source, "export", options.traceback, self.shell) from e
+        if options.show and options.interactive and under_kernel():
+            display(result.fallback_bundle(), raw=True)
         return result if options.show else None
 
     @magic_arguments()

@@ -28,7 +28,8 @@ class CellOptions:
     `launch` is a call expression such as ``"add_kernel(x, y, z)"`` launched with `block_dim`
     blocks; `ref` an expression giving the expected output, compared with `out` (a name; by
     default the launch's output tensor) within `rtol`/`atol`; `diff` one or two pass names;
-    `export` a path ending in `.html` (report) or `.json` (Perfetto trace).
+    `export` a path ending in `.html` (report) or `.json` (Perfetto trace); `sanitize` runs
+    the launches under the sanitizer (and shows its panel).
     """
 
     show: tuple[str, ...] = DEFAULT_SHOW
@@ -44,6 +45,7 @@ class CellOptions:
     atol: float | None = None
     name: str | None = None
     force: bool = False
+    sanitize: bool = False
     export: str | None = None
     traceback: bool = False
     interactive: bool = True

@@ -2,10 +2,11 @@
 
 Owns `Progress`: under a Jupyter kernel it shows one updatable line (`display(...,
 display_id=True)`) naming the stage ("compile add_kernel (vector)", "simulate add_kernel[None,
-32]") and the seconds spent, refreshed twice a second by a daemon ticker thread; when the run
-ends (or is interrupted) the line is cleared so a saved notebook keeps only the result.
-Elsewhere (terminal IPython, scripts, tests) it only records the stage timings. `stages` keeps
-(stage, seconds) pairs for the result's summary.
+32]") with its current detail (the compiler pass running) and the seconds spent, refreshed
+twice a second by a daemon ticker thread; when the run ends (or is interrupted) the line is
+cleared so a saved notebook keeps only the result. Elsewhere (terminal IPython, scripts, tests)
+it only records the stage timings. `stages` keeps (stage, seconds) pairs of the stages that
+ended, for the result's summary; stages nest (a launch inside "run cell").
 """
 from __future__ import annotations
 
@@ -25,7 +26,8 @@ class Progress:
         self._live = live
         self._interval = interval
         self._handle: Any = None
-        self._current: tuple[str, float] | None = None
+        self._open: list[tuple[str, float]] = []  # stages begun and not ended, innermost last
+        self._detail = ""
         self._stop = threading.Event()
         self._ticker: threading.Thread | None = None
 
@@ -36,14 +38,30 @@ class Progress:
 
     @contextlib.contextmanager
     def stage(self, name: str) -> Iterator[None]:
-        t0 = time.perf_counter()
-        self._current = (name, t0)
-        self._show()
+        depth = len(self._open)
+        self.begin(name)
         try:
             yield
         finally:
-            self.stages.append((name, time.perf_counter() - t0))
-            self._current = None
+            while len(self._open) > depth:  # also ends stages an interrupt left open inside
+                self.end()
+
+    def begin(self, name: str) -> None:
+        """Enter stage `name` (ended by `end`)."""
+        self._open.append((name, time.perf_counter()))
+        self._detail = ""
+        self._show()
+
+    def end(self) -> None:
+        """Leave the innermost stage and record its time."""
+        name, t0 = self._open.pop()
+        self.stages.append((name, time.perf_counter() - t0))
+        self._detail = ""
+
+    def detail(self, text: str) -> None:
+        """What the current stage is doing now (e.g. the compiler pass running)."""
+        self._detail = text
+        self._show()
 
     def __enter__(self) -> Progress:
         if self._live:
@@ -68,14 +86,15 @@ class Progress:
             self._show()
 
     def _show(self) -> None:
-        current = self._current
-        if self._handle is None or current is None:
+        if self._handle is None or not self._open:
             return
-        name, t0 = current
+        name, t0 = self._open[-1]
+        detail = f" ({self._detail})" if self._detail else ""
         done = len(self.stages)
-        text = f"pypto: {name} ... {time.perf_counter() - t0:.1f} s"
-        html = (f"<div style='font:12px monospace;color:#555'>&#9203; {escape(name)} &hellip; "
-                f"{time.perf_counter() - t0:.1f} s <span style='color:#999'>({done} stage(s) "
+        seconds = time.perf_counter() - t0
+        text = f"pypto: {name}{detail} ... {seconds:.1f} s"
+        html = (f"<div style='font:12px monospace;color:#555'>&#9203; {escape(name + detail)} "
+                f"&hellip; {seconds:.1f} s <span style='color:#999'>({done} stage(s) "
                 f"done; interrupt the kernel to stop)</span></div>")
         try:
             self._handle.update({"text/plain": text, "text/html": html}, raw=True)

@@ -133,6 +133,7 @@ class LaunchRecord:
     printed: dict[int, str] = field(default_factory=dict)
     check: CheckResult | None = None
     compiled: Any = None
+    sanitizer: Any = None  # pypto_pro.sanitizer.SanitizerReport of a sanitized launch
 
     @property
     def cycles(self) -> int | None:

@@ -5,7 +5,7 @@ timeline, blocks and roofline figures; plotly.js embedded once in the head, no `
 stylesheet links, so it opens offline) and `export_result` (`.html` → report, `.json` →
 Perfetto trace, `.msprof.json` → msprof simulator JSON; files are written atomically). In the
 report, picking a kernel line highlights its IR and C++ lines (CSS) and its timeline events (a
-few lines of script restyling a halo trace).
+few lines of script restyling a halo trace), and clicking a timeline event picks its line.
 """
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from typing import Any
 from .figures import export_trace, write_text
 from .options import PANELS
 from .views.html import esc
+from .views.timeline_click import CLICK_JS
 
 _LINK_SCRIPT = """
 document.querySelectorAll('input[type=radio][data-halo]').forEach(function (radio) {
@@ -26,6 +27,13 @@ document.querySelectorAll('input[type=radio][data-halo]').forEach(function (radi
     var seg = data[radio.dataset.line] || {x: [], y: []};
     if (gd && window.Plotly) { Plotly.restyle(gd, {x: [seg.x], y: [seg.y]}, [0]); }
   });
+});
+pyptoTimelineClicks(document.body, function (line) {
+  var radio = document.querySelector('input[type=radio][data-halo][data-line="' + line + '"]');
+  if (radio) {
+    radio.checked = true;
+    radio.dispatchEvent(new Event('change'));
+  }
 });
 """
 
@@ -94,7 +102,7 @@ def report_html(result: Any, title: str | None = None) -> str:
             f"<script type='text/javascript'>{get_plotlyjs()}</script>"
             "<style>body{margin:16px 24px;font-family:system-ui,sans-serif}"
             "h2{font:600 16px system-ui,sans-serif;margin:18px 0 6px}</style></head><body>"
-            f"{body}{''.join(figures)}<script>{_LINK_SCRIPT}</script></body></html>")
+            f"{body}{''.join(figures)}<script>{CLICK_JS}{_LINK_SCRIPT}</script></body></html>")
 
 
 def _tag_radios(body: str, timeline_id: str) -> str:

@@ -4,9 +4,14 @@
 launches with their Traces) and renders as one rich bundle: `text/plain` (a terminal summary),
 script-free `text/html` (`views.overview`), the timeline as plotly JSON, a machine-readable
 `application/vnd.pypto.cell+json`, and, when displayed interactively under a Jupyter kernel with
-ipywidgets, the `Workbench` widget. `Workbench` is the tabbed ipywidgets UI (Source, Passes,
-CCE, Run, Blocks, Timeline, Roofline) with a kernel picker and a source-line picker whose
-selection highlights the line's IR ops, C++ lines and timeline events in every tab.
+ipywidgets, the `Workbench` widget. Next to a widget the magic first displays
+`fallback_bundle()`: the same static HTML in its own output, hidden by CSS while the live
+Workbench (or the bundle's own `text/html`) is on the page; a notebook exported with its widget
+state but opened without the widget JavaScript (nbconvert HTML offline) still shows it.
+
+`Workbench` is the tabbed ipywidgets UI (Source, Passes, CCE, Run, Blocks, Timeline, Sanitizer,
+Roofline) with a kernel picker and a source-line picker whose selection (or a click on a
+timeline event) highlights the line's IR ops, C++ lines and timeline events in every tab.
 """
 from __future__ import annotations
 
@@ -16,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from .figures import PLOTLY_MIME, PYPTO_MIME, WIDGET_MIME, figure_json, under_kernel
-from .options import CellOptions
+from .options import PANELS, CellOptions
 from .records import CheckResult, KernelRecord, LaunchRecord, SourceInfo
 
 
@@ -51,6 +56,12 @@ class CellResult:
         same = [r for r in self.launches if r.compiled is kernel.compiled]
         same = same or [r for r in self.launches if r.kernel == kernel.name]
         return same[-1] if same else None
+
+    def shows(self, panel: str) -> bool:
+        """Whether `panel` is shown: asked for (`--show`), or the Sanitizer panel of a cell
+        whose launches were sanitized."""
+        return self.options.shows(panel) or (
+            panel == "sanitizer" and any(r.sanitizer is not None for r in self.launches))
 
     @property
     def trace(self) -> Any:
@@ -163,11 +174,32 @@ class CellResult:
                                       "notes": self.notes, "seconds": self.seconds},
                                      default=str))
 
+    @property
+    def dom_class(self) -> str:
+        """A page-unique CSS class prefix of this result's outputs (see `fallback_bundle`)."""
+        name = getattr(self, "_dom_class", None)
+        if name is None:
+            from .views.html import uid
+
+            name = self._dom_class = uid("pypto-cell")
+        return name
+
+    def fallback_bundle(self) -> dict:
+        """The static view as its own output, shown only where neither the live Workbench
+        (class `<dom_class>-live`) nor the bundle's `text/html` (`<dom_class>-static`)
+        rendered: e.g. nbconvert HTML of a notebook saved with its widget state, offline.
+        Rendered anew (its own element ids: both copies can be on one page)."""
+        c = self.dom_class
+        css = (f"<style>body:has(.{c}-live) .{c}-fallback,body:has(.{c}-static) "
+               f".{c}-fallback{{display:none}}</style>")
+        return {"text/html": f"{css}<div class='{c}-fallback'>{self.to_html()}</div>",
+                "text/plain": ""}
+
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict:
         bundle: dict[str, Any] = {"text/plain": self.summary()}
         if not self.options.show:
             return bundle
-        bundle["text/html"] = self.to_html()
+        bundle["text/html"] = f"<div class='{self.dom_class}-static'>{self.to_html()}</div>"
         bundle[PYPTO_MIME] = self.to_json()
         if self.options.interactive and under_kernel():
             bundle.update(self.workbench().widget_bundle())
@@ -215,7 +247,7 @@ class Workbench:
         self.result = result
         self.kernel_index = 0
         self.line: int | None = None
-        self.panels = [p for p in result.options.show if self._has(p)]
+        self.panels = [p for p in PANELS if result.shows(p) and self._has(p)]
         self.kernel_pick = w.Dropdown(
             options=[(f"{k.name} [{k.kernel_type}]", i) for i, k in enumerate(result.kernels)],
             description="kernel", layout=w.Layout(width="300px",
@@ -230,6 +262,7 @@ class Workbench:
         self.header = w.HTML(f"<div class='pypto-wb'>{STYLE}{header_html(result)}</div>")
         self.widget = w.VBox([self.header, w.HBox([self.kernel_pick, self.line_pick]),
                               self.tabs], layout=w.Layout(width="100%"))
+        self.widget.add_class(f"{result.dom_class}-live")
         self._fill_lines()
         self.kernel_pick.observe(self._on_kernel, "value")
         self.line_pick.observe(self._on_line, "value")
@@ -254,8 +287,6 @@ class Workbench:
         timed = any(r.trace is not None and len(r.trace.events) for r in self.result.launches)
         if panel in ("blocks", "timeline", "roofline"):
             return timed
-        if panel == "sanitizer":
-            return any(getattr(r, "sanitizer", None) for r in self.result.launches)
         if panel in ("source", "passes", "ir", "cce"):
             return bool(self.result.kernels)
         return True

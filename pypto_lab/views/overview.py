@@ -4,8 +4,8 @@ Owns `result_html`, the `text/html` of a `CellResult` (and the body of the stand
 a header (cell, kernels, launches, time, check verdict), then per kernel its source with
 per-line cycles, passes, final IR and generated C++, linked so that clicking a source line
 highlights the IR and C++ lines it became (CSS only, see `links`), then Run, Blocks, the
-timeline's PipeUtilization summary and the Roofline table. Sections are `<details>` so a long
-result stays readable in exported notebooks.
+timeline's PipeUtilization summary, the sanitizer's findings (`sanitizer_panel_html`) and the
+Roofline table. Sections are `<details>` so a long result stays readable in exported notebooks.
 """
 from __future__ import annotations
 
@@ -33,9 +33,25 @@ def header_html(result: Any) -> str:
     if result.check is not None:
         chips.append(chip("PASS" if result.check.ok else "FAIL",
                           "ok" if result.check.ok else "bad"))
+    reports = [r.sanitizer for r in launches if r.sanitizer is not None]
+    if reports:
+        issues = sum(len(r) for r in reports)
+        chips.append(chip(f"sanitizer: {issues} issue(s)", "bad" if issues else "ok"))
     names = ", ".join(esc(k.name) for k in result.kernels) or "no kernel"
     return (f"<div class='head'><b>%%pypto</b><span class='muted'>"
             f"{esc(result.source.label)}</span><span>{names}</span>{''.join(chips)}</div>")
+
+
+def sanitizer_panel_html(launches: list[Any]) -> str:
+    """The findings of every sanitized launch (`views.sanitizer`), or why there are none."""
+    sanitized = [r for r in launches if r.sanitizer is not None]
+    if not sanitized:
+        return ("<div class='note'>no sanitizer run: run the cell with <code>--sanitize</code> "
+                "(or the kernel with <code>@pl.jit(sanitizer=True)</code>)</div>")
+    from .sanitizer import sanitizer_html
+
+    return "".join(f"<h4>{esc(r.kernel)}[None, {r.block_dim}]</h4>"
+                   + sanitizer_html(r.sanitizer) for r in sanitized)
 
 
 def _section(title: str, body: str, open_: bool = True) -> str:
@@ -115,6 +131,8 @@ def result_html(result: Any, highlight: int | None = None, report: bool = False)
                      "(JupyterLab / VS Code) and in the HTML report (<code>--export "
                      "report.html</code>).</p>")
         parts.append(_section("Timeline: pipe utilization", body))
+    if result.shows("sanitizer"):
+        parts.append(_section("Sanitizer", sanitizer_panel_html(result.launches)))
     if opts.shows("roofline") and timed:
         parts.append(_section("Roofline", roofline_html(timed)))
     return wrap("".join(parts), box)

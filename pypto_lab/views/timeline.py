@@ -5,8 +5,13 @@ segment budget, consecutive same-kind events of a lane closer than a pixel merge
 still too many each lane is binned by pixel with the dominant kind per bin), `add_timeline`
 (the plotly traces: `Scattergl` thick line segments per op kind, stalls shaded per reason and the
 longest ones labelled, mutex hold intervals, set→wait flag arrows and cross-core signals, a halo
-over the events of a selected source line) and `timeline_figure`. Hover shows op, IR op,
-source line, bytes, cycles. Level-of-detail arithmetic lives in `timeline_lod`.
+over the events of a selected source line, and the sanitizer's findings: both instructions of a
+race outlined in red, crossed and joined by a dashed line whose hover names the finding kind and
+both lines) and `timeline_figure`. Hover, anywhere on a segment, shows op, IR op, source line,
+bytes, cycles: each lane has a transparent one-row heatmap whose cells are exactly its segments
+(gaps do not hover), drawn as one image however many segments; the cells' `customdata` is the
+source line, so a click selects it (`clicked_line`). Level-of-detail arithmetic lives in
+`timeline_lod`.
 """
 from __future__ import annotations
 
@@ -18,8 +23,15 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from .timeline_lod import (
-    CATEGORY_COLORS, STALL_COLORS, categorize, flag_arrows, lane_table, level_of_detail,
-    mutex_holds, xcore_arrows,
+    CATEGORY_COLORS,
+    STALL_COLORS,
+    categorize,
+    finding_marks,
+    flag_arrows,
+    lane_table,
+    level_of_detail,
+    mutex_holds,
+    xcore_arrows,
 )
 
 #: drawn segments (all kinds) above which level of detail starts merging
@@ -28,6 +40,15 @@ SEGMENT_BUDGET = 16_000
 MAX_ARROWS = 200
 #: core instances shown when none are chosen
 DEFAULT_MAX_CORES = 8
+#: name of the hover layers (one transparent heatmap per lane and band)
+HOVER_NAME = "details"
+#: legend group and colour of the sanitizer's finding marks
+FINDING_NAME = "sanitizer finding"
+FINDING_COLOR = "#cf222e"
+#: half height of an op / stall bar, and the band of mutex holds, in lane units
+_BAR_HALF = 0.31
+_HOLD_BAND = (0.27, 0.45)
+_CLEAR = [[0.0, "rgba(0,0,0,0)"], [1.0, "rgba(0,0,0,0)"]]
 
 
 @dataclass
@@ -40,6 +61,7 @@ class TimelineData:
     holds: pd.DataFrame
     arrows: pd.DataFrame
     highlight: pd.DataFrame
+    findings: pd.DataFrame = field(default_factory=pd.DataFrame)  # `finding_marks` rows
     lod: str = "raw"
     events: int = 0
     cores_shown: int = 0
@@ -95,7 +117,8 @@ def timeline_data(trace: Any, cores: tuple[int, ...] | None = None,
                   highlight: tuple[str, int] | None = None,
                   prepared: Prepared | None = None) -> TimelineData:
     """Lanes and segments of `trace` for the chosen core instances (default: the first
-    `max_cores`); `highlight` = (file, line) whose events get a halo."""
+    `max_cores`); `highlight` = (file, line) whose events get a halo; the instructions of
+    `trace.findings` (a sanitized launch) are marked."""
     p = prepared or prepare(trace, cores, max_cores)
     frame, span = p.frame, p.span
     ops = frame[frame["kind"] != "stall"]
@@ -108,8 +131,15 @@ def timeline_data(trace: Any, cores: tuple[int, ...] | None = None,
     arrows = pd.concat([flag_arrows(frame), xcore_arrows(frame)], ignore_index=True)
     lit = frame.iloc[:0] if highlight is None else p.line_events(*highlight)
     lit_segments, _ = level_of_detail(lit, budget // 4, span)
+    findings = getattr(trace, "findings", None)
+    marks = finding_marks(frame, findings)
     data = TimelineData(p.lanes, segments, stall_segments, hold_segments, arrows,
-                        lit_segments, lod, len(frame), p.cores_shown, p.cores_total)
+                        lit_segments, marks, lod, len(frame), p.cores_shown, p.cores_total)
+    timed = 0 if findings is None else int((findings["start"] >= 0).sum())
+    if timed:
+        shown = marks["finding"].nunique()
+        elsewhere = f", {timed - shown} on cores not shown" if timed > shown else ""
+        data.notes.append(f"{shown} sanitizer finding(s) marked{elsewhere}")
     if p.cores_shown < p.cores_total:
         data.notes.append(f"showing {p.cores_shown} of {p.cores_total} cores")
     if lod != "raw":
@@ -139,25 +169,58 @@ def _segment_xy(seg: pd.DataFrame, offset: float = 0.0) -> tuple[np.ndarray, np.
 def _bar_trace(seg: pd.DataFrame, name: str, color: str, width: float, row_kw: dict,
                offset: float = 0.0, opacity: float = 1.0, legend: bool = True,
                group: str | None = None) -> dict:
-    """A trace of thick line segments (its hover is carried by `_hover_trace`)."""
+    """A trace of thick line segments (its hover is carried by `_hover_layers`)."""
     x, y = _segment_xy(seg, offset)
     return {"type": "scattergl", "x": x, "y": y, "mode": "lines", "name": name,
             "legendgroup": group or name, "showlegend": legend, "hoverinfo": "skip",
             "opacity": opacity, "line": {"color": color, "width": width}, **row_kw}
 
 
-def _hover_trace(parts: list[tuple[pd.DataFrame, float]], width: float, row_kw: dict) -> dict:
-    """One invisible marker per segment, at its middle, carrying the hover text of all
-    segments (one trace instead of one per kind keeps WebGL draw calls low)."""
-    mid_x = np.concatenate([((s["t0"] + s["t1"]) / 2).to_numpy(dtype=np.float32)
-                            for s, _ in parts])
-    mid_y = np.concatenate([s["lane"].to_numpy(dtype=np.float32) + off for s, off in parts])
-    text = np.concatenate([s["text"].to_numpy() for s, _ in parts])
-    return {"type": "scattergl", "x": mid_x, "y": mid_y, "mode": "markers", "name": "details",
-            "showlegend": False, "hovertext": text, "hoverinfo": "text",
-            "marker": {"color": "#57606a", "size": max(4.0, width), "opacity": 0.0},
-            "hoverlabel": {"bgcolor": "white", "bordercolor": "#8c959f",
-                           "font": {"color": "#1f2328"}}, **row_kw}
+def _lane_cells(seg: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(x edges, z, text, line) of one lane's hover row: cells alternate segment, gap,
+    segment, ...; a segment overlapping the next one is cut where the next starts."""
+    seg = seg.sort_values("t0", kind="mergesort")
+    t0, t1 = seg["t0"].to_numpy(dtype=float), seg["t1"].to_numpy(dtype=float)
+    end = np.minimum(t1, np.append(t0[1:], np.inf))
+    n = len(seg)
+    edges = np.empty(2 * n)
+    edges[0::2], edges[1::2] = t0, end
+    z = np.full(2 * n - 1, np.nan)
+    z[0::2] = 0.0
+    text = np.full(2 * n - 1, "", dtype=object)
+    text[0::2] = seg["text"].to_numpy()
+    line = np.full(2 * n - 1, np.nan)
+    line[0::2] = seg["line"].to_numpy(dtype=float)
+    return edges, z, text, line
+
+
+def _hover_layers(parts: list[tuple[pd.DataFrame, tuple[float, float]]],
+                  row_kw: dict) -> list[dict]:
+    """Per lane and band (op/stall bars, mutex holds), a transparent one-row heatmap with
+    one cell per segment: the hover (and click) target for every point of every segment."""
+    frames = [s.assign(_lo=lo, _hi=hi) for s, (lo, hi) in parts if len(s)]
+    if not frames:
+        return []
+    out = []
+    for (lane, lo, hi), seg in pd.concat(frames).groupby(["lane", "_lo", "_hi"], sort=True):
+        edges, z, text, line = _lane_cells(seg)
+        out.append({"type": "heatmap", "name": HOVER_NAME, "x": edges,
+                    "y": [lane + lo, lane + hi], "z": z[None, :], "text": text[None, :],
+                    "customdata": line[None, :], "hoverinfo": "text", "hoverongaps": False,
+                    "colorscale": _CLEAR, "showscale": False, "showlegend": False,
+                    "hoverlabel": {"bgcolor": "white", "bordercolor": "#8c959f",
+                                   "font": {"color": "#1f2328"}}, **row_kw})
+    return out
+
+
+def clicked_line(trace: Any, point_index: Any) -> int | None:
+    """The source line of a clicked hover-layer cell (`point_index`: the cell's column, or
+    plotly's [row, column]); None for a gap or another trace."""
+    if getattr(trace, "name", None) != HOVER_NAME:
+        return None
+    column = point_index[-1] if isinstance(point_index, (list, tuple)) else point_index
+    value = np.asarray(trace.customdata, dtype=float).reshape(-1)[int(column)]
+    return int(value) if np.isfinite(value) and value > 0 else None
 
 
 def add_timeline(fig: go.Figure, data: TimelineData, row: int | None = None,
@@ -174,29 +237,51 @@ def timeline_traces(data: TimelineData, row: int | None = None, legend: bool = T
                                      "yaxis": f"y{row if row > 1 else ''}"}
     width = max(3.0, lane_px * 0.62)
     traces: list[Any] = []
-    hover: list[tuple[pd.DataFrame, float]] = []
+    bar = (-_BAR_HALF, _BAR_HALF)
+    hover: list[tuple[pd.DataFrame, tuple[float, float]]] = []
     if len(data.highlight):
         traces.append(_bar_trace(data.highlight, "selected line", "#ffc400", width + 7,
                                  row_kw, legend=legend))
+    if len(data.findings):  # under the op bars: a red outline around each marked event
+        traces.append(_bar_trace(data.findings, FINDING_NAME, FINDING_COLOR, width + 5,
+                                 row_kw, legend=legend, group=FINDING_NAME))
     for reason, seg in data.stalls.groupby("reason", observed=True, sort=True):
         traces.append(_bar_trace(seg, f"stall: {reason}", STALL_COLORS.get(reason, "#bbb"),
                                  width * 0.8, row_kw, opacity=0.45, legend=legend))
-        hover.append((seg, 0.0))
+        hover.append((seg, bar))
     by_kind = dict(tuple(data.segments.groupby("cat", observed=True, sort=False)))
     for cat in sorted(by_kind, key=lambda c: c != "sync"):  # syncs first: thin, underneath
         thin = width * 0.35 if cat == "sync" else width
         traces.append(_bar_trace(by_kind[cat], str(cat), CATEGORY_COLORS[str(cat)], thin,
                                  row_kw, legend=legend))
-        hover.append((by_kind[cat], 0.0))
+        hover.append((by_kind[cat], bar))
     if len(data.holds):
         traces.append(_bar_trace(data.holds, "mutex hold", "#d4a72c", max(2.0, width * 0.18),
                                  row_kw, offset=0.36, legend=legend))
-        hover.append((data.holds, 0.36))
-    if hover:
-        traces.append(_hover_trace(hover, width, row_kw))
+        hover.append((data.holds, _HOLD_BAND))
+    traces += _hover_layers(hover, row_kw)
     traces += _arrow_traces(data.arrows, row_kw, legend)
+    traces += _finding_links(data.findings, row_kw)
     traces += _stall_labels(data.stalls, row_kw)
     return traces
+
+
+def _finding_links(marks: pd.DataFrame, row_kw: dict) -> list[dict]:
+    """A cross on the middle of every marked event and a dashed line joining the two
+    instructions of each finding; hovering either shows the finding."""
+    if marks.empty:
+        return []
+    x, y, text = [], [], []
+    for _, m in marks.groupby("finding", sort=True):
+        x += [*((m["t0"] + m["t1"]) / 2), None]
+        y += [*m["lane"], None]
+        text += [*m["text"], ""]
+    # scattergl: drawn on the WebGL layer, above the op bars (an SVG scatter sits beneath them)
+    return [{"type": "scattergl", "x": x, "y": y, "mode": "lines+markers", "name": FINDING_NAME,
+             "legendgroup": FINDING_NAME, "showlegend": False, "hovertext": text,
+             "hoverinfo": "text", "line": {"color": FINDING_COLOR, "width": 1.5, "dash": "dash"},
+             "marker": {"symbol": "x", "size": 11, "color": FINDING_COLOR,
+                        "line": {"width": 1.5, "color": "white"}}, **row_kw}]
 
 
 def _arrow_traces(arrows: pd.DataFrame, row_kw: dict, legend: bool) -> list[Any]:

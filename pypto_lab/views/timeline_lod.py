@@ -1,16 +1,20 @@
-"""Timeline arithmetic: lanes, op kinds, level of detail, mutex holds and sync arrows.
+"""Timeline arithmetic: lanes, op kinds, level of detail, mutex holds, sync arrows, findings.
 
 Owns what `timeline` draws, computed with pandas/numpy over the Trace's events table and never
 row by row: `lane_table` (one lane per launch, core instance and pipe, labelled "b3 AIV1 · MTE2"),
 `categorize` (op kind from the IR op's family: GM load, GM store, on-chip move, cube, vector,
 scalar, sync), `level_of_detail` (raw events while under the budget, else merge each lane's
 same-kind events closer than a pixel, else bin each lane by pixel), `mutex_holds` (get_buf →
-rls_buf intervals), `flag_arrows` (set → wait pairs by flow id) and `xcore_arrows` (each
-cross-core wait matched to the latest earlier set of its block and id). Hover text is built here.
+rls_buf intervals), `flag_arrows` (set → wait pairs by flow id), `xcore_arrows` (each
+cross-core wait matched to the latest earlier set of its block and id) and `finding_marks` (the
+instructions each sanitizer finding names). Hover text is built here.
 """
 from __future__ import annotations
 
 import functools
+import html
+import textwrap
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -86,7 +90,8 @@ def _segments(f: pd.DataFrame, text: pd.Series) -> pd.DataFrame:
     reason = f["stall_reason"].astype(str) if "stall_reason" in f else ""
     return pd.DataFrame({"lane": f["lane"].to_numpy(), "cat": f["cat"].to_numpy(),
                          "t0": f["t0"].to_numpy(), "t1": f["t1"].to_numpy(),
-                         "reason": np.asarray(reason), "text": text.to_numpy()})
+                         "reason": np.asarray(reason), "line": f["line"].to_numpy(),
+                         "text": text.to_numpy()})
 
 
 def _grouped(f: pd.DataFrame, gid: np.ndarray) -> pd.DataFrame:
@@ -105,8 +110,8 @@ def _grouped(f: pd.DataFrame, gid: np.ndarray) -> pd.DataFrame:
             + _thousands(agg["busy"]) + "/" + _thousands(agg["end"] - agg["start"])
             + " cyc · from L" + agg["line"].astype(str) + "<br>@"
             + _thousands(agg["start"]) + "–" + _thousands(agg["end"]))
-    return agg.assign(text=text)[["lane", "cat", "t0", "t1", "reason", "text"]].reset_index(
-        drop=True)
+    return agg.assign(text=text)[["lane", "cat", "t0", "t1", "reason", "line", "text"]
+                                 ].reset_index(drop=True)
 
 
 def level_of_detail(frame: pd.DataFrame, budget: int, span: float
@@ -122,7 +127,7 @@ def level_of_detail(frame: pd.DataFrame, budget: int, span: float
     f = frame.sort_values(["lane", "cat", "t0"], kind="mergesort")
     key = f["lane"].to_numpy() * 64 + pd.factorize(f["cat"])[0]
     kinds = len(np.unique(key))
-    width = max(span * kinds / budget, 1e-12)
+    width = max(span * kinds / max(budget, 1), 1e-12)
     t0 = f["t0"].to_numpy()
     slot = ((t0 - t0.min()) // width).astype(np.int64)
     reach = f.groupby(key, sort=False)["t1"].cummax().to_numpy()
@@ -194,3 +199,42 @@ def xcore_arrows(frame: pd.DataFrame) -> pd.DataFrame:
             + pairs["line_w"].astype(str))
     return pd.DataFrame({"kind": "xcore", "x0": pairs["t1"], "y0": pairs["lane_s"],
                          "x1": pairs["t0"], "y1": pairs["lane_w"], "text": text})
+
+
+_SITE_COLUMNS = {0: ["core", "pipe", "start", "line"],
+                 1: ["other_core", "other_pipe", "other_start", "other_line"]}
+
+
+def finding_marks(frame: pd.DataFrame, findings: pd.DataFrame | None) -> pd.DataFrame:
+    """The events of sanitizer findings (`Trace.findings` rows) among `frame`'s: one row per
+    finding and role (0: the instruction that showed it, 1: the other one of a race or pairing
+    bug) with its lane, µs span and a hover text naming the kind and both lines. A site matches
+    the instruction with its core, pipe, start cycle and line (and launch when given)."""
+    cols = ["finding", "role", "lane", "t0", "t1", "text"]
+    if findings is None or findings.empty or frame.empty:
+        return pd.DataFrame(columns=cols)
+    f = findings.reset_index(drop=True)
+    text = pd.Series([_finding_text(i, len(f), row) for i, row in enumerate(f.itertuples())])
+    keys = ["core", "pipe", "start", "line"]
+    sites = []
+    for role, names in _SITE_COLUMNS.items():
+        site = f[names].set_axis(keys, axis=1).assign(finding=f.index, role=role, text=text)
+        if "launch" in f:
+            site = site.assign(launch=f["launch"])
+        sites.append(site[site["start"] >= 0])
+    sites = pd.concat(sites, ignore_index=True).astype({"pipe": str})
+    on = keys + (["launch"] if "launch" in f else [])
+    near = (frame["kind"] == "instr") & frame["start"].isin(sites["start"])  # few rows
+    instr = frame.loc[near, [*on, "lane", "t0", "t1"]].astype({"pipe": str}).drop_duplicates(on)
+    marks = sites.astype({k: instr[k].dtype for k in on if k != "pipe"}).merge(instr, on=on)
+    return marks.sort_values(["finding", "role"])[cols].reset_index(drop=True)
+
+
+def _finding_text(i: int, n: int, row: Any) -> str:
+    where = f"{row.pipe} line {row.line}"
+    if row.other_start >= 0 or row.other_line:
+        where += f" ⟷ {row.other_pipe or '?'} line {row.other_line}"
+    hits = f" ×{row.count}" if row.count > 1 else ""
+    message = "<br>".join(html.escape(part) for part in textwrap.wrap(row.message, 80))
+    head = f"<b>[{i + 1}/{n}] {html.escape(row.kind)}</b>{hits}"
+    return f"{head}<br>{html.escape(where)}<br>{message}"

@@ -3,15 +3,17 @@
 Owns `build_panel(workbench, name)`: Source (highlighted kernel with per-line cycles), Passes
 (`passes.passes_widget`), IR (final IR per target), CCE (`code.cce_widget`), Run, Blocks
 (plotly bars and imbalance), Timeline (core picker, plotly timeline with the selected line's
-events haloed, PipeUtilization table) and Roofline. Plotly figures go into `Output` widgets as
-raw plotly-mimetype outputs, so they render in JupyterLab, Notebook 7 and VS Code and are kept
-in saved widget state; nothing here depends on the process-global plotly renderer.
+events haloed, a click on an event selecting its line, PipeUtilization table), Sanitizer and
+Roofline. Plotly figures go into `Output` widgets as raw plotly-mimetype outputs, so they render
+in JupyterLab, Notebook 7 and VS Code and are kept in saved widget state; nothing here depends
+on the process-global plotly renderer.
 """
 from __future__ import annotations
 
 from typing import Any
 
-from .html import STYLE, esc, table
+from .html import STYLE, esc, table, uid
+from .timeline_click import timeline_clicks
 
 
 def _html(body: str) -> str:
@@ -94,7 +96,12 @@ def _blocks_panel(wb: Any) -> Any:
 def _timeline_panel(wb: Any) -> Any:
     import ipywidgets as w
 
-    from .timeline import DEFAULT_MAX_CORES, core_choices, timeline_figure, utilization_table
+    from .timeline import (
+        DEFAULT_MAX_CORES,
+        core_choices,
+        timeline_figure,
+        utilization_table,
+    )
 
     trace = wb.launch.trace
     choices = core_choices(trace)
@@ -118,12 +125,32 @@ def _timeline_panel(wb: Any) -> Any:
 
     cores.observe(refresh, "value")
     refresh()
+    scope = uid("pypto-tl")
+    clicks = timeline_clicks(scope, lambda line: _pick_line(wb, line))
+    how = "click an event" if clicks is not None else "pick a kernel line above"
     hint = w.HTML(_html("<div class='note' style='margin-left:12px'>Drag to zoom, "
                         "double-click to reset, hover a bar for op, IR op, line, bytes and "
-                        "cycles. Ctrl/shift-click cores to choose lanes; pick a kernel line "
-                        "above to halo its events.</div>"))
-    box = w.VBox([w.HBox([cores, hint]), out, summary])
+                        f"cycles. Ctrl/shift-click cores to choose lanes; {how} to select "
+                        "its source line (its IR, C++ and events light up).</div>"))
+    box = w.VBox([w.HBox([cores, hint]), out, summary, *([clicks] if clicks else [])])
+    box.add_class(scope)
     box.refresh = refresh
+    return box
+
+
+def _pick_line(wb: Any, line: int) -> None:
+    """Select kernel line `line` (a clicked timeline event) if the line picker offers it."""
+    if line in {value for _, value in wb.line_pick.options}:
+        wb.select_line(line)
+
+
+def _sanitizer_panel(wb: Any) -> Any:
+    import ipywidgets as w
+
+    from .overview import sanitizer_panel_html
+
+    box = w.VBox([w.HTML(_html(sanitizer_panel_html(wb.result.launches)))])
+    box.refresh = lambda: None
     return box
 
 
@@ -153,7 +180,8 @@ def _cce_panel(wb: Any) -> Any:
 
 _BUILDERS = {"source": _source_panel, "passes": _passes_panel, "ir": _ir_panel,
              "cce": _cce_panel, "run": _run_panel, "blocks": _blocks_panel,
-             "timeline": _timeline_panel, "roofline": _roofline_panel}
+             "timeline": _timeline_panel, "sanitizer": _sanitizer_panel,
+             "roofline": _roofline_panel}
 
 
 def build_panel(wb: Any, name: str) -> Any:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import difflib
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -195,17 +195,22 @@ class PassRecords(Sequence[PassRecord]):
 
 
 class PassManager:
-    """Runs `passes` in order; `records` holds the records of the last (possibly failed) run."""
+    """Runs `passes` in order; `records` holds the records of the last (possibly failed) run.
+    `on_pass(name, index, total)` is called before each pass (progress display)."""
 
-    def __init__(self, passes: Sequence[Pass]) -> None:
+    def __init__(self, passes: Sequence[Pass],
+                 on_pass: Callable[[str, int, int], None] | None = None) -> None:
         self.passes = list(passes)
+        self.on_pass = on_pass
         self.records = PassRecords()
 
     def run(self, program: Program, ctx: PassContext) -> tuple[Program, PassRecords]:
         self.records = records = PassRecords()
         text = python_print(program)
         records.append(PassRecord("parse", text, program))
-        for p in self.passes:
+        for index, p in enumerate(self.passes, start=1):
+            if self.on_pass is not None:
+                self.on_pass(p.NAME, index, len(self.passes))
             program, text = self._run_one(p, program, text, ctx)
         return program, records
 

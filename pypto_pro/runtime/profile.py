@@ -1,10 +1,14 @@
-"""`pypto_pro.profile()`: collect the results and Traces of every launch in a block of code.
+"""`pypto_pro.profile()`: collect the results and Traces of every launch in a block of code,
+and `observe_launches()`: be told when each launch starts and ends (the workbench's hook).
 
     with pypto_pro.profile() as prof:
         add_kernel[None, 8](x, y, z)
     prof.trace          # the Trace of the last launch (prof.traces: all of them)
 
-Profilers nest; each sees the launches made while it is active (per thread / task).
+Profilers and observers nest; each sees the launches made while it is active (per thread /
+task). The launch path calls `launch_started(name, request)` before handing the request to the
+backend and `record(name, result, request)` after it returned; a launch that raises (or is
+interrupted) is never recorded.
 """
 from __future__ import annotations
 
@@ -12,10 +16,21 @@ import contextlib
 import contextvars
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 _active: contextvars.ContextVar[tuple[Profile, ...]] = contextvars.ContextVar(
     "pypto_profilers", default=())
+_observers: contextvars.ContextVar[tuple[LaunchObserver, ...]] = contextvars.ContextVar(
+    "pypto_launch_observers", default=())
+
+
+class LaunchObserver(Protocol):
+    """What `observe_launches` calls: before the backend runs a request, and after it returned
+    its `LaunchResult`."""
+
+    def launch_started(self, name: str, request: Any) -> None: ...
+
+    def launch_finished(self, name: str, request: Any, result: Any) -> None: ...
 
 
 @dataclass
@@ -24,6 +39,7 @@ class Profile:
 
     results: list[Any] = field(default_factory=list)  # LaunchResult
     kernels: list[str] = field(default_factory=list)
+    requests: list[Any] = field(default_factory=list)  # LaunchRequest (None if not given)
 
     @property
     def traces(self) -> list[Any]:
@@ -49,8 +65,27 @@ def profile() -> Iterator[Profile]:
         _active.reset(token)
 
 
-def record(kernel_name: str, result: Any) -> None:
-    """Called by the launch path after every launch."""
+@contextlib.contextmanager
+def observe_launches(observer: LaunchObserver) -> Iterator[LaunchObserver]:
+    """Call `observer` for every launch made inside the `with` block."""
+    token = _observers.set(_observers.get() + (observer,))
+    try:
+        yield observer
+    finally:
+        _observers.reset(token)
+
+
+def launch_started(kernel_name: str, request: Any) -> None:
+    """Called by the launch path right before the backend runs `request`."""
+    for observer in _observers.get():
+        observer.launch_started(kernel_name, request)
+
+
+def record(kernel_name: str, result: Any, request: Any = None) -> None:
+    """Called by the launch path after every launch that returned."""
     for prof in _active.get():
         prof.results.append(result)
         prof.kernels.append(kernel_name)
+        prof.requests.append(request)
+    for observer in _observers.get():
+        observer.launch_finished(kernel_name, request, result)

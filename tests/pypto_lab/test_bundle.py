@@ -3,8 +3,10 @@ the machine-readable JSON, and the Workbench widget."""
 from __future__ import annotations
 
 import json
+import re
 
 PLOTLY = "application/vnd.plotly.v1+json"
+WIDGET = "application/vnd.jupyter.widget-view+json"
 
 
 def _traces(fig_json: dict, kind: str | None = None) -> list[dict]:
@@ -31,11 +33,13 @@ def test_timeline_has_one_lane_per_pipe_per_core(add_result):
     assert ticks == [f"b{b} AIV · {p}" for b in (0, 1) for p in ("MTE2", "V", "MTE3")]
     names = {t["name"] for t in fig["data"] if t.get("showlegend", True)}
     assert {"GM load", "vector", "GM store", "stall: mutex", "mutex hold"} <= names
-    (hover,) = _traces(fig, "details")
+    hover = _traces(fig, "details")  # one hover layer per lane and band
+    assert {t["type"] for t in hover} == {"heatmap"} and len(hover) >= len(ticks)
+    texts = [t for layer in hover for t in layer["text"][0] if t]
     trace = add_result.trace
     drawn = trace.events[trace.events["kind"] != "stall"]
-    assert len(hover["hovertext"]) >= len(drawn)  # raw level of detail: every event hovers
-    assert any("TLOAD" in t and "block.load" in t and "B<br>" in t for t in hover["hovertext"])
+    assert len(texts) >= len(drawn)  # raw level of detail: every event hovers
+    assert any("TLOAD" in t and "block.load" in t and "B<br>" in t for t in texts)
 
 
 def test_selected_line_gets_a_halo(add_result, add_line):
@@ -70,7 +74,7 @@ def test_cores_option_limits_the_lanes(flash_result):
 def test_static_html_links_source_lines_to_ir_and_cpp(add_result, add_line):
     html = add_result.to_html()
     radio = f"-lnk-r{add_line}"
-    assert radio in html and f"for='" in html
+    assert radio in html and "for='" in html
     rule = next(r for r in html.split("\n") if f"{radio}:checked" in r)
     assert "-p-vector-ir-" in rule
     if add_result.codegen_available:
@@ -143,3 +147,31 @@ def test_workbench_switches_between_the_kernels_of_a_cell(run, add_cell):
     wb.tabs.selected_index = wb.panels.index("source")
     assert "copy_kernel" in wb._built["source"].children[0].value
     assert not any("pl.add" in label for label, _ in wb.line_pick.options)
+
+
+def test_widget_bundle_degrades_to_its_static_html(add_result, monkeypatch):
+    """Where the widget view cannot render (VS Code without widget support, nbconvert without
+    widget state), the same bundle's script-free `text/html` is the static result; the
+    separate fallback output hides itself while the live Workbench or that HTML is shown."""
+    import dataclasses
+
+    from pypto_lab import workbench
+
+    monkeypatch.setattr(workbench, "under_kernel", lambda: True)
+    result = dataclasses.replace(add_result, options=dataclasses.replace(
+        add_result.options, interactive=True))
+    bundle = result._repr_mimebundle_()
+    assert set(bundle) == {WIDGET, "text/html", "text/plain", "application/vnd.pypto.cell+json"}
+    html = bundle["text/html"]
+    assert "<script" not in html.lower() and "<summary>Source" in html
+    c = result.dom_class
+    assert html.startswith(f"<div class='{c}-static'>")
+    assert f"{c}-live" in result.workbench().widget._dom_classes
+    fallback = result.fallback_bundle()
+    assert set(fallback) == {"text/html", "text/plain"}
+    css, body = fallback["text/html"].split("</style>", 1)
+    assert f"body:has(.{c}-live) .{c}-fallback" in css and f"body:has(.{c}-static)" in css
+    assert body.startswith(f"<div class='{c}-fallback'>") and "<summary>Source" in body
+    assert "<script" not in body.lower()
+    ids = [re.findall(r"id='([^']+)'", text) for text in (html, body)]
+    assert ids[0] and not set(ids[0]) & set(ids[1])  # both copies may be on one page

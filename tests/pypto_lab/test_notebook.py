@@ -1,8 +1,13 @@
 """The demo notebook executes headlessly with nbclient (anchors R2): every cell runs, the
-`%%pypto` cells produce the Workbench plus a static fallback, and it stays small and fast."""
+`%%pypto` cells produce the Workbench plus a static fallback, and it stays small and fast.
+Exported with nbconvert (widget state saved), the HTML shows the static view with no network."""
 from __future__ import annotations
 
 import json
+import re
+import shutil
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -57,3 +62,35 @@ def test_outputs_and_widget_state_stay_small(executed):
             assert len(json.dumps(output)) < 1_000_000
     state = nb.metadata.get("widgets", {}).get("application/vnd.jupyter.widget-state+json")
     assert state and len(json.dumps(state)) < 5_000_000
+
+
+def test_nbconvert_html_with_widget_state_shows_the_static_view_offline(executed, tmp_path):
+    nb, _ = executed
+    path = tmp_path / "demo.ipynb"
+    nbformat.write(nb, path)
+    proc = subprocess.run([sys.executable, "-m", "nbconvert", "--to", "html", str(path)],
+                          capture_output=True, text=True, timeout=180, check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    html = (tmp_path / "demo.html").read_text()
+    assert "application/vnd.jupyter.widget-state+json" in html  # the widgets were saved
+    fallbacks = re.findall(r"<div class=['\"](pypto-cell[\w-]*)-fallback['\"]>", html)
+    assert fallbacks, "no static fallback in the exported page"
+    for c in fallbacks:  # the widget view won the bundle: only the fallback is static here
+        assert not re.search(f"class=['\"]{c}-static", html)
+    chromium = shutil.which("chromium")
+    if chromium is None:
+        pytest.skip("Debian's chromium is not installed: the page was not opened")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, args=["--headless", "--no-sandbox"])
+        try:
+            page = browser.new_page()
+            page.route("**/*", lambda route: route.continue_()
+                       if route.request.url.startswith("file:") else route.abort())
+            page.goto((tmp_path / "demo.html").as_uri(), wait_until="load")
+            shown = page.locator(f".{fallbacks[0]}-fallback")
+            assert shown.is_visible()
+            assert "add_kernel" in shown.inner_text() and "Source" in shown.inner_text()
+        finally:
+            browser.close()

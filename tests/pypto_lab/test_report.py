@@ -30,6 +30,37 @@ def test_report_is_self_contained(add_result, tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["report.html"]  # no temp file left
 
 
+def test_clicking_a_report_timeline_event_picks_its_source_line(add_result, tmp_path,
+                                                                 widest_event):
+    import shutil
+
+    chromium = shutil.which("chromium")
+    if chromium is None:
+        pytest.skip("Debian's chromium is not installed")
+    from playwright.sync_api import sync_playwright
+
+    path = add_result.export(tmp_path / "report.html")
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, args=["--headless", "--no-sandbox"])
+        try:
+            page = browser.new_page(viewport={"width": 1300, "height": 900})
+            page.goto(path.as_uri())
+            plot = page.locator("#pypto-report-timeline")
+            plot.scroll_into_view_if_needed()
+            target = plot.evaluate(widest_event)
+            assert target is not None and target["w"] >= 2, target
+            page.mouse.move(target["x"], target["y"])
+            page.mouse.click(target["x"], target["y"])
+            checked = page.evaluate("() => { const r = document.querySelector("
+                                    "'input[type=radio][data-halo]:checked'); "
+                                    "return r ? Number(r.dataset.line) : null; }")
+            assert checked == target["line"]
+            halo = plot.evaluate("(gd) => gd.data[0].x.length")
+            assert halo > 0  # the clicked line's events are haloed
+        finally:
+            browser.close()
+
+
 def test_perfetto_and_msprof_exports(add_result, tmp_path):
     doc = json.loads(add_result.export(tmp_path / "t.json").read_text())
     assert {"traceEvents", "displayTimeUnit"} <= set(doc)
@@ -77,10 +108,13 @@ def test_cli_report_for_an_example(tmp_path):
     out, trace = tmp_path / "va.html", tmp_path / "va.json"
     proc = subprocess.run(
         [sys.executable, "-m", "pypto_lab", "report", "--example", "vector_add", "-o", str(out),
-         "--trace", str(trace)], capture_output=True, text=True, cwd=ROOT, timeout=300)
+         "--trace", str(trace), "--sanitize"], capture_output=True, text=True, cwd=ROOT,
+        timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert "check: PASS" in proc.stdout and out.exists() and trace.exists()
-    assert "add_kernel" in out.read_text()[:6_000_000]
+    html = out.read_text()
+    assert "add_kernel" in html[:6_000_000]
+    assert "<summary>Sanitizer" in html and "sanitizer: " in html  # the sanitized launch
 
 
 def test_cli_help_and_errors():

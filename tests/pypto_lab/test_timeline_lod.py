@@ -9,11 +9,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pypto_pro.trace import Trace, TraceMeta
-
 from pypto_lab.figures import figure_json
 from pypto_lab.views import timeline as tl
 from pypto_lab.views.timeline_lod import level_of_detail, mutex_holds
+from pypto_pro.trace import Trace, TraceMeta
 
 
 def _events(rows: list[dict]) -> pd.DataFrame:
@@ -61,7 +60,28 @@ def test_200k_events_fit_the_budgets():
     assert size <= 5_000_000, size
     assert "200,000 events drawn as" in fig.layout.title.text
     hover = next(t for t in fig.data if t.name == "details")
-    assert any("merged" in h for h in hover.hovertext[:50])
+    assert any("merged" in h for h in hover.text[0][:50])
+
+
+def test_every_point_of_a_segment_hovers_and_clicks_to_its_line():
+    """The hover layer of a lane: one cell per segment spanning exactly its [t0, t1], gaps
+    that do not hover, the source line as customdata, overlaps cut at the next start."""
+    events = _events([{"start": 0, "end": 100, "line": 7}, {"start": 150, "end": 160, "line": 8},
+                      {"start": 155, "end": 170, "line": 9}])
+    fig = tl.timeline_figure(_trace(events))
+    (layer,) = [t for t in fig.data if t.name == tl.HOVER_NAME]
+    assert layer.type == "heatmap" and layer.hoverongaps is False
+    us = 1 / 1650.0
+    assert np.allclose(layer.x, np.array([0, 100, 150, 155, 155, 170]) * us)
+    z = np.asarray(layer.z, dtype=float)[0]
+    assert np.isnan(z[1::2]).all() and (z[0::2] == 0).all()  # gaps do not hover
+    assert [t.split("</b>")[0] for t in layer.text[0][0::2]] == ["<b>TADD"] * 3
+    assert "L7 · 100 cyc" in layer.text[0][0] and layer.text[0][1] == ""
+    assert [tl.clicked_line(layer, [0, i]) for i in range(5)] == [7, None, 8, None, 9]
+    assert tl.clicked_line(layer, 2) == 8
+    assert tl.clicked_line(fig.data[0], 0) is None  # not a hover layer
+    lo, hi = layer.y
+    assert lo < 0 < hi  # covers the drawn bar of lane 0
 
 
 def test_small_traces_are_drawn_raw():
