@@ -3,8 +3,9 @@
 `%load_ext pypto_lab` registers the magics (nothing else happens at load). The same features
 are plain Python: `run_cell(source, namespace, ...)` returns a `CellResult` (rich display,
 `.workbench()`, `.export(path)`), `compare(a, b)` puts two results side by side, and
-`python -m pypto_lab report ...` writes a standalone HTML report. Uses only the public
-`pypto_pro` API.
+`python -m pypto_lab report ...` writes a standalone HTML report. `sweep(make_kernel, space,
+...)` measures a grid of configurations on the simulator (`autotune` picks per shape). Uses
+only the public `pypto_pro` API.
 """
 from __future__ import annotations
 
@@ -13,8 +14,9 @@ from typing import Any
 from .options import CellOptions, parse_diff, parse_show
 from .workbench import CellResult, Workbench
 
-__all__ = ["CellOptions", "CellResult", "Comparison", "Workbench", "compare",
-           "load_ipython_extension", "run_cell", "unload_ipython_extension"]
+__all__ = ["Autotuned", "CellOptions", "CellResult", "Comparison", "Launch", "SweepResult",
+           "Workbench", "autotune", "compare", "load_ipython_extension", "run_cell", "sweep",
+           "sweep_widget", "unload_ipython_extension"]
 
 
 def load_ipython_extension(ipython: Any) -> None:
@@ -42,11 +44,17 @@ def compare(a: Any, b: Any, labels: tuple[str, str] = ("A", "B")) -> Any:
     return _compare(a, b, labels)
 
 
-def __getattr__(name: str) -> Any:
-    if name == "Comparison":
-        from .comparison import Comparison
+#: public names imported on first use: name -> module
+_LAZY = {"Comparison": "comparison", "sweep": "sweep", "SweepResult": "sweep",
+         "Launch": "sweep_point", "sweep_widget": "sweep_widget", "autotune": "autotune",
+         "Autotuned": "autotune"}
 
-        return Comparison
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
     raise AttributeError(f"module 'pypto_lab' has no attribute {name!r}")
 
 

@@ -32,8 +32,14 @@ ALL_EXAMPLES = [
     "layernorm",
     "matmul_softmax",
     "flash_attention",
+    "flash_attention_preload",
+    "vf_softmax",
+    "vf_layernorm",
 ]
 
+
+#: modules of kernel factories (tiling as parameters, for sweeps and autotuning), not examples
+FACTORY_MODULES = ["tunable"]
 
 #: (module, kernel, make_inputs shape) launches that cover every kernel, tails included; the
 #: backends' example tests all run this list
@@ -54,6 +60,9 @@ SMALL_CASES = [
     ("matmul_softmax", "matmul_softmax_kernel", dict(n=64)),
     ("flash_attention", "flash_attention_kernel", dict(sq=256, skv=256)),
     ("flash_attention", "flash_attention_kernel", dict(sq=384, skv=128)),
+    ("flash_attention_preload", "flash_attention_preload_kernel", dict(sq=256, skv=384)),
+    ("vf_softmax", "vf_softmax_kernel", dict(rows=20, cols=300)),
+    ("vf_layernorm", "vf_layernorm_kernel", dict(rows=19, cols=200, eps=1e-3)),
 ]
 #: argument positions a kernel writes besides its output (GM workspaces)
 WORKSPACE_ARGS = {"matmul_softmax": {2}}

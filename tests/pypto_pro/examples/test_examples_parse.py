@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from pypto_pro.examples import ALL_EXAMPLES, load
+from pypto_pro.examples import ALL_EXAMPLES, FACTORY_MODULES, load
 from pypto_pro.ir.mutator import walk
 from pypto_pro.ir.nodes import Call, ForStmt, SectionStmt
 from pypto_pro.ir.printer import python_print
@@ -87,7 +87,7 @@ def test_all_examples_lists_every_module():
     import pypto_pro.examples as pkg
 
     found = {m.name for m in pkgutil.iter_modules(pkg.__path__)}
-    assert found == set(ALL_EXAMPLES)
+    assert found == set(ALL_EXAMPLES) | set(FACTORY_MODULES)
     with pytest.raises(KeyError):
         load("nope")
 

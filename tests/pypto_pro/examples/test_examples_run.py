@@ -1,7 +1,7 @@
 """The example kernels give the right numbers: each runs on the simulator in functional mode
 (values and synchronisation, no timing) and matches its torch `reference` within the module's
-tolerance. Skipped while the simulator backend is missing; a feature the simulator reports as
-not supported yet (`NotSupported`, e.g. SIMT launches) skips that case."""
+tolerance (the SIMT add examples included). Skipped while the simulator backend is missing; a
+feature the simulator reports as not supported yet (`NotSupported`) skips that case."""
 from __future__ import annotations
 
 import pytest
