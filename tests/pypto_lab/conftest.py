@@ -127,3 +127,50 @@ def flash_result():
         "m = load('flash_attention')\n"
         "args = m.make_inputs()\n"
         "m.run(*args)\n")
+
+
+@pytest.fixture(scope="session")
+def widest_event() -> str:
+    """JS `(gd) => {w, line, x, y}`: the widest hover-layer cell of a plotly timeline, its
+    source line and its centre in page pixels (what a user would click)."""
+    return """(gd) => {
+  const fl = gd._fullLayout, box = gd.getBoundingClientRect();
+  let best = null;
+  gd._fullData.forEach((t) => {
+    if (t.name !== 'details' || t.type !== 'heatmap') { return; }
+    const xa = fl[t.xaxis === 'x' ? 'xaxis' : 'xaxis' + t.xaxis.slice(1)];
+    const ya = fl[t.yaxis === 'y' ? 'yaxis' : 'yaxis' + t.yaxis.slice(1)];
+    const cd = t.customdata[0];
+    for (let i = 0; i < cd.length; i++) {
+      if (!(cd[i] > 0)) { continue; }
+      const w = xa.l2p(t.x[i + 1]) - xa.l2p(t.x[i]);
+      if (best === null || w > best.w) {
+        best = {w: w, line: cd[i],
+                x: box.left + xa._offset + xa.l2p((t.x[i] + t.x[i + 1]) / 2),
+                y: box.top + ya._offset + ya.l2p((t.y[0] + t.y[1]) / 2)};
+      }
+    }
+  });
+  return best;
+}"""
+
+
+def with_ci_parameters(nb):
+    """A tutorial notebook with its small CI shapes: the cell tagged `parameters` is followed by
+    one injected cell holding `metadata.pypto.ci_parameters` (papermill's convention)."""
+    import nbformat
+
+    params = [i for i, c in enumerate(nb.cells) if "parameters" in c.metadata.get("tags", [])]
+    assert len(params) == 1, "exactly one cell tagged 'parameters'"
+    override = nb.metadata.get("pypto", {}).get("ci_parameters")
+    if override:
+        cell = nbformat.v4.new_code_cell(override)
+        cell.metadata["tags"] = ["injected-parameters"]
+        nb.cells.insert(params[0] + 1, cell)
+    return nb
+
+
+@pytest.fixture(scope="session")
+def ci_notebook():
+    """`ci_notebook(nb)`: the notebook with its CI parameters injected (see above)."""
+    return with_ci_parameters

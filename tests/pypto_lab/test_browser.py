@@ -1,8 +1,10 @@
-"""The Workbench in a real JupyterLab in a real browser (anchors R4): start JupyterLab on
-loopback with its own root, settings, workspaces and runtime dirs, open the demo notebook with
-Playwright driving Debian's chromium, run all cells from the Run menu, and check the DOM: the
-Workbench tabs and rendered plotly figures. Saves tests/artifacts/workbench.png. The server is
-always shut down (REST shutdown, then the process it started). Skipped only without chromium."""
+"""The Workbench in a real JupyterLab and a real Notebook 7 in a real browser (anchors R4): start
+the server on loopback with its own root, settings, workspaces and runtime dirs, open the demo
+notebook with Playwright driving Debian's chromium, run all cells from the Run menu, and check
+the DOM: the Workbench tabs and rendered plotly figures; in JupyterLab, a click on a timeline
+event selects its source line. Saves tests/artifacts/workbench.png (and
+workbench-notebook7.png). The servers are always shut down (REST shutdown, then the process
+it started). Skipped only without chromium."""
 from __future__ import annotations
 
 import json
@@ -19,6 +21,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOK = ROOT / "notebooks" / "workbench_demo.ipynb"
+#: the tutorial the browser also runs top to bottom (issue: tutorials run in a real JupyterLab)
+TUTORIAL = ROOT / "notebooks" / "05_tile_groups_auto_mutex.ipynb"
 ARTIFACTS = ROOT / "tests" / "artifacts"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
                  "--no-first-run", "--disable-background-networking",
@@ -77,27 +81,35 @@ def _stop(base: str, proc: subprocess.Popen) -> None:
                 proc.wait(timeout=5)
 
 
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory):
-    """A JupyterLab server serving a copy of the demo notebook: yields its base URL."""
+#: app → (module to run, its settings-dir option prefix, URL path of a notebook)
+APPS = {"lab": ("jupyterlab", "LabApp", "lab/tree"),
+        "notebook7": ("notebook", "JupyterNotebookApp", "notebooks")}
+
+
+def _serve(tmp_path_factory, app: str, ci_notebook):
+    """A server of `app` serving a copy of the demo notebook: yields the notebook's URL."""
     if shutil.which("chromium") is None:
         pytest.skip("Debian's chromium is not installed (./dev test installs it)")
-    home = tmp_path_factory.mktemp("lab")
+    module, config, path = APPS[app]
+    home = tmp_path_factory.mktemp(app)
     root, settings = home / "root", home / "settings" / "@jupyterlab"
     for d in (root, home / "workspaces", home / "runtime", home / "ipython"):
         d.mkdir(parents=True, exist_ok=True)
     shutil.copy(NOTEBOOK, root / NOTEBOOK.name)
+    import nbformat
+
+    nbformat.write(ci_notebook(nbformat.read(TUTORIAL, as_version=4)), root / TUTORIAL.name)
     for plugin, values in SETTINGS.items():
-        path = settings / f"{plugin}.jupyterlab-settings"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(values))
+        target = settings / f"{plugin}.jupyterlab-settings"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(json.dumps(values))
     port = _free_port()
     env = {**os.environ, "JUPYTER_RUNTIME_DIR": str(home / "runtime"),
            "IPYTHONDIR": str(home / "ipython"), "PYPTOPRO_BACKEND": "sim"}
-    cmd = [sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1",
+    cmd = [sys.executable, "-m", module, "--no-browser", "--ip=127.0.0.1",
            f"--port={port}", "--port-retries=0", f"--IdentityProvider.token={TOKEN}",
-           f"--ServerApp.root_dir={root}", f"--LabApp.workspaces_dir={home / 'workspaces'}",
-           f"--LabApp.user_settings_dir={home / 'settings'}"]
+           f"--ServerApp.root_dir={root}", f"--{config}.workspaces_dir={home / 'workspaces'}",
+           f"--{config}.user_settings_dir={home / 'settings'}"]
     if hasattr(os, "getuid") and os.getuid() == 0:
         cmd.append("--allow-root")
     log = open(home / "server.log", "w")  # noqa: SIM115 (closed in the finalizer)
@@ -105,10 +117,20 @@ def lab(tmp_path_factory):
     base = f"http://127.0.0.1:{port}"
     try:
         _wait_ready(base, proc, time.monotonic() + 60)
-        yield base
+        yield base, f"{base}/{path}/{NOTEBOOK.name}?token={TOKEN}"
     finally:
         _stop(base, proc)
         log.close()
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory, ci_notebook):
+    yield from _serve(tmp_path_factory, "lab", ci_notebook)
+
+
+@pytest.fixture(scope="module")
+def notebook7(tmp_path_factory, ci_notebook):
+    yield from _serve(tmp_path_factory, "notebook7", ci_notebook)
 
 
 def _accept_kernel_dialog(page) -> None:
@@ -119,7 +141,57 @@ def _accept_kernel_dialog(page) -> None:
         pass
 
 
-def test_workbench_renders_in_jupyterlab(lab):
+def _kernels_idle(base: str) -> bool:
+    kernels = json.loads(_get(f"{base}/api/kernels?token={TOKEN}"))
+    return bool(kernels) and all(k["execution_state"] == "idle" for k in kernels)
+
+
+def _run_all(page, base: str, url: str):
+    """Open the notebook, wait for its kernel, run every cell; returns the Workbench output."""
+    page.goto(url)
+    page.wait_for_selector(".jp-Notebook")
+    _accept_kernel_dialog(page)
+    deadline = time.monotonic() + 60
+    while not _kernels_idle(base):
+        assert time.monotonic() < deadline, "the kernel did not start"
+        page.wait_for_timeout(500)
+    page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
+    page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
+    page.wait_for_function(ALL_RAN, timeout=90_000)
+    page.wait_for_selector(".js-plotly-plot", timeout=30_000)
+    workbench = page.locator(".jp-CodeCell").nth(1).locator(".jp-OutputArea-output").filter(
+        has=page.locator(".lm-TabBar-tab")).first
+    tabs = workbench.locator(".lm-TabBar-tab")
+    tabs.first.wait_for()
+    assert [t.strip() for t in tabs.all_inner_texts()] == TABS
+    workbench.locator(".js-plotly-plot").first.wait_for()
+    assert workbench.locator(".js-plotly-plot .scatterlayer, .gl-container").count() >= 1
+    assert page.locator(".jp-OutputArea-output .jp-RenderedText[data-mime-type="
+                        "'application/vnd.jupyter.stderr']").count() == 0
+    assert page.locator("text=Traceback").count() == 0
+    # the static fallback output is hidden while the live Workbench is on the page
+    fallback = page.locator("[class$='-fallback']").first
+    assert fallback.count() == 1 and not fallback.is_visible()
+    return workbench
+
+
+def _click_selects_the_line(page, workbench, widest_event) -> None:
+    plot = workbench.locator(".js-plotly-plot").first
+    plot.scroll_into_view_if_needed()
+    target = plot.evaluate(widest_event)
+    assert target is not None and target["w"] >= 2, target
+    page.mouse.move(target["x"], target["y"])
+    page.wait_for_timeout(300)
+    page.mouse.click(target["x"], target["y"])
+    line = int(target["line"])
+    picked = workbench.locator(".pypto-mono select").first  # the line picker
+    page.wait_for_function("([el, line]) => el.selectedIndex > 0 && "
+                           "el.options[el.selectedIndex].text.trim().startsWith(String(line))",
+                           arg=[picked.element_handle(), line], timeout=15_000)
+    workbench.locator(".legendtext", has_text="selected line").first.wait_for(timeout=15_000)
+
+
+def _browse(url_of, check, screenshot: str) -> None:
     from playwright.sync_api import sync_playwright
 
     started = time.monotonic()
@@ -127,38 +199,64 @@ def test_workbench_renders_in_jupyterlab(lab):
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=shutil.which("chromium"),
                                     args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.set_default_timeout(30_000)
         try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            page.set_default_timeout(30_000)
-            page.goto(f"{lab}/lab/tree/{NOTEBOOK.name}?token={TOKEN}")
-            page.wait_for_selector(".jp-Notebook")
-            _accept_kernel_dialog(page)
-            page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']",
-                                   timeout=60_000)
-            page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
-            page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
-            code_cells = page.locator(".jp-CodeCell")
-            page.wait_for_function(ALL_RAN, timeout=90_000)
-            page.wait_for_selector(".js-plotly-plot", timeout=30_000)
-            workbench = code_cells.nth(1).locator(".jp-OutputArea-executeResult").first
-            tabs = workbench.locator(".lm-TabBar-tab")
-            tabs.first.wait_for()
-            labels = [t.strip() for t in tabs.all_inner_texts()]
-            assert labels == TABS
-            timeline = workbench.locator(".js-plotly-plot")
-            timeline.first.wait_for()
-            assert workbench.locator(".js-plotly-plot .scatterlayer, .gl-container").count() >= 1
-            assert page.locator(".jp-OutputArea-output .jp-RenderedText[data-mime-type="
-                                "'application/vnd.jupyter.stderr']").count() == 0
-            assert page.locator("text=Traceback").count() == 0
+            workbench = _run_all(page, *url_of)
+            check(page, workbench)
             page.wait_for_timeout(1000)  # let WebGL finish drawing before the picture
             workbench.scroll_into_view_if_needed()
-            workbench.screenshot(path=str(ARTIFACTS / "workbench.png"))
-            assert page.locator(".js-plotly-plot").count() >= 3  # timeline, compare, trace
+            workbench.screenshot(path=str(ARTIFACTS / screenshot))
         except Exception:
-            page.screenshot(path=str(ARTIFACTS / "workbench-failure.png"), full_page=True)
+            page.screenshot(path=str(ARTIFACTS / screenshot.replace(".png", "-failure.png")),
+                            full_page=True)
             raise
         finally:
             browser.close()
-    assert time.monotonic() - started < 120
-    assert (ARTIFACTS / "workbench.png").stat().st_size > 10_000
+    assert time.monotonic() - started < 150
+    assert (ARTIFACTS / screenshot).stat().st_size > 10_000
+
+
+def test_workbench_renders_in_jupyterlab_and_a_click_selects_the_line(lab, widest_event):
+    def check(page, workbench):
+        assert page.locator(".js-plotly-plot").count() >= 3  # timeline, compare, trace
+        _click_selects_the_line(page, workbench, widest_event)
+
+    _browse(lab, check, "workbench.png")
+
+
+def test_workbench_renders_in_notebook7(notebook7):
+    def check(page, workbench):
+        assert "/notebooks/" in page.url and page.locator(".jp-LabShell").count() == 0
+        assert page.locator(".js-plotly-plot").count() >= 3
+
+    _browse(notebook7, check, "workbench-notebook7.png")
+
+
+def test_tutorial_runs_in_jupyterlab(lab):
+    """Tutorial 5 (CI shapes) top to bottom: every cell runs, its Workbench and figures render."""
+    from playwright.sync_api import sync_playwright
+
+    base, demo_url = lab
+    url = demo_url.replace(NOTEBOOK.name, TUTORIAL.name)
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=shutil.which("chromium"),
+                                    args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.set_default_timeout(30_000)
+        try:
+            page.goto(url)
+            page.wait_for_selector(".jp-Notebook")
+            _accept_kernel_dialog(page)
+            page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
+            page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
+            page.wait_for_function(ALL_RAN, timeout=240_000)
+            page.wait_for_selector(".js-plotly-plot", timeout=30_000)
+            page.locator(".lm-TabBar-tab", has_text="Passes").first.wait_for()
+            page.wait_for_function("() => document.querySelectorAll('.js-plotly-plot').length"
+                                   " >= 2")  # the comparison and the roofline
+            assert page.locator("text=Traceback").count() == 0
+            page.screenshot(path=str(ARTIFACTS / "tutorial05.png"), full_page=False)
+        finally:
+            browser.close()
