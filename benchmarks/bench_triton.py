@@ -1,0 +1,588 @@
+"""Simulator speed against Triton's CPU interpreter (issue 9), measured side by side in one run.
+
+Workloads, each written in our DSL and in Triton (`triton_kernels.py`) with the same tiling and
+checked against torch before timing: vector add FP16 and FP32 4096² in [128, 128] tiles, row
+softmax and layernorm FP32 [4096, 1024] in 16-row blocks, matmul FP16→FP32 1024³ and 2048³ with
+128×128×128 blocks, fused matmul + row softmax [4096×512]·[512×1024] (ours a Cube+Vector mix
+kernel). The DSL kernels are `pypto_pro.examples.vector_add.add_kernel` (FP16 add) and
+`dsl_kernels.py` (the rest; the examples' softmax/layernorm stop at 512/256 columns and their
+matmul has K = 128).
+
+Columns: our simulator with timing (`sim`, values + Trace), functional-only
+(`SimBackend(functional_only=True)`), the native backend (g++; its compile is excluded from the
+median and reported as the first launch of a small shape), Triton's interpreter
+(`TRITON_INTERPRET=1`), torch CPU (default intra-op threads; the simulator runs torch
+single-threaded). Per backend: a warm-up launch on a small shape (compiles), one full-size launch
+checked against torch (also warm-up), then the median of `--runs` timed launches (fewer for the
+Triton matmul 2048³, stated in the table). Ratios are taken between medians of the same run.
+Instructions/s = tile instructions of the launch (from the simulator's Trace) / wall. Peak RSS
+per backend: the process high-water mark, reset (`/proc/self/clear_refs`) before each backend,
+so it includes the inputs and everything the process already holds.
+
+Also: per-launch wall of a 1-tile kernel (FP16 add 128×128, block dim 1) on each backend; the
+simulator's wall vs problem size (add 1024² … 8192², 8 blocks) and vs block dim (1 … 64 on an
+8192×512 add, 256 tiles) with least-squares per-tile / per-block costs; the fidelity rows of
+`results/sim_latest.md` (written by `bench_sim_fidelity.py`, read only here).
+
+Run: `./dev bench` (installs the `bench` extra, then runs this), or
+`.venv/bin/python benchmarks/bench_triton.py [--runs 5] [--only add_fp16,...] [--skip-native]
+[--no-write] [--profile add_fp16,...]`. ≈ 15-20 min on the 2-core machine (quiet; much more
+under load). `--profile` only prints a cProfile breakdown (own time per source file, top
+functions) of one full-size launch per workload on the simulator, with and without timing;
+`--replot` only redraws the chart from `results/latest.json`.
+Prints markdown; unless `--no-write` writes `results/latest.md`, `results/latest.json`,
+`results/latest.html` (plotly, embedded offline) and this harness's section of `README.md`.
+Not a test: nothing here asserts a time.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import re
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import dsl_kernels as dk
+import torch
+import triton_kernels as tk  # sets TRITON_INTERPRET=1 before it imports triton
+
+from pypto_pro.errors import PyptoError
+from pypto_pro.examples import load
+from pypto_pro.runtime.backends import register_backend, use_backend
+from pypto_pro.runtime.backends.sim import SimBackend
+
+HERE = Path(__file__).resolve().parent
+RESULTS = HERE / "results"
+SIM_LATEST = RESULTS / "sim_latest.md"
+README = HERE / "README.md"
+SECTION = "bench_triton"
+BACKENDS = ("sim", "sim-func", "native", "triton", "torch")
+LABELS = {"sim": "sim (timing)", "sim-func": "sim functional-only", "native": "native",
+          "triton": "Triton interpreter", "torch": "torch CPU"}
+TARGET_VS_TRITON = 20.0  # sim with timing ≥ 20× faster than the interpreter
+TARGET_FUNC_VS_TORCH = {"add_fp16": 5.0, "matmul_2048": 2.0}  # functional-only ≤ k× torch
+TARGET_LAUNCH_MS = 0.5  # sim, 1-tile kernel, cache hit
+SLOW_S, SLOW_RUNS = 20.0, 3  # a cell whose full-size launch takes > 20 s gets 3 timed runs
+
+
+# ---------------------------------------------------------------- workloads
+
+
+@dataclass
+class Workload:
+    """One problem: inputs (full size and a small warm-up shape), the output argument, the
+    torch reference, our kernel with its block dim, and the Triton launcher."""
+
+    key: str
+    title: str
+    tiles: int
+    make: Callable[[int], tuple]  # scale (1: full, 0: warm-up shape) → kernel args
+    out_index: int
+    reference: Callable[[tuple], torch.Tensor]
+    kernel: Any
+    block_dim: int
+    triton: Callable[[tuple], None]
+    atol: float
+    triton_runs: int | None = None  # fewer Triton runs for very slow cases
+
+    def ours(self, args: tuple) -> None:
+        self.kernel[None, self.block_dim](*args)
+
+
+def _add_fp16(m: int, n: int):
+    ex = load("vector_add")
+    return lambda scale: ex.make_inputs(m if scale else 256, n if scale else 256, seed=0)
+
+
+def _add_fp32(m: int, n: int):
+    def make(scale: int) -> tuple:
+        mm, nn = (m, n) if scale else (256, 256)
+        return (dk.rand((mm, nn), torch.float32, 0), dk.rand((mm, nn), torch.float32, 1),
+                torch.zeros(mm, nn))
+    return make
+
+
+def _rows(m: int):
+    def make(scale: int) -> tuple:
+        rows = m if scale else 64
+        return dk.rand((rows, dk.COLS), torch.float32, 0, 3.0), torch.zeros(rows, dk.COLS)
+    return make
+
+
+def _layernorm(m: int):
+    def make(scale: int) -> tuple:
+        x, y = _rows(m)(scale)
+        return (x, dk.rand((1, dk.COLS), torch.float32, 2), dk.rand((1, dk.COLS), torch.float32, 3),
+                y, 1e-5)
+    return make
+
+
+def _matmul(m: int, k: int, n: int):
+    def make(scale: int) -> tuple:
+        mm, kk, nn = (m, k, n) if scale else (256, 256, 256)
+        return (dk.rand((mm, kk), torch.float16, 0, 0.25),
+                dk.rand((kk, nn), torch.float16, 1, 0.25), torch.zeros(mm, nn))
+    return make
+
+
+def _fused(m: int, n: int):
+    def make(scale: int) -> tuple:
+        mm, nn = (m, n) if scale else (128, 256)
+        return (dk.rand((mm, dk.FK), torch.float16, 0, 0.25),
+                dk.rand((dk.FK, nn), torch.float16, 1, 0.25), torch.zeros(mm, nn),
+                torch.zeros(mm, nn))
+    return make
+
+
+def _mm_ref(a: tuple) -> torch.Tensor:
+    return a[0].float() @ a[1].float()
+
+
+def workloads() -> list[Workload]:
+    ex_add = load("vector_add")
+    ln = torch.nn.functional.layer_norm
+    out = [Workload("add_fp16", "add fp16 4096², 128² tiles", 1024, _add_fp16(4096, 4096), 2,
+                    lambda a: a[0] + a[1], ex_add.add_kernel, 32, lambda a: tk.add(*a), 0.0)]
+    out += [
+        Workload("add_fp32", "add fp32 4096², 128² tiles", 1024, _add_fp32(4096, 4096), 2,
+                 lambda a: a[0] + a[1], dk.add_fp32_kernel, 32, lambda a: tk.add(*a), 0.0),
+        Workload("softmax", "softmax fp32 4096×1024, 16-row blocks", 256, _rows(4096), 1,
+                 lambda a: torch.softmax(a[0], -1), dk.softmax_1k_kernel, 32,
+                 lambda a: tk.softmax(*a), 1e-5),
+        Workload("layernorm", "layernorm fp32 4096×1024, 16-row blocks", 256, _layernorm(4096),
+                 3, lambda a: ln(a[0], (a[0].shape[1],), a[1][0], a[2][0], a[4]),
+                 dk.layernorm_1k_kernel, 32, lambda a: tk.layernorm(*a), 1e-4),
+        Workload("matmul_1024", "matmul fp16→fp32 1024³, 128³ blocks", 64 * 8,
+                 _matmul(1024, 1024, 1024), 2, _mm_ref, dk.matmul_k_kernel, 32,
+                 lambda a: tk.matmul(*a), 1e-3),
+        Workload("matmul_2048", "matmul fp16→fp32 2048³, 128³ blocks", 256 * 16,
+                 _matmul(2048, 2048, 2048), 2, _mm_ref, dk.matmul_k_kernel, 32,
+                 lambda a: tk.matmul(*a), 1e-3, triton_runs=2),
+        Workload("matmul_softmax", "matmul+softmax [4096×512]·[512×1024], mix", 64,
+                 _fused(4096, 1024), 3, lambda a: torch.softmax(_mm_ref(a), -1),
+                 dk.matmul_softmax_kernel, 32, lambda a: tk.matmul_softmax(a[0], a[1], a[3]),
+                 1e-5),
+    ]
+    return out
+
+
+# ---------------------------------------------------------------- measuring
+
+
+def peak_rss_mib() -> float:
+    with open("/proc/self/status") as f:
+        return int(re.search(r"VmHWM:\s+(\d+)", f.read()).group(1)) / 1024
+
+
+def reset_peak_rss() -> None:
+    """Linux: writing 5 to clear_refs resets the high-water mark to the current RSS."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+    except OSError:
+        pass
+
+
+def wall(fn: Callable[[], Any]) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+@dataclass
+class Cell:
+    """One workload on one backend."""
+
+    median_s: float | None = None
+    runs: int = 0
+    first_s: float | None = None  # the warm-up launch on the small shape (native: + compile)
+    max_err: float | None = None
+    correct: bool | None = None
+    rss_mib: float | None = None
+    instructions: int | None = None
+    sim_us: float | None = None
+    error: str = ""
+
+
+def _launcher(w: Workload, backend: str) -> Callable[[tuple], Any]:
+    if backend == "triton":
+        return w.triton
+    if backend == "torch":
+        return lambda a: a[w.out_index].copy_(w.reference(a))
+
+    def ours(a: tuple) -> None:
+        with use_backend(backend):
+            w.ours(a)
+    return ours
+
+
+def measure(w: Workload, backend: str, runs: int) -> Cell:
+    cell = Cell()
+    launch = _launcher(w, backend)
+    reset_peak_rss()
+    try:
+        small = w.make(0)
+        cell.first_s = wall(lambda: launch(small))
+        args = w.make(1)
+        args[w.out_index].zero_()
+        warm_s = wall(lambda: launch(args))  # full-size warm-up, checked
+        ref = w.reference(args)
+        err = (args[w.out_index].float() - ref.float()).abs().max().item()
+        cell.max_err, cell.correct = err, err <= w.atol
+        if backend == "sim":
+            trace = w.kernel.last_trace
+            cell.instructions = int(dict(trace.meta.extra)["instructions"])
+            cell.sim_us = trace.duration_us
+        n = w.triton_runs if backend == "triton" and w.triton_runs else runs
+        if warm_s > SLOW_S:
+            n = min(n, SLOW_RUNS)
+        times = [wall(lambda: launch(args)) for _ in range(n)]
+        cell.median_s, cell.runs = statistics.median(times), n
+    except (PyptoError, RuntimeError, ValueError) as e:  # a failing backend gets a cell
+        cell.error = f"{type(e).__name__}: {str(e).splitlines()[0][:160]}"
+    cell.rss_mib = peak_rss_mib()
+    return cell
+
+
+def launch_overhead(backends: tuple[str, ...], n: int) -> dict[str, float]:
+    """Median wall per launch of the 1-tile FP16 add (128×128, block dim 1), ms."""
+    ex = load("vector_add")
+    x, y, z = ex.make_inputs(128, 128, seed=0)
+    out: dict[str, float] = {}
+    for b in backends:
+        if b == "triton":
+            fn, reps = (lambda: tk.add(x, y, z)), max(5, n // 5)
+        elif b == "torch":
+            fn, reps = (lambda: torch.add(x, y, out=z)), n * 4
+        else:
+            def fn(b=b):
+                with use_backend(b):
+                    ex.add_kernel[None, 1](x, y, z)
+            reps = n
+        for _ in range(3):
+            fn()
+        out[b] = statistics.median(wall(fn) for _ in range(reps)) * 1e3
+    return out
+
+
+def _short(path: str) -> str:
+    """A profiled file relative to the repo or site-packages; "~" is cProfile's C builtins."""
+    if path == "~":
+        return "C builtins (torch, numpy, dict, ...)"
+    return path.split("site-packages/")[-1].split(str(HERE.parent) + "/")[-1]
+
+
+def profile(w: Workload, backend: str, top: int = 12) -> str:
+    """cProfile of one full-size launch (after a warm-up): own time per source file, then the
+    top functions, as markdown."""
+    import cProfile
+    import pstats
+
+    launch = _launcher(w, backend)
+    launch(w.make(0))
+    args = w.make(1)
+    prof = cProfile.Profile()
+    t0 = time.perf_counter()
+    prof.runcall(launch, args)
+    total = time.perf_counter() - t0
+    stats = pstats.Stats(prof).stats  # (file, line, name) -> (cc, nc, tottime, cumtime, callers)
+    by_file: dict[str, float] = {}
+    for (path, _, _), (_, _, tt, _, _) in stats.items():
+        by_file[_short(path)] = by_file.get(_short(path), 0.0) + tt
+    own = sum(by_file.values())
+    lines = [f"#### {w.title} on {LABELS[backend]}: {total:.2f} s under cProfile", "",
+             "| source file | own time s | share |", "|---|---:|---:|"]
+    for key, tt in sorted(by_file.items(), key=lambda kv: -kv[1])[:top]:
+        lines.append(f"| `{key}` | {tt:.2f} | {tt / own:.0%} |")
+    lines += ["", "| function | calls | own s | cumulative s |", "|---|---:|---:|---:|"]
+    ranked = sorted(stats.items(), key=lambda kv: -kv[1][2])[:top]
+    for (path, line, name), (_, nc, tt, ct, _) in ranked:
+        lines.append(f"| `{_short(path)}:{line}({name})` | {nc:,} | {tt:.3f} | {ct:.3f} |")
+    return "\n".join(lines)
+
+
+def _fit(xs: list[float], ys: list[float]) -> tuple[float, float, float]:
+    """Least squares y = a + b·x; returns a, b, R²."""
+    n = len(xs)
+    mx, my = sum(xs) / n, sum(ys) / n
+    sxx = sum((x - mx) ** 2 for x in xs)
+    b = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx
+    a = my - b * mx
+    ss = sum((y - my) ** 2 for y in ys)
+    res = sum((y - a - b * x) ** 2 for x, y in zip(xs, ys))
+    return a, b, 1 - res / ss if ss else 1.0
+
+
+def scaling(sizes: tuple[int, ...], dims: tuple[int, ...]) -> dict:
+    """Simulator (with timing) wall vs add size at 8 blocks, and vs block dim at 256 tiles."""
+    ex = load("vector_add")
+    ex.add_kernel[None, 1](*ex.make_inputs(128, 128))  # compile
+    size_rows = []
+    for s in sizes:
+        args = ex.make_inputs(s, s, seed=0)
+        t = wall(lambda a=args: ex.add_kernel[None, 8](*a))
+        size_rows.append({"size": s, "tiles": (s // 128) ** 2, "wall_s": t,
+                          "sim_us": ex.add_kernel.last_trace.duration_us})
+        del args
+    dim_rows = []
+    args = ex.make_inputs(8192, 512, seed=0)
+    for d in dims:
+        t = wall(lambda d=d: ex.add_kernel[None, d](*args))
+        dim_rows.append({"block_dim": d, "tiles": 256, "wall_s": t,
+                         "sim_us": ex.add_kernel.last_trace.duration_us})
+    a, b, r2 = _fit([r["tiles"] for r in size_rows], [r["wall_s"] for r in size_rows])
+    a2, b2, r22 = _fit([r["block_dim"] for r in dim_rows], [r["wall_s"] for r in dim_rows])
+    return {"sizes": size_rows, "dims": dim_rows,
+            "size_fit": {"intercept_s": a, "per_tile_ms": b * 1e3, "r2": r2},
+            "dim_fit": {"intercept_s": a2, "per_block_ms": b2 * 1e3, "r2": r22}}
+
+
+def fidelity_rows() -> list[dict]:
+    """The fidelity table's rows from sim_latest.md (bench_sim_fidelity.py's section)."""
+    if not SIM_LATEST.exists():
+        return []
+    text = SIM_LATEST.read_text()
+    begin = text.find("<!-- begin bench_sim_fidelity -->")
+    end = text.find("<!-- end bench_sim_fidelity -->")
+    if begin < 0 or end < 0:
+        return []
+    rows = []
+    for line in text[begin:end].splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 8 and cells[0] not in ("case", "") and not cells[0].startswith("---"):
+            rows.append({"case": cells[0], "soc": cells[1], "cores": cells[2],
+                         "simulated_us": cells[4], "published_us": cells[5], "error": cells[6]})
+    return rows
+
+
+# ---------------------------------------------------------------- reporting
+
+
+def _ms(c: Cell | None) -> str:
+    if c is None:
+        return "—"
+    if c.error:
+        return "n/a ✗"
+    mark = "" if c.correct else " (WRONG)"
+    return f"{c.median_s * 1e3:,.1f}{mark}"
+
+
+def _ratio(num: Cell | None, den: Cell | None) -> float | None:
+    if not num or not den or num.median_s is None or den.median_s is None:
+        return None
+    return num.median_s / den.median_s
+
+
+def _fmt_ratio(r: float | None, target: float | None = None, higher: bool = True) -> str:
+    if r is None:
+        return "—"
+    text = f"{r:,.1f}×" if r >= 10 else f"{r:,.2f}×"
+    if target is not None:
+        ok = r >= target if higher else r <= target
+        text += " ✓" if ok else " ✗"
+    return text
+
+
+def tables(ws: list[Workload], cells: dict, overhead: dict, scale: dict | None,
+           fidelity: list[dict]) -> str:
+    out = ["### Wall time per launch, ms (median)", "",
+           "| workload | tiles | " + " | ".join(LABELS[b] for b in BACKENDS) +
+           " | Triton / sim | Triton / functional | functional / torch | native / torch |",
+           "|---|---:|" + "---:|" * (len(BACKENDS) + 4)]
+    for w in ws:
+        c = cells[w.key]
+        func_target = TARGET_FUNC_VS_TORCH.get(w.key)
+        out.append(
+            f"| {w.title} | {w.tiles:,} | " + " | ".join(_ms(c.get(b)) for b in BACKENDS) +
+            f" | {_fmt_ratio(_ratio(c.get('triton'), c.get('sim')), TARGET_VS_TRITON)}"
+            f" | {_fmt_ratio(_ratio(c.get('triton'), c.get('sim-func')))}"
+            f" | {_fmt_ratio(_ratio(c.get('sim-func'), c.get('torch')), func_target, False)}"
+            f" | {_fmt_ratio(_ratio(c.get('native'), c.get('torch')))} |")
+    out += ["", "### Simulator detail and memory", "",
+            ("| workload | simulated µs | instructions | instr/s (timing) | "
+             "instr/s (functional) | runs | native first launch s (compile) | "
+             "max err sim / func / native / Triton | peak RSS MiB sim / func / native / "
+             "Triton / torch |"),
+            "|---|---:|---:|---:|---:|---:|---:|---|---|"]
+    for w in ws:
+        c = cells[w.key]
+        sim, func, nat, tri = (c.get(b) for b in ("sim", "sim-func", "native", "triton"))
+        ins = sim.instructions if sim else None
+        ips = f"{ins / sim.median_s:,.0f}" if ins and sim.median_s else "—"
+        ipf = f"{ins / func.median_s:,.0f}" if ins and func and func.median_s else "—"
+        errs = " / ".join("—" if x is None or x.max_err is None else f"{x.max_err:.1e}"
+                          for x in (sim, func, nat, tri))
+        rss = " / ".join("—" if c.get(b) is None else f"{c[b].rss_mib:,.0f}" for b in BACKENDS)
+        runs = " / ".join(str(c[b].runs) for b in BACKENDS if c.get(b))
+        out.append(f"| {w.title} | {sim.sim_us if sim and sim.sim_us else 0:,.1f} | "
+                   f"{ins or 0:,} | {ips} | {ipf} | {runs} | "
+                   f"{nat.first_s if nat and nat.first_s else 0:.1f} | {errs} | {rss} |")
+    errors = [(w.title, b, c.error) for w in ws for b, c in cells[w.key].items() if c.error]
+    for title, b, e in errors:
+        out.append(f"\n* {title} on {LABELS[b]} failed: `{e}`")
+    if overhead:
+        out += ["", "### Per-launch wall of a 1-tile kernel (fp16 add 128×128, block dim 1)", "",
+                "| " + " | ".join(LABELS[b] for b in overhead) + " |",
+                "|" + "---:|" * len(overhead),
+                "| " + " | ".join(
+                    f"{v:.3f} ms" + ((" ✓" if v <= TARGET_LAUNCH_MS else " ✗")
+                                     if b == "sim" else "")
+                    for b, v in overhead.items()) + " |"]
+    if scale:
+        sf, df = scale["size_fit"], scale["dim_fit"]
+        out += ["", "### Simulator (timing) scaling: fp16 add, 8 blocks", "",
+                "| size | tiles | wall s | ms / tile | simulated µs |", "|---|---:|---:|---:|---:|"]
+        out += [f"| {r['size']}² | {r['tiles']:,} | {r['wall_s']:.2f} | "
+                f"{r['wall_s'] / r['tiles'] * 1e3:.2f} | {r['sim_us']:,.1f} |"
+                for r in scale["sizes"]]
+        out += ["", (f"Fit wall = a + b·tiles: b = {sf['per_tile_ms']:.3f} ms per tile, "
+                     f"a = {sf['intercept_s'] * 1e3:.0f} ms, R² = {sf['r2']:.4f}."), "",
+                "| block dim (8192×512, 256 tiles) | wall s | ms / tile | simulated µs |",
+                "|---:|---:|---:|---:|"]
+        out += [f"| {r['block_dim']} | {r['wall_s']:.2f} | "
+                f"{r['wall_s'] / r['tiles'] * 1e3:.2f} | {r['sim_us']:,.1f} |"
+                for r in scale["dims"]]
+        out += ["", (f"Fit wall = a + c·blocks: c = {df['per_block_ms']:.2f} ms per block, "
+                     f"a = {df['intercept_s']:.2f} s, R² = {df['r2']:.3f}.")]
+    if fidelity:
+        out += ["", "### Fidelity (from `results/sim_latest.md`, `bench_sim_fidelity.py`)", "",
+                "| case | SoC | cores | simulated µs | published µs | error |",
+                "|---|---|---:|---:|---:|---:|"]
+        out += [f"| {r['case']} | {r['soc']} | {r['cores']} | {r['simulated_us']} | "
+                f"{r['published_us']} | {r['error']} |" for r in fidelity]
+    return "\n".join(out)
+
+
+def chart(ws: list[Workload], cells: dict, scale: dict | None, path: Path) -> None:
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    fig = make_subplots(rows=1, cols=2 if scale else 1, subplot_titles=(
+        "speed ratios (log): > 1 means the first is slower", "simulator wall vs tiles"))
+    names = [w.key for w in ws]
+    top = TARGET_VS_TRITON
+    for label, num, den in (("Triton / sim (timing)", "triton", "sim"),
+                            ("Triton / sim functional", "triton", "sim-func"),
+                            ("sim functional / torch", "sim-func", "torch"),
+                            ("native / torch", "native", "torch")):
+        ys = [_ratio(cells[w.key].get(num), cells[w.key].get(den)) for w in ws]
+        top = max([top, *(y for y in ys if y)])
+        fig.add_trace(go.Bar(name=label, x=names, y=ys), row=1, col=1)
+    fig.add_trace(go.Scatter(name="20× target (Triton / sim)", x=names,
+                             y=[TARGET_VS_TRITON] * len(names), mode="lines",
+                             line={"dash": "dot", "color": "black"}), row=1, col=1)
+    # explicit log range (log10 units): plotly's autorange on log bar charts can run away
+    fig.update_yaxes(type="log", range=[-1, math.log10(top * 2)], row=1, col=1)
+    if scale:
+        rows = scale["sizes"]
+        fig.add_trace(go.Scatter(name="wall s vs tiles (8 blocks)", mode="lines+markers",
+                                 x=[r["tiles"] for r in rows], y=[r["wall_s"] for r in rows]),
+                      row=1, col=2)
+        fig.update_xaxes(title_text="tiles", row=1, col=2)
+        fig.update_yaxes(title_text="wall s", row=1, col=2)
+    fig.update_layout(title="PyPTO Pro simulator vs Triton's interpreter (bench_triton.py)",
+                      barmode="group", height=600, width=1400)
+    fig.write_html(str(path), include_plotlyjs=True, full_html=True)
+
+
+def replot(ws: list[Workload]) -> None:
+    saved = json.loads((RESULTS / "latest.json").read_text())
+    ws = [w for w in ws if w.key in saved["workloads"]]
+    cells = {w.key: {b: Cell(**c) for b, c in saved["workloads"][w.key]["cells"].items()}
+             for w in ws}
+    chart(ws, cells, saved["scaling"], RESULTS / "latest.html")
+
+
+def replace_section(path: Path, text: str) -> None:
+    begin, end = f"<!-- begin {SECTION} -->", f"<!-- end {SECTION} -->"
+    old = path.read_text()
+    block = f"{begin}\n{text.rstrip()}\n{end}"
+    if begin in old and end in old:
+        new = old[:old.index(begin)] + block + old[old.index(end) + len(end):]
+    else:
+        new = old.rstrip() + "\n\n" + block + "\n"
+    path.write_text(new)
+
+
+def environment(load_start: float) -> str:
+    return (f"{platform.machine()}, {os.cpu_count()} CPUs, load average {load_start:.1f} at the "
+            f"start and {os.getloadavg()[0]:.1f} at the end, torch {torch.__version__} "
+            f"(intra-op threads {torch.get_num_threads()}), triton {tk.triton.__version__}, "
+            f"Python {platform.python_version()}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--runs", type=int, default=5, help="timed runs per cell (default 5)")
+    ap.add_argument("--only", default="", help="comma-separated workload keys")
+    ap.add_argument("--skip-native", action="store_true")
+    ap.add_argument("--skip-scaling", action="store_true")
+    ap.add_argument("--no-write", action="store_true")
+    ap.add_argument("--replot", action="store_true",
+                    help="only redraw results/latest.html from results/latest.json")
+    ap.add_argument("--profile", default="", metavar="KEY[,KEY]",
+                    help="only profile these workloads on sim and sim-func (cProfile) and exit")
+    opts = ap.parse_args()
+    load_start = os.getloadavg()[0]
+    started = time.perf_counter()
+    register_backend("sim-func", lambda: SimBackend(functional_only=True))
+    backends = tuple(b for b in BACKENDS if not (opts.skip_native and b == "native"))
+    ws = workloads()
+    if opts.replot:
+        replot(ws)
+        return
+    if opts.only or opts.profile:
+        keep = set((opts.profile or opts.only).split(","))
+        ws = [w for w in ws if w.key in keep]
+    if opts.profile:
+        for w in ws:
+            for b in ("sim", "sim-func"):
+                print(profile(w, b), end="\n\n", flush=True)
+        return
+    cells: dict[str, dict[str, Cell]] = {}
+    for w in ws:
+        cells[w.key] = {}
+        for b in backends:
+            cells[w.key][b] = c = measure(w, b, opts.runs)
+            state = c.error or f"{c.median_s * 1e3:,.1f} ms, err {c.max_err:.1e}"
+            print(f"  {w.key:15s} {b:9s} {state}", file=sys.stderr, flush=True)
+    overhead = launch_overhead(backends, 50)
+    print(f"  launch overhead {overhead}", file=sys.stderr, flush=True)
+    scale = None if opts.skip_scaling else scaling((1024, 2048, 4096, 8192),
+                                                  (1, 2, 4, 8, 16, 32, 64))
+    text = tables(ws, cells, overhead, scale, fidelity_rows())
+    summary = (f"Whole run {time.perf_counter() - started:.0f} s on {environment(load_start)}. "
+               f"Medians of {opts.runs} runs after a small-shape and a checked full-size "
+               f"warm-up; {SLOW_RUNS} runs where the warm-up took > {SLOW_S:.0f} s and 2 for "
+               f"Triton's matmul 2048³ (see the runs column, order sim / functional / native / "
+               f"Triton / torch).")
+    print(text)
+    print()
+    print(summary)
+    if opts.no_write:
+        return
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "latest.md").write_text(
+        f"# Simulator vs Triton interpreter (`bench_triton.py`, latest run)\n\n{text}\n\n"
+        f"{summary}\n")
+    (RESULTS / "latest.json").write_text(json.dumps({
+        "environment": environment(load_start), "runs": opts.runs,
+        "workloads": {w.key: {"title": w.title, "tiles": w.tiles, "block_dim": w.block_dim,
+                              "cells": {b: vars(c) for b, c in cells[w.key].items()}}
+                      for w in ws},
+        "launch_overhead_ms": overhead, "scaling": scale, "fidelity": fidelity_rows()},
+        indent=1))
+    chart(ws, cells, scale, RESULTS / "latest.html")
+    replace_section(README, f"{text}\n\n{summary}\n")
+
+
+if __name__ == "__main__":
+    main()
