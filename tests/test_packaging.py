@@ -78,7 +78,9 @@ def test_project_metadata() -> None:
 
 def test_extras_contain_required_packages() -> None:
     extras = {k: _names(v) for k, v in _pyproject()["project"]["optional-dependencies"].items()}
-    assert extras["lab"] == {"jupyterlab", "ipywidgets", "plotly", "pandas"}
+    assert extras["lab"] == {"jupyterlab", "notebook", "ipywidgets", "anywidget", "plotly",
+                             "pandas"}
+    assert extras["cluster"] == {"ray", "dask"}
     assert extras["npu"] == {"torch-npu"}
     assert {
         "pytest",
@@ -88,8 +90,9 @@ def test_extras_contain_required_packages() -> None:
         "nbformat",
         "ipykernel",
         "playwright",
+        "ruff",
     } <= extras["dev"]
-    assert extras["lab"] <= extras["dev"]
+    assert extras["lab"] <= extras["dev"] and extras["cluster"] <= extras["dev"]
     assert extras["bench"] == {"triton"}
 
 
