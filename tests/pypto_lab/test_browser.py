@@ -238,7 +238,9 @@ def test_tutorial_runs_in_jupyterlab(lab):
     from playwright.sync_api import sync_playwright
 
     base, demo_url = lab
-    url = demo_url.replace(NOTEBOOK.name, TUTORIAL.name)
+    # `reset`: a fresh workspace, so the demo notebook an earlier test opened is not restored
+    # beside the tutorial (its unexecuted cells would keep ALL_RAN false)
+    url = demo_url.replace(NOTEBOOK.name, TUTORIAL.name) + "&reset"
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=shutil.which("chromium"),
