@@ -24,7 +24,6 @@ in the stage that uses them; the AIV's softmax state is plain tiles.
 """
 from __future__ import annotations
 
-import math
 
 import torch
 
@@ -37,12 +36,10 @@ KERNEL_TYPE = "mix"
 #: FP16 inputs, FP32 accumulation and softmax, FP16 P and output
 RTOL, ATOL = 5e-3, 5e-3
 
-TS = 128  # Q rows per tile
-TKV = 128  # K/V rows per tile
-D = 128  # head dim
-HALF = TS // 2  # Q rows per AIV
-SCALE = 1.0 / math.sqrt(D)
-NEG_BIG = -3.0e38
+# tile sizes and softmax constants of the hand-synchronised version (same maths)
+TS, TKV, D, HALF, SCALE, NEG_BIG = (flash_attention.TS, flash_attention.TKV, flash_attention.D,
+                                    flash_attention.HALF, flash_attention.SCALE,
+                                    flash_attention.NEG_BIG)
 RING = 3  # vector state ring: compute_p of tile t+1 runs before compute_gu of tile t
 
 # cross-core rings (declared outside the sections)
