@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import numbers
+import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -122,13 +123,31 @@ def _param_dtype(p: ParamSpec, chosen: Mapping[str, DataType]) -> DataType | Non
 
 def _bind_signature(kdef: KernelDef, args: Sequence[Any],
                     kwargs: Mapping[str, Any]) -> tuple[Any, ...]:
+    signature, positional = _signature(kdef.fn)
+    if positional and not kwargs and len(args) == len(signature.parameters):
+        return tuple(args)  # what binding returns, without building a BoundArguments
     try:
-        bound = inspect.signature(kdef.fn).bind(*args, **kwargs)
+        bound = signature.bind(*args, **kwargs)
     except TypeError as e:
         raise InvalidType(f"kernel '{kdef.name}': wrong arguments — {e} (parameters: "
                           f"{[p.name for p in kdef.params]})", module="PRO_RUNTIME") from e
     bound.apply_defaults()
     return tuple(bound.arguments[p.name] for p in kdef.params)
+
+
+#: kernel function → (its signature, every parameter passable by position): computing the
+#: signature costs more than a small launch
+_SIGNATURES: weakref.WeakKeyDictionary[Any, tuple[inspect.Signature, bool]] = \
+    weakref.WeakKeyDictionary()
+
+
+def _signature(fn: Any) -> tuple[inspect.Signature, bool]:
+    found = _SIGNATURES.get(fn)
+    if found is None:
+        sig = inspect.signature(fn)
+        found = _SIGNATURES[fn] = (sig, all(p.kind is p.POSITIONAL_OR_KEYWORD
+                                            for p in sig.parameters.values()))
+    return found
 
 
 def _where(p: ParamSpec) -> str:

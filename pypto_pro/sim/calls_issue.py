@@ -15,7 +15,7 @@ from ..ir.nodes import Call, Expr
 from ..ir.span import Span
 from ..ir.types import PipeType, TileType
 from .memory import GMRef
-from .program import Frame, RtGroup
+from .program import NOTHING, Frame, RtGroup
 from .simt import SimtLaunch, compile_simt
 
 
@@ -38,10 +38,9 @@ def compile_effect(c, e: Expr) -> Callable:
     if not isinstance(e, Call):
         f = c.expr(e)
 
-        def run_expr(fr: Frame):
+        def run_expr(fr: Frame) -> tuple:
             f(fr)
-            return None
-            yield
+            return NOTHING
 
         return run_expr
     handler = _EFFECTS.get(e.op)
@@ -75,20 +74,19 @@ def _tile_op(c, e: Call, spec: opreg.OpSpec) -> Callable:
     def run(fr: Frame):
         core = fr.core
         values = [a(fr) for a in args]
-        kw = {k: (v(fr) if k in dyn_kwargs else v) for k, v in kwargs.items()}
+        kw = {k: (v(fr) if k in dyn_kwargs else v) for k, v in kwargs.items()} if dyn_kwargs \
+            else dict(kwargs)
         resolved = [core.operand(v, span, pair=(split and i == 0), mode=mode)
                     for i, v in enumerate(values)]
-        yield from core.issue(Instr("op", pipe, op, span, resolved, kw))
-        return None
+        return core.issue(Instr("op", pipe, op, span, resolved, kw))
 
     return run
 
 
 def _noop(c, e: Call) -> Callable:
-    def run(fr: Frame):
+    def run(fr: Frame) -> tuple:
         fr.core.time += 1
-        return None
-        yield
+        return NOTHING
 
     return run
 
@@ -112,8 +110,7 @@ def _set_validshape(c, e: Call) -> Callable:
                                       f"shape [{tile.geom.rows}, {tile.geom.cols}]", span)
             tile.valid = [rows, cols]
         fr.core.time += 1
-        return None
-        yield
+        return NOTHING
 
     return run
 
@@ -145,11 +142,10 @@ def _setval(c, e: Call) -> Callable:
 def _set_stride(c, e: Call) -> Callable:
     target, strides = c.expr(e.args[0]), c.expr(e.args[1])
 
-    def run(fr: Frame):
+    def run(fr: Frame) -> tuple:
         ref: GMRef = target(fr)
         ref.strides = tuple(strides(fr))
-        return None
-        yield
+        return NOTHING
 
     return run
 
@@ -166,12 +162,9 @@ def _flag(c, e: Call) -> Callable:
 
     def run(fr: Frame):
         key = (src, dst, int(ident(fr)))
-        core = fr.core
         if setting:
-            yield from core.issue(Instr("set_flag", src, op, span, key=key))
-        else:
-            yield from core.issue(Instr("wait_flag", dst, op, span, key=key))
-        return None
+            return fr.core.issue(Instr("set_flag", src, op, span, key=key))
+        return fr.core.issue(Instr("wait_flag", dst, op, span, key=key))
 
     return run
 
@@ -200,9 +193,8 @@ def _mutex(c, e: Call) -> Callable:
     def run(fr: Frame):
         i = int(ident(fr))
         if guards and any(int(g(fr)) == i for g in guards):
-            return None  # the same id is already held by this op (codegen's dedup guard)
-        yield from fr.core.issue(Instr(kind, pipe, op, span, key=i))
-        return None
+            return NOTHING  # the same id is already held by this op (codegen's dedup guard)
+        return fr.core.issue(Instr(kind, pipe, op, span, key=i))
 
     return run
 
@@ -216,8 +208,7 @@ def _cross_core(c, e: Call) -> Callable:
     span, op = e.span, e.op
 
     def run(fr: Frame):
-        yield from fr.core.issue(Instr(kind, pipe, op, span, key=(mode, int(ident(fr)))))
-        return None
+        return fr.core.issue(Instr(kind, pipe, op, span, key=(mode, int(ident(fr)))))
 
     return run
 
@@ -315,7 +306,7 @@ def _simt_launch(c, e: Call) -> Callable:
     callee = c.functions.get(e.kwarg("callee"))
     if callee is None:
         raise SimulationError(f"simt.launch of unknown function '{e.kwarg('callee')}'", e.span)
-    kernel = compile_simt(callee)
+    kernel = compile_simt(callee, c.functions)
     args = [c.expr(a) for a in e.args]
     threads = tuple(int(n) for n in e.kwarg("threads", (1, 1, 1)))
     span = e.span

@@ -242,8 +242,52 @@ def simt_launch_cost(args: list, kwargs: dict, soc: SoC) -> OpCost:
     return OpCost(math.ceil(cycles), profile.bytes, profile.lane_ops, 0, "vector:simt")
 
 
+#: ops whose cost involves their GM operand (a window of lines per call): never memoised
+_GM_OPS = frozenset({"block.load", "block.store", "block.store_fp", "block.init_output",
+                     "block.getval", "block.setval"})
+#: id(SoC) → (the SoC, {(op, operand shapes): (OpCost, the tile geometries named)}); see
+#: `op_cost`. A key names a geometry by its id (hashing the dataclass costs more than the cost
+#: formulas), so the entry keeps the geometry alive: its id is not reused while the key exists.
+_MEMO: dict[int, tuple[SoC, dict]] = {}
+_MEMO_LIMIT = 100_000  # entries per SoC before the memo starts over (a new block, new tiles)
+
+
 def op_cost(op_name: str, args: list, kwargs: dict, soc: SoC) -> OpCost:
-    """The cost of one instruction `op_name` with resolved operands `args` on `soc`."""
+    """The cost of one instruction `op_name` with resolved operands `args` on `soc`.
+
+    Pure in (op, each tile operand's geometry and valid shape) for every op but the GM
+    accesses, VF sections and SIMT launches, so those costs are computed once per SoC."""
+    if op_name in _GM_OPS or op_name == VF_SECTION or op_name == "simt.launch":
+        return _op_cost(op_name, args, kwargs, soc)
+    entry = _MEMO.get(id(soc))
+    if entry is None or entry[0] is not soc or len(entry[1]) > _MEMO_LIMIT:
+        entry = _MEMO[id(soc)] = (soc, {})
+    key = (op_name, *[_shape_key(a) for a in args])
+    found = entry[1].get(key)
+    if found is None:
+        found = entry[1][key] = (_op_cost(op_name, args, kwargs, soc), _geometries(args))
+    return found[0]
+
+
+def _shape_key(arg: object) -> object:
+    """What the cost of a non-GM op reads of an operand: a tile's geometry and valid shape."""
+    if isinstance(arg, TileRef):
+        return id(arg.geometry), arg.valid_rows, arg.valid_cols
+    if isinstance(arg, (tuple, list)):
+        return tuple([_shape_key(a) for a in arg])
+    return None
+
+
+def _geometries(args: object) -> list:
+    """The tile geometries `_shape_key` names, in any nesting of tuples and lists."""
+    if isinstance(args, TileRef):
+        return [args.geometry]
+    if isinstance(args, (tuple, list)):
+        return [g for a in args for g in _geometries(a)]
+    return []
+
+
+def _op_cost(op_name: str, args: list, kwargs: dict, soc: SoC) -> OpCost:
     if op_name == VF_SECTION:  # a whole VF section: its launch counts what it ran
         return kwargs["launch"].cost(args, soc)
     spec = REGISTRY.get(op_name)

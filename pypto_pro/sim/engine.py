@@ -26,10 +26,11 @@ from .cost_model import op_cost
 from .memory import CoreMemory, GMRef, TileRef
 from .memory_system import MemorySystem
 from .ops import IMPLS
-from .program import RtTile
+from .program import NOTHING, RtTile
 
 AIC_PIPES = (PipeType.MTE1, PipeType.MTE2, PipeType.MTE3, PipeType.M, PipeType.FIX)
 AIV_PIPES = (PipeType.MTE2, PipeType.MTE3, PipeType.V)
+_S = PipeType.S
 _SYNC_OP = {"set_flag": "set_flag", "wait_flag": "wait_flag", "lock": "get_buf",
             "unlock": "rls_buf", "xset": "set_intra_block", "xwait": "wait_intra_block"}
 _WRITERS = ("write", "write_linear", "write_window", "atomic_add_window", "fill_logical")
@@ -85,9 +86,9 @@ class Engine:
         heapq.heappush(self._heap, (t, next(self._seq), fn))
 
     def run(self) -> None:
-        heap = self._heap
+        heap, pop = self._heap, heapq.heappop
         while heap:
-            t, _, fn = heapq.heappop(heap)
+            t, _, fn = pop(heap)
             if t > self.now:
                 self.now = t
             fn()
@@ -124,6 +125,7 @@ class Pipe:
         self.running = False
         self.blocked: tuple[int, str, str] | None = None  # (since, reason, ids)
         self._scheduled = False
+        self.pending_writes: list = []  # the deferred writes of the running instruction
 
     @property
     def idle(self) -> bool:
@@ -133,24 +135,31 @@ class Pipe:
         if not self._scheduled and not self.running and self.queue:
             self._scheduled = True
             eng = self.core.engine
-            eng.at(max(eng.now, self.busy_until, self.queue[0].issue_time), self.step)
+            t = eng.now
+            if self.busy_until > t:
+                t = self.busy_until
+            if self.queue[0].issue_time > t:
+                t = self.queue[0].issue_time
+            eng.at(t, self.step)
 
     def step(self) -> None:
         self._scheduled = False
         eng = self.core.engine
-        while self.queue and not self.running:
-            instr = self.queue[0]
-            start = max(eng.now, self.busy_until, instr.issue_time)
-            if start > eng.now:
+        queue, execute = self.queue, self.core.execute
+        while queue and not self.running:
+            instr = queue[0]
+            now = eng.now
+            if self.busy_until > now or instr.issue_time > now:
                 self.kick()
                 return
-            if not self.core.execute(self, instr):
+            if not execute(self, instr):
                 return  # blocked on a sync condition; re-kicked when it may be satisfied
         if not self.running:
             self.core.poke()
 
-    def finish(self, instr: Instr, start: int, writes: list) -> None:
-        for fn, args, kwargs in writes:
+    def finish(self) -> None:
+        """The running instruction ends: its writes land."""
+        for fn, args, kwargs in self.pending_writes:
             fn(*args, **kwargs)
         self.running = False
         self.core.poke()
@@ -239,10 +248,12 @@ class Core:
             raise SimulationError(f"{self.label}: more than {self.max_iterations} loop "
                                   f"iterations; the kernel does not terminate", span)
 
-    def sync_scalar(self):
-        """Let global time catch up with the scalar unit before it touches shared state."""
+    def sync_scalar(self) -> tuple:
+        """Let global time catch up with the scalar unit before it touches shared state (what
+        the program's `yield from` passes on: a wait, or nothing)."""
         if self.time > self.engine.now:
-            yield ("until", self.time)
+            return (("until", self.time),)
+        return NOTHING
 
     def barrier(self, pipe_name: str, span: Span):
         pipes = list(self.pipes.values()) if pipe_name == "ALL" else \
@@ -278,17 +289,25 @@ class Core:
 
     # ------------------------------------------------------------ issue
     def issue(self, instr: Instr):
-        if instr.pipe is PipeType.S:
-            yield from self._scalar_sync(instr)
-            return
+        """Queue `instr` on its pipe; returns what the program's `yield from` passes on: nothing
+        (no generator made per instruction), unless the queue is full or pipe S must wait."""
+        if instr.pipe is _S:
+            return self._scalar_sync(instr)
         pipe = self.pipes.get(instr.pipe)
         if pipe is None:
             raise SimulationError(f"{self.label} has no {instr.pipe.value} pipe "
                                   f"({instr.ir_op})", instr.span)
+        if len(pipe.queue) >= self.engine.queue_depth:
+            return self._issue_when_room(pipe, instr)
+        self._enqueue(pipe, instr)
+        return NOTHING
+
+    def _issue_when_room(self, pipe: Pipe, instr: Instr):
         depth = self.engine.queue_depth
-        if len(pipe.queue) >= depth:
-            yield (lambda: len(pipe.queue) < depth, "queue", f"{pipe.kind.value} full",
-                   instr)
+        yield (lambda: len(pipe.queue) < depth, "queue", f"{pipe.kind.value} full", instr)
+        self._enqueue(pipe, instr)
+
+    def _enqueue(self, pipe: Pipe, instr: Instr) -> None:
         instr.issue_time = self.time
         instr.seq = next(self._seq)
         if self.engine.observer is not None:
@@ -378,9 +397,10 @@ class Core:
         eng.instructions += 1
         pipe.running = True
         pipe.busy_until = end
+        pipe.pending_writes = writes
         self._event(pipe.kind, "instr", hw_op(instr.ir_op, "op"), instr.ir_op, instr.span, now,
                     end, cost.bytes, cost.flops, "", reason)
-        eng.at(end, lambda: pipe.finish(instr, now, writes))
+        eng.at(end, pipe.finish)
 
     def _sync_blocked(self, pipe: Pipe, instr: Instr) -> tuple[str, str] | None:
         """(reason, ids) when the sync instruction at the head of `pipe` cannot run yet."""
@@ -552,17 +572,21 @@ def _defer(arg: Any, writes: list) -> Any:
         return tuple(_defer(a, writes) for a in arg)
     if not isinstance(arg, (TileRef, GMRef)):
         return arg
-    cls = type(arg)
-    proxy = object.__new__(cls)  # a shallow copy (what copy.copy does, without its dispatch)
+    proxy = object.__new__(_deferring(type(arg)))  # a shallow copy, without copy's dispatch
     proxy.__dict__.update(arg.__dict__)
-    for name in _writers(cls):
-        method = getattr(arg, name)
-        setattr(proxy, name, lambda *a, _m=method, **k: writes.append((_m, a, k)))
+    proxy._deferred_target, proxy._deferred_writes = arg, writes
     return proxy
 
 
 @functools.lru_cache(maxsize=None)
-def _writers(cls: type) -> tuple[str, ...]:
-    """The methods of a memory operand class that write (deferred to the instruction's end)."""
-    return tuple(name for name in _WRITERS if callable(getattr(cls, name, None)))
+def _deferring(cls: type) -> type:
+    """A subclass of memory operand class `cls` whose writing methods queue (the original's
+    bound method, args, kwargs) on the proxy's `_deferred_writes` instead of writing."""
+    def queue(name: str) -> Callable:
+        def deferred(self: Any, *args: Any, **kwargs: Any) -> None:
+            self._deferred_writes.append((getattr(self._deferred_target, name), args, kwargs))
+        return deferred
+
+    writers = [name for name in _WRITERS if callable(getattr(cls, name, None))]
+    return type(cls.__name__, (cls,), {name: queue(name) for name in writers})
 

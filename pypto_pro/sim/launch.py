@@ -16,6 +16,7 @@ from ..ir.span import Span
 from ..ir.types import CUBE_SPACES, MemorySpace
 from ..trace.schema import EventLog
 from .engine import Core, Engine
+from .functional import FunctionalCore, FunctionalEngine
 from .memory import CoreMemory, TileRef
 from .program import CompiledProgram, RtTile
 
@@ -77,11 +78,13 @@ class Launch:
         (the Trace's `core` column) across waves: mix slot i is cores 3i (AIC), 3i+1, 3i+2."""
         kinds = {"aiv": ["aiv"], "aic": ["aic"], "mix": ["aic", "aiv0", "aiv1"]}[
             self.kernel_type]
-        return _Slot({k: CoreMemory(self.soc, "aic" if k == "aic" else "aiv") for k in kinds},
+        return _Slot({k: _core_memory(self.soc, "aic" if k == "aic" else "aiv") for k in kinds},
                      core_ids={k: index * len(kinds) + n for n, k in enumerate(kinds)})
 
     # ------------------------------------------------------------ running
     def run(self) -> list[_Block]:
+        if self.engine.functional_only and self.engine.observer is None:
+            self.engine = FunctionalEngine(self.soc)  # values only: program order, no clock
         for slot in self.slots:
             self._start_next(slot, 0)
         self.engine.run()
@@ -128,11 +131,20 @@ class Launch:
               geometry: dict[str, int], core_id: int) -> Core:
         label = f"block {block} {kind}" + (str(subblock) if self.kernel_type == "mix" and
                                            kind == "AIV" else "")
-        core = Core(self.engine, kind, memory, block, subblock, geometry, label, core_id)
+        cls = FunctionalCore if isinstance(self.engine, FunctionalEngine) else Core
+        core = cls(self.engine, kind, memory, block, subblock, geometry, label, core_id)
         core.uid = len(self.engine.cores)  # this instance (core_id is the physical core)
         core.launch = self
         self.engine.cores.append(core)
         return core
+
+    def release(self) -> None:
+        """The launch is over: hand its memories (L2 and HBM, the slots' on-chip buffers) to
+        the next launch on this SoC."""
+        self.engine.release_memory()
+        for slot in self.slots:
+            for memory in slot.memories.values():
+                _IDLE_CORE_MEMORY.setdefault((self.soc.name, memory.kind), []).append(memory)
 
     # ------------------------------------------------------------ operands
     def tile_ref(self, core: Core, tile: RtTile, span: Span, pair: bool, mode: Any) -> Any:
@@ -227,6 +239,31 @@ class Launch:
                 core.kind == "AIV" and ct is SyncCoreType.AIC_ONLY):
             raise SimulationError(f"sync_all({ct.name}) executed by an {core.kind}", span)
         return self.sync_groups.setdefault(ct, _SyncAllGroup(members))
+
+
+#: (SoC name, core kind) → on-chip memories of finished launches, and a never-used one to reset
+#: them from: allocating a core's buffers (MiBs of fresh pages for an AIC) costs more than a
+#: small launch, copying them a fraction of it
+_IDLE_CORE_MEMORY: dict[tuple[str, str], list[CoreMemory]] = {}
+_PRISTINE_CORE_MEMORY: dict[tuple[str, str], CoreMemory] = {}
+
+
+def _core_memory(soc: Any, kind: str) -> CoreMemory:
+    """A core's buffers as a new core has them (garbage, nothing initialised)."""
+    key = (soc.name, kind)
+    idle = _IDLE_CORE_MEMORY.get(key)
+    while idle:
+        memory = idle.pop()
+        if memory.soc is not soc:  # a SoC table with other overrides under the same name
+            continue
+        pristine = _PRISTINE_CORE_MEMORY.get(key)
+        if pristine is None or pristine.soc is not soc:
+            pristine = _PRISTINE_CORE_MEMORY[key] = CoreMemory(soc, kind)
+        for space, buf in memory.buffers.items():
+            buf.copy_(pristine.buffers[space])
+            memory.initialised[space].zero_()
+        return memory
+    return CoreMemory(soc, kind)
 
 
 def _geometry(block_idx: int, block_num: int, subblock_idx: int, subblock_num: int

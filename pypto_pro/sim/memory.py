@@ -3,8 +3,10 @@
 Owns `CoreMemory` (one `torch.uint8` buffer per MemorySpace of a core, filled with a garbage
 pattern, with a per-byte "initialised" mask for the uninitialised-read sanitizer), `TileGeometry`
 and `TileRef` (a typed, layout-aware view of a tile's bytes: reads and writes reinterpret raw
-bytes, so aliased views behave as on hardware), `GMRef` (a strided view of a CPU torch tensor's
-storage as global memory) and `SimMemoryError`. Dtypes without a torch dtype (HF8, FP4, INT4,
+bytes, so aliased views behave as on hardware; blocks of ND/DN tiles and whole-fractal blocks
+of fractal tiles move through `BlockViews`, strided views of the buffer cached per core, the
+rest through element offsets), `GMRef` (a strided view of a CPU torch tensor's storage as
+global memory) and `SimMemoryError`. Dtypes without a torch dtype (HF8, FP4, INT4,
 HF4) are read and written as raw uint8 codes (4-bit ones packed two per byte, low nibble first);
 their values are decoded by `pypto_pro.sim.ops.numerics`. Imports `pypto_pro.ir`, `sim.soc` and
 `sim.layout` only.
@@ -21,7 +23,7 @@ import torch
 from pypto_pro.ir.dtype import DataType
 from pypto_pro.ir.types import MemorySpace, TileLayout, TilePad, TileType
 
-from .layout import element_offsets, fractal_shape, outer_stride, to_physical
+from .layout import default_stride, element_offsets, fractal_shape, outer_stride
 from .soc import SoC
 
 #: the byte pattern of never-written on-chip memory ("DEADBEEF" as bytes; fp32 -1.18e29)
@@ -48,6 +50,7 @@ _ALL_INITIALISED = {1: 1, 2: 0x0101, 4: 0x01010101, 8: 0x0101010101010101}
 #: window relative to its first line (`GMRef._row_lines`); cleared when it grows this large
 _ROW_LINES: dict[tuple[int, ...], np.ndarray] = {}
 _ROW_LINES_MAX = 4096
+_VIEWS_MAX = 1024  # per core
 
 
 class SimMemoryError(IndexError):
@@ -93,6 +96,8 @@ class CoreMemory:
         self.soc, self.kind = soc, kind
         self.buffers: dict[MemorySpace, torch.Tensor] = {}
         self.initialised: dict[MemorySpace, torch.Tensor] = {}
+        # (id(geometry), block) → (geometry, `_block_views`); the buffers only change in place
+        self._views: dict[tuple, tuple[TileGeometry, BlockViews | None]] = {}
         word = int.from_bytes(bytes(GARBAGE_PATTERN), "little", signed=True)
         for space in CORE_SPACES[kind]:
             size = soc.buffer_size(space)
@@ -110,6 +115,20 @@ class CoreMemory:
         size = self.buffer(space).numel()
         if start < 0 or end > size or start > end:
             raise SimMemoryError(space.value, start, end, size)
+
+    def block_views(self, g: TileGeometry, r0: int, c0: int, rows: int, cols: int
+                    ) -> BlockViews | None:
+        """`_block_views`, cached per geometry object and block (keyed by the object's id,
+        which the entry keeps alive: hashing the dataclass's enums costs more than a view)."""
+        key = (id(g), r0, c0, rows, cols)
+        hit = self._views.get(key)
+        if hit is not None and hit[0] is g:
+            return hit[1]
+        views = _block_views(self, g, r0, c0, rows, cols)
+        if len(self._views) >= _VIEWS_MAX:
+            self._views.clear()
+        self._views[key] = (g, views)
+        return views
 
     def uninitialised_bytes(self, space: MemorySpace, start: int, end: int) -> torch.Tensor:
         """Addresses in [start, end) of `space` that no write has ever touched (int64)."""
@@ -182,9 +201,12 @@ class TileRef:
         return self.read_block(0, 0, *self.shape)
 
     def read_block(self, r0: int, c0: int, rows: int, cols: int) -> torch.Tensor:
-        plain = self._plain_views(r0, c0, rows, cols)
-        if plain is not None:
-            return plain[0].clone()
+        views = self._views(r0, c0, rows, cols)
+        if views is not None:
+            if not views.fractal:
+                return views.values.clone()
+            out = views.values.clone(memory_format=torch.contiguous_format)
+            return out.view(rows, cols).view(views.dtype)
         offs = self._window(r0, c0, rows, cols)
         buf = self.memory.buffer(self.space)
         if is_packed4(self.dtype):
@@ -204,10 +226,15 @@ class TileRef:
                                  f"shape {list(self.valid)}")
             offset = (0, 0)
         rows, cols = value.shape
-        plain = self._plain_views(offset[0], offset[1], rows, cols)
-        if plain is not None:
-            plain[0].copy_(value.to(storage_dtype(self.dtype)))
-            plain[1].fill_(True)
+        views = self._views(offset[0], offset[1], rows, cols)
+        if views is not None:
+            if value.dtype is not views.dtype:
+                value = value.to(views.dtype)
+            if views.fractal:  # typed element moves, not value conversions (FP8 & co.)
+                views.values.copy_(value.view(views.values.dtype).reshape(views.values.shape))
+            else:
+                views.values.copy_(value)
+            views.mask.fill_(views.mask_fill)
             return
         offs = self._window(offset[0], offset[1], rows, cols)
         buf, init = self.memory.buffer(self.space), self.memory.initialised[self.space]
@@ -221,51 +248,20 @@ class TileRef:
         g = self.geometry
         if g.addr % size == 0:  # typed element moves, not bytes (fractal layouts)
             word, base = _WORDS[size], g.addr // size
-            bits = data.view(word)
-            if tuple(offset) == (0, 0) and (rows, cols) == self.shape and not g.compact:
-                # the whole tile: its bytes are one contiguous run in physical order
-                buf.view(word)[base:base + rows * cols] = to_physical(bits, g.layout,
-                                                                      g.fractal_shape)
-                init[g.addr:g.addr + rows * cols * size] = True
-                return
             pos = (base + offs).reshape(-1)
-            buf.view(word)[pos] = bits.reshape(-1)
+            buf.view(word)[pos] = data.view(word).reshape(-1)
             init.view(torch.uint8).view(word)[pos] = _ALL_INITIALISED[size]
             return
         idx = (self.geometry.addr + offs * size)[..., None] + torch.arange(size)
         buf[idx.reshape(-1)] = data.view(torch.uint8).reshape(-1)
         init[idx.reshape(-1)] = True
 
-    def _plain_views(self, r0: int, c0: int, rows: int, cols: int
-                     ) -> tuple[torch.Tensor, torch.Tensor] | None:
-        """Zero-copy (typed values, byte mask) strided views of a block of an ND/DN tile.
-
-        None when the tile needs the general offset path: fractal or compact layouts, 4-bit
-        types, or an address not aligned to the element size.
-        """
+    def _views(self, r0: int, c0: int, rows: int, cols: int) -> BlockViews | None:
         g = self.geometry
-        size = g.dtype.itemsize
-        if (g.layout not in (TileLayout.ND, TileLayout.DN) or g.compact or is_packed4(g.dtype)
-                or g.addr % size or rows == 0 or cols == 0):
-            return None
         if r0 < 0 or c0 < 0 or r0 + rows > g.rows or c0 + cols > g.cols:
             raise ValueError(f"block [{r0}:{r0 + rows}, {c0}:{c0 + cols}] is outside tile shape "
                              f"[{g.rows}, {g.cols}]")
-        nd = g.layout is TileLayout.ND
-        stride = g.cols if nd else g.rows
-        first = r0 * stride + c0 if nd else c0 * stride + r0
-        last = (first + (rows - 1) * stride + cols - 1 if nd
-                else first + (cols - 1) * stride + rows - 1)
-        self.memory.check_range(g.space, g.addr + first * size, g.addr + (last + 1) * size)
-        buf, init = self.memory.buffer(g.space), self.memory.initialised[g.space]
-        base = g.addr // size + first
-        if nd:
-            values = buf.view(storage_dtype(g.dtype)).as_strided((rows, cols), (stride, 1), base)
-            mask = init.as_strided((rows, cols * size), (stride * size, 1), base * size)
-        else:
-            values = buf.view(storage_dtype(g.dtype)).as_strided((rows, cols), (1, stride), base)
-            mask = init.as_strided((cols, rows * size), (stride * size, 1), base * size)
-        return values, mask
+        return self.memory.block_views(g, r0, c0, rows, cols)
 
     def read_linear(self, offset: int, count: int = 1) -> torch.Tensor:
         """`count` elements at physical element `offset` from the tile's address (scalar access)."""
@@ -310,6 +306,76 @@ class TileRef:
         return offs
 
 
+@dataclass(frozen=True)
+class BlockViews:
+    """Zero-copy strided views of a block of a tile in its core's buffer: `values` (ND/DN: the
+    [rows, cols] block of `dtype`, the tile's storage dtype; fractal layouts: element words as
+    [row fractals, fractal rows, col fractals, fractal cols], the logical block once made
+    contiguous) and `mask` (its bytes in the "initialised" mask), set to all-initialised by
+    filling it with `mask_fill`."""
+
+    values: torch.Tensor
+    mask: torch.Tensor
+    mask_fill: int | bool
+    dtype: torch.dtype
+    fractal: bool
+
+
+def _block_views(memory: CoreMemory, g: TileGeometry, r0: int, c0: int, rows: int, cols: int
+                 ) -> BlockViews | None:
+    """`BlockViews` of an in-tile block, or None when it needs the general offset path (compact
+    layouts, 4-bit types, an address not aligned to the element size, a fractal-layout block
+    not made of whole fractals, a fractal block past the buffer's end)."""
+    size = g.dtype.itemsize
+    if g.compact or is_packed4(g.dtype) or g.addr % size or rows == 0 or cols == 0:
+        return None
+    buf, init = memory.buffer(g.space), memory.initialised[g.space]
+    if g.layout.is_fractal:
+        return _fractal_views(buf, init, g, r0, c0, rows, cols)
+    nd = g.layout is TileLayout.ND
+    stride = g.cols if nd else g.rows
+    first = r0 * stride + c0 if nd else c0 * stride + r0
+    last = (first + (rows - 1) * stride + cols - 1 if nd
+            else first + (cols - 1) * stride + rows - 1)
+    memory.check_range(g.space, g.addr + first * size, g.addr + (last + 1) * size)
+    base = g.addr // size + first
+    typed = buf.view(storage_dtype(g.dtype))
+    if nd:
+        values = typed.as_strided((rows, cols), (stride, 1), base)
+        mask = init.as_strided((rows, cols * size), (stride * size, 1), base * size)
+    else:
+        values = typed.as_strided((rows, cols), (1, stride), base)
+        mask = init.as_strided((cols, rows * size), (stride * size, 1), base * size)
+    return BlockViews(values, mask, True, typed.dtype, False)
+
+
+def _fractal_views(buf: torch.Tensor, init: torch.Tensor, g: TileGeometry, r0: int, c0: int,
+                   rows: int, cols: int) -> BlockViews | None:
+    fr, fc = g.fractal_shape
+    if r0 % fr or c0 % fc or rows % fr or cols % fc or g.rows % fr or g.cols % fc:
+        return None
+    stride = default_stride(g.layout, (g.rows, g.cols))  # not compact
+    # element strides of (row fractal, row in fractal, col fractal, col in fractal); the same
+    # arithmetic as layout.element_offsets
+    in_row, in_col = (fc, 1) if g.layout.slayout == "row" else (1, fr)
+    if g.layout.blayout == "col":
+        grid_row, grid_col = fr * fc, stride * fc
+    else:
+        grid_row, grid_col = fr * stride, fr * fc
+    shape = (rows // fr, fr, cols // fc, fc)
+    strides = (grid_row, in_row, grid_col, in_col)
+    first = r0 // fr * grid_row + c0 // fc * grid_col
+    last = first + sum((n - 1) * st for n, st in zip(shape, strides))
+    size = g.dtype.itemsize
+    if g.addr + (last + 1) * size > buf.numel():
+        return None  # the offset path reports it
+    word = _WORDS[size]
+    base = g.addr // size + first
+    values = buf.view(word).as_strided(shape, strides, base)
+    mask = init.view(torch.uint8).view(word).as_strided(shape, strides, base)
+    return BlockViews(values, mask, _ALL_INITIALISED[size], storage_dtype(g.dtype), True)
+
+
 class GMRef:
     """A view of a CPU torch tensor's storage as global memory: shape, element strides, dtype.
 
@@ -332,6 +398,9 @@ class GMRef:
             base_offset = tensor.storage_offset() * tensor.element_size() * 8 // bits
         self.base_offset = int(base_offset)
         self._bits = bits
+        # derived values (typed view, window plans): one dict shared with the shallow copies
+        # the engine makes of this view for every instruction
+        self._memo: dict = {}
 
     def __repr__(self) -> str:
         return f"GMRef({self.dtype.value}{list(self.shape)} strides={list(self.strides)})"
@@ -357,7 +426,7 @@ class GMRef:
         rows, cols = value.shape
         view = self._strided_window(offsets, rows, cols, transpose, axes)
         if view is not None:
-            view.copy_(value.to(view.dtype))
+            view.copy_(value if value.dtype is view.dtype else value.to(view.dtype))
             return
         self._write_elems(self._window_offsets(offsets, rows, cols, transpose, axes), value)
 
@@ -374,11 +443,11 @@ class GMRef:
         return torch.as_strided(typed, (rows, cols), (rs, cs), base)
 
     def _typed(self) -> torch.Tensor:
-        typed = getattr(self, "_typed_view", None)
+        typed = self._memo.get("typed")
         if typed is None:
             size = self._bits // 8
             n = self._bytes.numel() - self._bytes.numel() % size
-            typed = self._typed_view = self._bytes[:n].view(storage_dtype(self.dtype))
+            typed = self._memo["typed"] = self._bytes[:n].view(storage_dtype(self.dtype))
         return typed
 
     def atomic_add_window(self, offsets: Sequence[int], value: torch.Tensor,
@@ -423,25 +492,43 @@ class GMRef:
     def _window_geometry(self, offsets: Sequence[int], rows: int, cols: int, transpose: bool,
                          axes: tuple[int, int] | None) -> tuple[int, int, int]:
         """(first element, row stride, col stride) of a window, after bounds checks."""
-        offsets = [int(o) for o in (offsets if isinstance(offsets, Sequence) else [offsets])]
-        shape, strides = self.shape, self.strides
-        if self.rank == 1:  # a 1-D tensor is one row
-            shape, strides = (1, *shape), (0, *strides)
+        if not isinstance(offsets, (list, tuple)):
+            offsets = offsets if isinstance(offsets, Sequence) else [offsets]
+        offsets = [int(o) for o in offsets]
+        key = (len(offsets), rows, cols, transpose, axes)
+        plan = self._memo.get(key)
+        if plan is None:
+            plan = self._memo[key] = self._window_plan(len(offsets), rows, cols, transpose, axes)
+        pad, shape, strides, extents, row_stride, col_stride = plan
+        if pad:  # a 1-D tensor is one row
             offsets = [0, *offsets] if len(offsets) == 1 else offsets
-        if len(offsets) != len(shape):
-            raise ValueError(f"{len(offsets)} offsets for a rank-{self.rank} GM tensor")
+        base = self.base_offset
+        for o, e, n, st in zip(offsets, extents, shape, strides):
+            if o < 0 or o + e > n:
+                raise SimMemoryError("GM", min(offsets),
+                                     max(o + e for o, e in zip(offsets, extents)),
+                                     math.prod(shape), what=f"window {offsets}+{list(extents)} "
+                                     f"of tensor {list(shape)}: access")
+            base += o * st
+        return base, row_stride, col_stride
+
+    def _window_plan(self, count: int, rows: int, cols: int, transpose: bool,
+                     axes: tuple[int, int] | None) -> tuple:
+        """What `_window_geometry` needs besides the offsets: (pad a 1-D tensor to one row,
+        shape, strides, window extent per axis, row stride, col stride)."""
+        shape, strides = self.shape, self.strides
+        pad = self.rank == 1
+        if pad:
+            shape, strides = (1, *shape), (0, *strides)
+        if (count + 1 if pad and count == 1 else count) != len(shape):
+            raise ValueError(f"{count} offsets for a rank-{self.rank} GM tensor")
         row_axis, col_axis = (len(shape) - 2, len(shape) - 1) if axes is None else (
             axes[0] % len(shape), axes[1] % len(shape))
         if transpose:
             row_axis, col_axis = col_axis, row_axis
         extents = [1] * len(shape)
         extents[row_axis], extents[col_axis] = rows, cols
-        if any(o < 0 or o + e > s for o, e, s in zip(offsets, extents, shape)):
-            raise SimMemoryError("GM", min(offsets), max(o + e for o, e in zip(offsets, extents)),
-                                 math.prod(shape), what=f"window {offsets}+{extents} of tensor "
-                                 f"{list(shape)}: access")
-        base = self.base_offset + sum(o * s for o, s in zip(offsets, strides))
-        return base, strides[row_axis], strides[col_axis]
+        return pad, shape, strides, tuple(extents), strides[row_axis], strides[col_axis]
 
     # ------------------------------------------------------------ cache lines (timing)
     def window_lines(self, offsets: Sequence[int], rows: int, cols: int, line_bytes: int,

@@ -20,6 +20,7 @@ With `l2_bytes = 0` there is no L2: every read and write goes to HBM and waits f
 """
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -51,53 +52,38 @@ class MemoryStats:
 
 
 class MemorySystem:
-    """The L2 and HBM of one launch, shared by all its cores."""
+    """The L2 and HBM of one launch, shared by all its cores.
+
+    The L2 is a dict per set (made on first use) mapping each resident line to its state, in
+    LRU order (oldest first): a tile access touches a few hundred lines, and plain dict
+    operations per line cost less than the numpy calls a vectorised lookup needs per access.
+    A line's state is one float: -1.0 dirty (written here; dirty lines are never in flight),
+    otherwise the cycle its fetch is done.
+    """
 
     def __init__(self, soc: SoC) -> None:
         self.line = int(soc.l2_line_bytes)
-        ways = int(soc.l2_ways)
-        self.sets = int(soc.l2_bytes) // (self.line * ways) if soc.l2_bytes else 0
+        self.ways = int(soc.l2_ways)
+        self.sets = int(soc.l2_bytes) // (self.line * self.ways) if soc.l2_bytes else 0
         if soc.l2_bytes and self.sets < 1:
-            raise ValueError(f"L2 of {soc.l2_bytes} B is smaller than one set of {ways} "
+            raise ValueError(f"L2 of {soc.l2_bytes} B is smaller than one set of {self.ways} "
                              f"lines of {self.line} B")
-        shape = (max(self.sets, 1), ways)
-        self.tags = np.full(shape, -1, dtype=np.int64)
-        self.last_use = np.zeros(shape, dtype=np.int64)  # LRU stamp; empty ways stay 0
-        self.dirty = np.zeros(shape, dtype=bool)
-        self.ready = np.zeros(shape, dtype=np.float64)  # cycle a fetched line is in L2
+        # a power-of-two set count takes the hash modulo with a mask (0: it is not one)
+        self._set_mask = self.sets - 1 if self.sets and not self.sets & (self.sets - 1) else 0
         self.miss_extra = int(soc.l2_miss_extra_cycles)
         self.hbm_rate = soc.hbm_bytes_per_s / soc.clock_hz  # bytes per core cycle
-        self._state()
+        self.reset()
 
-    def _state(self) -> None:
-        """The per-launch state besides the arrays: idle HBM, no counters, no storages."""
-        self.uses = 0
+    def reset(self) -> None:
+        """Back to an empty L2, an idle HBM, no counters and no storages: a new system (the
+        engine hands one launch's system to the next on the same SoC)."""
+        self.table: defaultdict[int, dict[int, float]] = defaultdict(dict)
         self.hbm_free = 0.0
         self.stats = MemoryStats()
         # Each storage gets a line-aligned device address in the order the launch first touches
         # it, so timing never depends on where the host allocator put the tensors.
         self._base_line: dict[int, int] = {}
         self._next_line = 0
-        # flat cells written since the arrays were last clean (None: too many to list)
-        self._touched: list[np.ndarray] | None = []
-        self._touched_count = 0
-
-    def reset(self) -> None:
-        """Back to an empty L2 and an idle HBM, as a new system: a launch reuses the last
-        one's arrays (allocating MiBs of fresh pages costs more than a small launch) and
-        clears only the cells it touched when they are few."""
-        if self._touched is None:
-            self.tags.fill(-1)
-            self.last_use.fill(0)
-            self.dirty.fill(False)
-            self.ready.fill(0.0)
-        elif self._touched:
-            cells = np.concatenate(self._touched)
-            self.tags.reshape(-1)[cells] = -1
-            self.last_use.reshape(-1)[cells] = 0
-            self.dirty.reshape(-1)[cells] = False
-            self.ready.reshape(-1)[cells] = 0.0
-        self._state()
 
     def access(self, now: int, gm: GMAccess, onchip_end: int) -> int:
         """The cycle the GM side of a transfer issued at `now` is done (>= `onchip_end`, the
@@ -108,18 +94,25 @@ class MemorySystem:
         lines = lines + self._device_line(gm.storage)
         if self.sets == 0:  # no L2: straight to HBM (whole lines), reads and writes alike
             return max(onchip_end, self._hbm(now, lines.size * self.line))
-        misses, dirty_victims, wait_for = self._lookup(lines, gm.write)
-        wb_bytes = dirty_victims * self.line
+        mixed = lines >> 13  # the set hash, in place: it is a large share of a small access
+        mixed ^= lines
+        mixed ^= lines >> 26
+        sets_of = (mixed & self._set_mask if self._set_mask else mixed % self.sets).tolist()
         if gm.write:
+            dirty_victims = self._write(lines.tolist(), sets_of)
             self.stats.write_lines += lines.size
-            if wb_bytes:  # evictions use HBM bandwidth; the store itself only fills L2
-                self._hbm(now, wb_bytes)
+            if dirty_victims:  # evictions use HBM bandwidth; the store itself only fills L2
+                self._hbm(now, dirty_victims * self.line)
             return onchip_end
+        missed, dirty_victims, wait_for = self._read(lines.tolist(), sets_of)
+        wb_bytes = dirty_victims * self.line
         end = float(max(onchip_end, wait_for))
-        if misses.size:
-            hbm_end = self._hbm(now, wb_bytes + misses.size * self.line)
+        if missed:
+            hbm_end = self._hbm(now, wb_bytes + len(missed) * self.line)
             end = max(end + self.miss_extra, hbm_end + self.miss_extra)
-            self.ready.reshape(-1)[misses] = end
+            for state, line in missed:
+                if line in state:  # not evicted again by a later line of this access
+                    state[line] = end
         elif wb_bytes:
             self._hbm(now, wb_bytes)
         return int(end + 0.999)
@@ -141,63 +134,48 @@ class MemorySystem:
         self.hbm_free = begin + nbytes / self.hbm_rate
         return self.hbm_free
 
-    def _note_touched(self, cells: np.ndarray) -> None:
-        if self._touched is None:
-            return
-        self._touched_count += cells.size
-        if self._touched_count > self.tags.size // 8:  # a full refill is cheaper from here
-            self._touched = None
-        else:
-            self._touched.append(cells)
-
-    def _set_of(self, lines: np.ndarray) -> np.ndarray:
-        mixed = lines ^ (lines >> 13) ^ (lines >> 26)
-        return mixed % self.sets
-
-    def _lookup(self, lines: np.ndarray, write: bool) -> tuple[np.ndarray, int, float]:
-        """Look up and install `lines`: (flat cells of the read misses, dirty victims, the
-        latest ready cycle among hits on lines still being fetched)."""
-        ways = self.tags.shape[1]
-        tags, last_use = self.tags.reshape(-1), self.last_use.reshape(-1)  # flat views
-        dirty, ready = self.dirty.reshape(-1), self.ready.reshape(-1)
-        sets_of = self._set_of(lines)
-        miss_cells = []
+    def _read(self, lines: list[int], sets_of: list[int]
+              ) -> tuple[list[tuple[dict[int, float], int]], int, float]:
+        """Look up and install the lines of a read, in order: ((its set, line) of each miss,
+        whose state is still to be given its ready cycle; dirty victims; the latest ready cycle
+        among hits on lines still being fetched)."""
+        table, ways = self.table, self.ways
+        missed: list[tuple[dict[int, float], int]] = []
         dirty_victims, wait_for = 0, 0.0
-        pending = np.arange(lines.size)
-        while pending.size:  # lines sharing a set go in later rounds, in order
-            ordered = np.sort(sets_of[pending])
-            if (ordered[1:] != ordered[:-1]).all():  # the usual case: all in different sets
-                now_idx, pending = pending, pending[:0]
+        for line, s in zip(lines, sets_of):  # subscripts, not method calls: the hot loop
+            state = table[s]
+            if line in state:
+                ready = state[line]
+                del state[line]
+                if ready > wait_for:
+                    wait_for = ready
             else:
-                _, first = np.unique(sets_of[pending], return_index=True)
-                now_idx = pending[first]
-                keep = np.ones(pending.size, dtype=bool)
-                keep[first] = False
-                pending = pending[keep]
-            s, ln = sets_of[now_idx], lines[now_idx]
-            match = self.tags[s] == ln[:, None]
-            hit = match.any(axis=1)
-            cell = s * ways + np.where(hit, match.argmax(axis=1), self.last_use[s].argmin(axis=1))
-            hits = int(hit.sum())
-            if hits:
-                wait_for = max(wait_for, float(ready[cell[hit]].max()))
-            if hits < s.size:
-                miss = ~hit
-                dirty_victims += int((miss & (tags[cell] >= 0) & dirty[cell]).sum())
-            self.uses += 1
-            self._note_touched(cell)
-            tags[cell] = ln
-            last_use[cell] = self.uses
-            if write:
-                dirty[cell] = True
-                ready[cell] = 0.0
-            elif hits < s.size:
-                missed = cell[miss]
-                dirty[missed] = False
-                miss_cells.append(missed)
-            if not write:
-                self.stats.read_hits += hits
-                self.stats.read_misses += s.size - hits
+                if len(state) >= ways:
+                    dirty_victims += _evict_lru(state)
+                missed.append((state, line))
+                ready = 0.0  # clean; its ready cycle is set once the access's end is known
+            state[line] = ready  # now the most recently used
+        hits = len(lines) - len(missed)
+        self.stats.read_hits += hits
+        self.stats.read_misses += len(missed)
         self.stats.writebacks += dirty_victims
-        misses = np.concatenate(miss_cells) if miss_cells else np.zeros(0, dtype=np.int64)
-        return misses, dirty_victims, wait_for
+        return missed, dirty_victims, wait_for
+
+    def _write(self, lines: list[int], sets_of: list[int]) -> int:
+        """Install the lines of a write (allocate, no fetch) as dirty: the dirty victims."""
+        table, ways = self.table, self.ways
+        dirty_victims = 0
+        for line, s in zip(lines, sets_of):
+            state = table[s]
+            if line in state:
+                del state[line]
+            elif len(state) >= ways:
+                dirty_victims += _evict_lru(state)
+            state[line] = -1.0
+        self.stats.writebacks += dirty_victims
+        return dirty_victims
+
+
+def _evict_lru(state: dict[int, float]) -> int:
+    """Drop the least recently used line of a full set: 1 if it was dirty (a write-back)."""
+    return int(state.pop(next(iter(state))) < 0)

@@ -5,7 +5,9 @@ a core is `program.run(core)`, a generator that walks the statements in order, e
 code directly and hands tile / sync instructions to the core (`core.issue`). The generator
 yields only when the scalar unit must wait (a full pipe queue, a barrier, a scalar read of
 memory that must see all earlier writes, a wait on pipe S, sync_all).
-Control flow returns `_BREAK` / `_CONTINUE` / `_RETURN` signals up the closure tree.
+Control flow returns `_BREAK` / `_CONTINUE` / `_RETURN` signals up the closure tree. A statement
+closure returns what its caller's `yield from` runs: a generator when it may wait or signal, else
+`NOTHING` (the empty tuple: no generator is made for a statement that never waits).
 """
 from __future__ import annotations
 
@@ -31,6 +33,7 @@ from ..ir.types import ScalarType, SectionKind, TileType
 from .memory import TileGeometry
 
 _BREAK, _CONTINUE, _RETURN = "break", "continue", "return"
+NOTHING: tuple = ()  # what a statement that does not wait returns (`yield from` passes nothing)
 
 
 # ---------------------------------------------------------------- runtime values
@@ -238,12 +241,11 @@ class _Compiler:
         conv = s.var.type.dtype if isinstance(s.var.type, ScalarType) and \
             isinstance(s.value.type, ScalarType) and s.value.type != s.var.type else None
 
-        def run(fr: Frame):
+        def run(fr: Frame) -> tuple:
             v = f(fr)
             fr.slots[i] = v if conv is None else convert_scalar(v, conv)
             fr.core.time += 1
-            return None
-            yield  # a generator that never waits
+            return NOTHING
 
         return run
 
@@ -257,14 +259,13 @@ class _Compiler:
         name = s.name
         index = self.expr(s.index) if s.index is not None else None
 
-        def run(fr: Frame):
+        def run(fr: Frame) -> tuple:
             obj = target(fr)
             if index is None:
                 obj[name] = value(fr)
             else:
                 (obj[name] if name is not None else obj)[index(fr)] = value(fr)
-            return None
-            yield
+            return NOTHING
 
         return run
 
@@ -297,12 +298,11 @@ class _Compiler:
         targets = stack[-1]
         fs = [self.expr(v) for v in s.values]
 
-        def run(fr: Frame):
+        def run(fr: Frame) -> tuple:
             values = [f(fr) for f in fs]  # parallel assignment
             for slot, v in zip(targets, values):
                 fr.slots[slot] = v
-            return None
-            yield
+            return NOTHING
 
         return run
 
@@ -422,8 +422,12 @@ def compile_function(fn: Function, functions: dict[str, Function] | None = None
                      ) -> CompiledProgram:
     c = _Compiler(fn, functions or {})
     body = c.stmt(fn.body)
+
+    def run_body(fr: Frame):  # the scalar unit's generator, even when the body never waits
+        return (yield from body(fr))
+
     param_slots = [c.slot(p) for p in fn.params]
-    return CompiledProgram(fn, body, len(c.slot_of), param_slots)
+    return CompiledProgram(fn, run_body, len(c.slot_of), param_slots)
 
 
 def op_spec(call: Call) -> opreg.OpSpec:

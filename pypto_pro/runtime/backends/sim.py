@@ -131,11 +131,11 @@ class SimBackend:
                 err.sanitizer = sanitizer.report  # no end-of-kernel checks: it never ended
                 _print_report(err.sanitizer)
             raise
-        run.engine.release_memory()
         report = None
         if sanitizer is not None:
             report = sanitizer.finish(run)
             _print_report(report)
+        run.release()
         wall = time.perf_counter() - t0
         printed = {}
         for b in blocks:

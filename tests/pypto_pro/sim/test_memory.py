@@ -148,3 +148,52 @@ def test_gm_views_of_a_slice_keep_the_storage_offset():
     base = torch.arange(10, dtype=torch.int16)
     gm = GMRef(base[4:8].reshape(2, 2))
     assert gm.read_window([1, 0], 1, 2).tolist() == [[6, 7]]
+
+
+@pytest.mark.parametrize("layout", [L.NZ, L.ZN, L.ZZ, L.NN])
+@pytest.mark.parametrize("dtype,space,fractal", [
+    (D.FP16, M.Mat, 512), (D.FP32, M.Acc, 1024), (D.INT8, M.Mat, 512),
+    (D.FP8E4M3FN, M.Mat, 512)])
+def test_fractal_blocks_move_the_elements_their_layout_places(layout, dtype, space, fractal):
+    """Blocks of whole fractals go through strided views, others through element offsets:
+    both put each logical element where `layout.element_offsets` says, bit for bit, and mark
+    exactly its bytes initialised."""
+    size = dtype.itemsize
+    word = {1: torch.uint8, 2: torch.int16, 4: torch.int32}[size]
+    geometry = TileGeometry(64, 128, dtype, space, layout, fractal, addr=1024)
+    fr, fc = geometry.fractal_shape
+    offs = geometry.offsets((64, 128))  # physical element of each logical one
+    g = torch.Generator().manual_seed(0)
+    for r0, c0, rows, cols in [(0, 0, 64, 128), (fr, fc, fr, 2 * fc), (1, 3, 5, 7)]:
+        mem = CoreMemory(soc(), "aic")
+        t = TileRef(mem, geometry)
+        bits = torch.randint(0, 100, (rows, cols), generator=g).to(word)
+        t.write(bits.view(t.read_block(0, 0, 1, 1).dtype), offset=(r0, c0))
+        block = 1024 // size + offs[r0:r0 + rows, c0:c0 + cols]
+        assert torch.equal(mem.buffers[space].view(word)[block], bits)
+        assert torch.equal(t.read_block(r0, c0, rows, cols).view(word), bits)
+        marked = mem.initialised[space].view(torch.uint8).view(word)[block]
+        assert torch.equal(marked, torch.full_like(marked, {1: 1, 2: 0x0101, 4: 0x01010101}[size]))
+        assert int(mem.initialised[space].sum()) == rows * cols * size
+
+
+def test_fractal_block_past_the_buffer_raises_typed_error():
+    mem = CoreMemory(soc(), "aic")
+    t = tile(mem, 128, 256, D.FP32, M.Left, L.NZ, addr=0, fractal=512)  # 128 KiB in 64 KiB
+    assert t.read_block(0, 0, 64, 32).shape == (64, 32)  # the block fits
+    with pytest.raises(SimMemoryError):
+        t.write(torch.zeros(16, 8), offset=(112, 248))
+
+
+def test_gm_window_plans_are_reused_per_shape_and_still_checked():
+    x = torch.arange(6 * 8, dtype=torch.float32).reshape(6, 8)
+    gm = GMRef(x)
+    assert torch.equal(gm.read_window([2, 4], 2, 3), x[2:4, 4:7])
+    assert torch.equal(gm.read_window([4, 0], 2, 3), x[4:6, 0:3])  # same plan, new offsets
+    with pytest.raises(SimMemoryError, match=r"window \[5, 0\]\+\[2, 3\]"):
+        gm.read_window([5, 0], 2, 3)
+    row = GMRef(torch.arange(10, dtype=torch.int32))
+    assert row.read_window([3], 1, 4).tolist() == [[3, 4, 5, 6]]
+    assert row.read_window(2, 1, 2).tolist() == [[2, 3]]  # a bare int offset
+    with pytest.raises(ValueError, match="3 offsets for a rank-1"):
+        row.read_window([0, 0, 0], 1, 2)

@@ -120,3 +120,16 @@ def test_gemm_panels_reread_by_other_cores_hit_l2():
     for core in range(6):  # six cores read the same 128 x 256 panel
         mem.access(core, GMAccess(lambda _l: lines, False, a.storage), onchip_end=core + 600)
     assert mem.stats.read_misses == 128 and mem.stats.read_hits == 5 * 128
+
+
+def test_lines_of_one_access_sharing_a_set_go_in_order():
+    s = soc("950PR", l2_bytes=LINE * 2, l2_ways=2)  # one set of 2 lines
+    mem = MemorySystem(s)
+    mem.access(0, access([0, 1, 2], write=True), onchip_end=10)  # 2 evicts 0 (dirty)
+    assert (mem.stats.writebacks, mem.stats.hbm_bytes) == (1, LINE)
+    # 3 evicts 1 (dirty), then 1 evicts 2 (dirty), then 4 evicts 3 (clean)
+    end = mem.access(20, access([3, 1, 4]), onchip_end=30)
+    assert (mem.stats.read_misses, mem.stats.writebacks) == (3, 3)
+    assert sorted(mem.table[0]) == [1, 4]  # the evicted lines are not put back
+    assert mem.access(end, access([1, 4]), onchip_end=end + 5) == end + 5  # fetched: hits
+    assert mem.stats.read_hits == 2

@@ -1,0 +1,226 @@
+"""The functional-only executor: the kernel's values without a clock (`SimBackend(
+functional_only=True)` when no sanitizer observes the launch).
+
+Each core runs the same compiled program (`program.py`) and the same op library (`ops.IMPLS`)
+on the same memories as the event-driven engine (`engine.py`), but with no event heap, no cost
+model and no time: the scalar unit issues in program order and every instruction runs the moment
+it is issued, its writes landing at once. A pipe keeps a queue only while its head is a sync
+instruction that cannot run yet (a wait_flag whose set sits behind another stalled pipe, a mutex
+held by another pipe, a cross-core wait); later instructions of that pipe queue behind it in
+order, and the scalar unit stops only when such a queue is full, on a wait of pipe S, a barrier
+over a stalled pipe, or `sync_all`. Cores run round-robin, each until it blocks or ends; a set
+by one core (cross-core counters, `sync_all` arrivals) drains the other core's stalled pipes and
+wakes its scalar unit. Blocks beyond the physical cores run in waves, as in the engine.
+
+Sync rules are the engine's own code (`Core._sync_blocked`, `_complete_sync`, `_set_flag`,
+`_unlock`, `barrier`, `sync_all`): a second set_flag before its wait, an unlock without a lock
+and misused cross-core modes raise the same `SimulationError`s, and a launch where every
+unfinished core is stuck raises the same `DeadlockError` naming every stuck core, pipe and id
+(with the span of the first stuck wait). One difference: a second set_flag issued before its
+wait always fails here, while the engine fails only if the wait has not consumed the first set
+by the time the second one runs (a race the timing can hide).
+
+Not detected here: a missing intra-core sync. Instructions execute in program order, so a kernel
+that forgot a set_flag / wait_flag pair between two pipes still computes the right answer in this
+mode; the timing mode (reads at an instruction's start, writes at its end, pipes overlapping)
+and the sanitizer (`pypto_pro.sanitizer`) find those races.
+"""
+from __future__ import annotations
+
+from collections import deque
+from typing import Any, Callable
+
+from ..errors import SimulationError
+from ..ir.types import PipeType
+from .calls_issue import Instr
+from .engine import Core, Engine, Pipe, _MutexReq
+from .ops import IMPLS
+
+_S = PipeType.S
+_NOTHING: tuple = ()  # what `issue` returns when the scalar unit need not wait
+
+
+class FunctionalEngine(Engine):
+    """No clock and no heap: a queue of cores ready to run (`at` ignores the time)."""
+
+    def __init__(self, soc: Any) -> None:
+        super().__init__(soc, None, functional_only=True)
+        self._ready: deque[Callable[[], None]] = deque()
+
+    def at(self, t: int, fn: Callable[[], None]) -> None:
+        self._ready.append(fn)
+
+    def run(self) -> None:
+        ready = self._ready
+        while ready:
+            ready.popleft()()
+
+
+class FunctionalCore(Core):
+    """A core whose instructions run at issue, in program order (module docstring)."""
+
+    engine: FunctionalEngine
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._pipe_list = list(self.pipes.values())
+        # keyed by the enum's value: a str hash is C code, an Enum's __hash__ is Python
+        self._pipe_by_name = {p._value_: pipe for p, pipe in self.pipes.items()}
+        self._stalled = False  # some pipe may hold a queue (cleared when a drain empties all)
+        self._draining = False
+        self._issued = 0
+
+    # ------------------------------------------------------------ the scalar unit
+    def resume(self) -> None:
+        """Run the program until it must wait on something not yet there, or ends."""
+        if self.scalar_done:
+            return
+        if self.waiting is not None:
+            if not self.waiting():
+                return
+            self.waiting = self.wait_info = None
+        for req in self.gen:  # the program yields only (predicate, reason, ids[, instr])
+            if req[0]():
+                continue
+            self.waiting = req[0]
+            self.wait_info = (0, req[1], req[2], req[3] if len(req) > 3 else None)
+            return
+        self.scalar_done = True
+        self._check_done()
+
+    def sync_scalar(self):
+        return _NOTHING  # no clock to catch up with
+
+    # ------------------------------------------------------------ issue
+    def issue(self, instr: Instr):
+        """Run `instr` now, or queue it behind its stalled pipe; returns what the program's
+        `yield from` passes on (nothing, unless the pipe's queue is full or pipe S waits)."""
+        pipe = self._pipe_by_name.get(instr.pipe._value_)
+        if pipe is None:
+            if instr.pipe is _S:
+                return self._scalar_sync(instr)
+            raise SimulationError(f"{self.label} has no {instr.pipe.value} pipe "
+                                  f"({instr.ir_op})", instr.span)
+        queue = pipe.queue
+        if not queue:  # the common case: nothing stalled on this pipe
+            if instr.kind == "op":
+                self._execute_op(instr)
+            else:
+                self._sync_now(pipe, instr)
+            return _NOTHING
+        if len(queue) >= self.engine.queue_depth:
+            return self._issue_when_room(pipe, instr)
+        self._queue_behind(pipe, instr)
+        return _NOTHING
+
+    def _issue_when_room(self, pipe: Pipe, instr: Instr):
+        depth = self.engine.queue_depth
+        yield (lambda: len(pipe.queue) < depth, "queue", f"{pipe.kind.value} full", instr)
+        if pipe.queue:
+            self._queue_behind(pipe, instr)
+        elif instr.kind == "op":  # drained while the scalar unit waited
+            self._execute_op(instr)
+        else:
+            self._sync_now(pipe, instr)
+
+    def _queue_behind(self, pipe: Pipe, instr: Instr) -> None:
+        """Behind a stalled head: the pipe keeps its order (a lock joins its mutex's FIFO now,
+        at issue, as in the engine)."""
+        kind = instr.kind
+        if kind == "lock":
+            self._request(instr)
+        elif kind != "op":
+            self._number(instr)
+        pipe.queue.append(instr)
+
+    def _number(self, instr: Instr) -> None:
+        """Issue order of a sync instruction (judges a second set_flag, `_wait_issued_since`)."""
+        self._issued += 1
+        instr.seq = self._issued
+
+    def _request(self, instr: Instr) -> _MutexReq:
+        """A lock's place in its mutex's FIFO (mutexes are granted in issue order)."""
+        req = instr.kwargs["req"] = _MutexReq(instr.pipe)
+        q = self.mutex.get(instr.key)
+        if q is None:
+            q = self.mutex[instr.key] = deque()
+        q.append(req)
+        return req
+
+    def _sync_now(self, pipe: Pipe, instr: Instr) -> None:
+        """A sync instruction at an idle pipe: the frequent kinds complete directly (what
+        `_complete_sync` does for them, without its trace and observer work)."""
+        kind = instr.kind
+        if kind == "lock":
+            req = self._request(instr)
+            if self.mutex[instr.key][0] is req:
+                return  # granted: every earlier request of the id was released
+        elif kind == "unlock":
+            self._unlock(pipe, instr)
+            return
+        else:
+            self._number(instr)
+            if kind == "set_flag":
+                self._set_flag(instr, 0)
+                return
+            if kind == "wait_flag" and instr.key in self.flags:
+                self._take_flag(instr.key)
+                return
+        if self._stalls(pipe, instr):
+            self._stalled = True
+            pipe.queue.append(instr)
+        else:
+            self._complete_sync(pipe, instr, 0)
+
+    # ------------------------------------------------------------ running
+    def _execute_op(self, instr: Instr) -> None:
+        try:
+            IMPLS[instr.ir_op](instr.args, instr.kwargs)
+        except SimulationError:
+            raise
+        except (IndexError, ValueError, TypeError, RuntimeError) as err:
+            raise SimulationError(f"{instr.ir_op} on {self.label}: {err}", instr.span) from err
+        self.engine.instructions += 1
+
+    def _stalls(self, pipe: Pipe, instr: Instr) -> bool:
+        """The sync instruction cannot run yet: the pipe records why (the deadlock report)."""
+        blocked = self._sync_blocked(pipe, instr)
+        if blocked is None:
+            pipe.blocked = None
+            return False
+        if pipe.blocked is None:
+            pipe.blocked = (0, *blocked)
+        return True
+
+    def kick_blocked(self) -> None:
+        """A flag, mutex or cross-core counter changed: run what it unblocked, then wake the
+        scalar unit if it waits (or finish the core if it is done)."""
+        if self._stalled and not self._draining:
+            self._drain()
+        if self.waiting is not None or self.scalar_done:
+            self.poke()
+
+    def _drain(self) -> None:
+        """Run stalled pipe heads until none can move. A sync completed here may unblock a
+        pipe already visited (its kick_blocked lands while draining), so sweep again until a
+        sweep makes no progress."""
+        self._draining = True
+        try:
+            moved = True
+            while moved:
+                moved = False
+                for pipe in self._pipe_list:
+                    queue = pipe.queue
+                    while queue:
+                        head = queue[0]
+                        if head.kind != "op" and self._stalls(pipe, head):
+                            break
+                        queue.popleft()
+                        if head.kind == "op":
+                            self._execute_op(head)
+                        else:
+                            self._complete_sync(pipe, head, 0)
+                        moved = True
+            self._stalled = any(p.queue for p in self._pipe_list)
+        finally:
+            self._draining = False
