@@ -6,9 +6,11 @@ of 4096×1024 fp32 on 32 blocks in ≤ 30 s; VF: `vf_softmax_4096x1024`, the who
 One function per case in `CASES`, each returning table rows (case, measurement, ms, target ms).
 SIMT: `simt_launch_2048` times the `simt.launch` instruction itself as the engine runs it
 (`SimtLaunch.execute` — all 2048 threads, vectorised — plus `commit`) on a [1, 2048] FP32 UB
-tile, and, for context, the whole kernel (load, launch, store) on the functional simulator and
-on the timing simulator (which adds the Trace). Medians of repeated runs after a warm-up; the
-machine's load average is printed with the table because load inflates every number.
+tile (`simt_callee_2048`: the same with every thread calling a `__simt_callee__` that returns
+early on half the threads), and, for context, the whole kernel (load, launch, store) on the
+functional simulator and on the timing simulator (which adds the Trace). Medians of repeated
+runs after a warm-up; the machine's load average is printed with the table because load
+inflates every number.
 
 Run: `.venv/bin/python benchmarks/bench_vf_simt.py`. Not a test: nothing here asserts a time.
 """
@@ -67,14 +69,43 @@ def _simt_add(src: pl.Tensor[[1, SIMT_N], pl.DT_FP32], dst: pl.Tensor[[1, SIMT_N
         pl.store(dst, data, [0, 0])
 
 
-def simt_launch_2048() -> list[Row]:
-    compiled = _simt_add.compile(Specialization(arch="a5"))
-    fn = next(f for f in compiled.programs["vector"].functions if f.name.startswith("_add"))
-    kernel = compile_simt(fn)
+@pl.simt.function
+def _bump(v, delta):  # a `__simt_callee__` with a divergent early return
+    if v < 0.0:
+        return v - delta
+    return v + delta
+
+
+@pl.simt.function(max_threads=SIMT_N)
+def _bump_all(data: pl.Tile[[1, SIMT_N], pl.DT_FP32], delta: pl.DT_FP32):
+    tid = pl.simt.thread_idx().x
+    data[0, tid] = _bump(data[0, tid], delta)
+
+
+@pl.jit(arch="a5")
+def _simt_bump(src: pl.Tensor[[1, SIMT_N], pl.DT_FP32], dst: pl.Tensor[[1, SIMT_N], pl.DT_FP32],
+               delta: pl.DT_FP32):
+    with pl.section_vector():
+        ring = pl.make_tile_group(type=pl.TileType([1, SIMT_N], pl.DT_FP32), addrs=0x0,
+                                  mutex_ids=[0])
+        data = ring.next()
+        pl.load(data, src, [0, 0])
+        pl.simt.launch(_bump_all, threads=SIMT_N, args=(data, delta))
+        pl.store(dst, data, [0, 0])
+
+
+def _launch_rows(name: str, jit_kernel, entry: str,
+                 reference: Callable[[torch.Tensor], torch.Tensor]) -> list[Row]:
+    """The `simt.launch` instruction alone (2048 threads, delta 1.0) and the whole kernel on
+    the functional and the timing simulator; `entry`: the SIMT function's name."""
+    compiled = jit_kernel.compile(Specialization(arch="a5"))
+    program = compiled.programs["vector"]
+    fn = next(f for f in program.functions if f.name.startswith(entry))
+    kernel = compile_simt(fn, {f.name: f for f in program.functions})
     tile = TileRef(CoreMemory(soc(), "aiv"), TileGeometry(1, SIMT_N, DataType.FP32,
                                                            MemorySpace.Vec))
     tile.write(torch.randn(1, SIMT_N))
-    before = tile.read()
+    expected = tile.read()
 
     def one_launch() -> None:
         launch = SimtLaunch(kernel, (SIMT_N, 1, 1), None)
@@ -82,20 +113,28 @@ def simt_launch_2048() -> list[Row]:
         launch.commit([tile, 1.0])
 
     repeats = 50
-    rows: list[Row] = [("SIMT add, 2048 threads, [1, 2048] tile", "simt.launch instruction",
-                        _median_ms(one_launch, repeats), 20.0)]
-    for _ in range(repeats + 1):  # the warm-up and every timed launch added 1.0
-        before += 1.0
-    assert torch.equal(tile.read(), before)
+    rows: list[Row] = [(name, "simt.launch instruction", _median_ms(one_launch, repeats), 20.0)]
+    for _ in range(repeats + 1):  # the warm-up and every timed launch
+        expected = reference(expected)
+    assert torch.equal(tile.read(), expected)
     x, y = torch.randn(1, SIMT_N), torch.zeros(1, SIMT_N)
     register_backend("bench-functional", lambda: SimBackend(functional_only=True))
     for backend, label in (("bench-functional", "whole kernel, functional sim"),
                            ("sim", "whole kernel, timing sim + Trace")):
         with use_backend(backend):
-            rows.append(("SIMT add, 2048 threads, [1, 2048] tile", label,
-                         _median_ms(lambda: _simt_add(x, y, 1.0), 20), None))
-        assert torch.equal(y, x + 1.0)
+            rows.append((name, label, _median_ms(lambda: jit_kernel(x, y, 1.0), 20), None))
+        assert torch.equal(y, reference(x))
     return rows
+
+
+def simt_launch_2048() -> list[Row]:
+    return _launch_rows("SIMT add, 2048 threads, [1, 2048] tile", _simt_add, "_add",
+                        lambda t: t + 1.0)
+
+
+def simt_callee_2048() -> list[Row]:
+    return _launch_rows("SIMT callee (divergent return), 2048 threads", _simt_bump, "_bump_all",
+                        lambda t: torch.where(t < 0.0, t - 1.0, t + 1.0))
 
 
 # ---------------------------------------------------------------- VF (Reg API)
@@ -120,7 +159,8 @@ def vf_softmax_4096x1024() -> list[Row]:
              None)]
 
 
-CASES: list[Callable[[], list[Row]]] = [simt_launch_2048, vf_softmax_4096x1024]
+CASES: list[Callable[[], list[Row]]] = [simt_launch_2048, simt_callee_2048,
+                                         vf_softmax_4096x1024]
 
 
 def main() -> None:

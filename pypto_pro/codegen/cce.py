@@ -17,13 +17,14 @@ from typing import Any
 
 from ..errors import CodegenInner
 from ..ir.attrs import CrossCoreSyncMode
-from ..ir.nodes import Call, FunctionType, Program
+from ..ir.nodes import Call, Program
 from ..ir.types import StructType
 from .context import KernelFlags
 from .function import emit_impl, emit_simt, impl_params, make_ctx
 from .launcher import call_kernel_cpp
 from .prelude import HELPERS, header
 from .scopes import CPP_KEYWORDS, bodies_of, own_exprs, stmts_of, sub_exprs
+from .simt import simt_functions
 from .tiling_header import class_lines, header_name, tiling_header, tiling_params
 from .writer import CodeWriter, source_label
 
@@ -151,9 +152,7 @@ def _section(w: CodeWriter, program: Program, target: str, compiled: Any, name: 
         w.raw("")
         for line in class_lines(st):
             w.raw(line)
-    for simt_fn in sorted((f for f in program.functions if f.func_type in (
-            FunctionType.SIMT_CALLEE, FunctionType.SIMT_VF)),
-            key=lambda f: f.func_type is FunctionType.SIMT_VF):
+    for simt_fn in simt_functions(program):
         w.raw("")
         emit_simt(simt_fn, target, compiled.spec.arch, compiled.kernel_type, w, flags)
     w.raw("")

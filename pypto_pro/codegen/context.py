@@ -61,13 +61,13 @@ class FnCtx:
     tile_aliases: dict[tuple, tuple[str, TileType]] = field(default_factory=dict)
     simt: bool = False  # a SIMT function body: tiles are raw UB pointers
     simt_functions: dict[str, Function] = field(default_factory=dict)
-    hoisted_storage: dict[int, str] = field(default_factory=dict)  # id(make_tile call) → obj
+    hoisted_storage: dict[int, str] = field(default_factory=dict)  # id(declaration) → obj
 
     def name(self, var: Var) -> str:
         return self.scopes.names.name(var)
 
-    def fresh(self, base: str) -> str:
-        return self.scopes.names.fresh(base)
+    def fresh(self, base: str, suffixes: tuple[str, ...] = ()) -> str:
+        return self.scopes.names.fresh(base, suffixes)
 
     def alias(self, t: TileType) -> str:
         """The alias of a tile type, registering it on first use."""

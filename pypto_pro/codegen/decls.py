@@ -4,11 +4,13 @@ valid shape is set at run time) bound with `TASSIGN(t, 0xADDR)`, or a reference 
 an earlier make_tile of the same tile in scope (`scopes.same_tile`); `tile_group.make` a C array of
 such tiles, one `TASSIGN` per slot, plus `<g>_mutex`, the slots' mutex ids (what
 `tile_group.mutex_id(g, i, k)` reads); a tile value (`g[i]`, a Var, `c ? a : b`) a reference
-to it; `subview` / `reinterpret` / `reshape` a new tile object over the same bytes;
+to it; `subview` / `reinterpret` / `reshape` a new tile object over the same bytes (a view of
+a view gets an object of its own first);
 `ptr.make_tensor` a GM view (base pointer, stride array, GlobalTensor instance);
 `struct.create` an object of the struct's class; scalars and pointers a typed declaration (an
 assignment when the Var is hoisted). Hoisted tiles are pointers (`T* t`), assigned `t = &value`;
-the storage of a hoisted make_tile lives in the function prologue. Register Vars of VF code are
+hoisted groups are pointers to their slots and id table; the storage of a hoisted make_tile or
+make_tile_group lives in the function prologue. Register Vars of VF code are
 handled by `vf`.
 """
 from __future__ import annotations
@@ -30,7 +32,9 @@ from ..ir.types import (
     TileType,
 )
 from .context import TensorView
-from .types import ctype, gt_template, has_runtime_valid, scalar_ctype, tile_ctor_args
+from .types import (
+    ctype, gt_template, has_runtime_valid, scalar_ctype, tile_ctor_args, tile_key,
+)
 
 
 def assign(body, s: AssignStmt) -> None:
@@ -41,7 +45,7 @@ def assign(body, s: AssignStmt) -> None:
         assign_register(body, s)
         return
     if isinstance(e, Call) and e.op in DECLARATIONS:
-        if body.ctx.scopes.is_hoisted(v) and e.op != "block.make_tile":
+        if body.ctx.scopes.is_hoisted(v) and e.op not in HOISTABLE:
             raise NotSupported(f"codegen: a variable bound to {e.op} in several places or "
                                "used outside its block", s.span, module="PRO_COMPILE",
                                hint="bind it once, in the block where it is used")
@@ -97,6 +101,11 @@ def _alias_group(body, s: AssignStmt) -> None:
         raise NotSupported("codegen: a tile group must be bound to its make_tile_group or "
                            "another group variable", s.span, module="PRO_COMPILE")
     name, src = body.ctx.name(s.var), body.ctx.name(s.value)
+    if _declared(body, s.var):  # hoisted: pointers to the slots and the id table
+        body.w.line(f"{name} = {src};", s.span)
+        if s.var.type.mutex_ids:
+            body.w.line(f"{name}_mutex = {src}_mutex;", s.span)
+        return
     body.w.line(f"auto& {name} = {src};", s.span)
     if s.var.type.mutex_ids:
         body.w.line(f"const auto& {name}_mutex = {src}_mutex;", s.span)
@@ -133,19 +142,49 @@ def declare_tile_storage(body, call: Call, storage: str) -> None:
 
 
 def _make_group(body, s: AssignStmt) -> None:
-    gt: TileGroupType = s.value.type
     name = body.ctx.name(s.var)
+    storage = body.ctx.hoisted_storage.get(id(s.value))
+    if storage is not None:  # hoisted: point at this binding's prologue storage
+        body.w.line(f"{name} = {storage};", s.span)
+        if s.value.type.mutex_ids:
+            body.w.line(f"{name}_mutex = {storage}_mutex;", s.span)
+        return
+    declare_group_storage(body, s.value, name)
+
+
+def declare_group_storage(body, call: Call, name: str) -> None:
+    """The slots of a make_tile_group (a C array, one TASSIGN per slot) and its id table."""
+    gt: TileGroupType = call.type
     alias = body.ctx.alias(gt.slot_type(0))
     ctor = tile_ctor_args(gt.tile)
     if ctor:
         init = ", ".join(f"{alias}{ctor}" for _ in gt.addrs)
-        body.w.line(f"{alias} {name}[{gt.depth}] = {{{init}}};", s.span)
+        body.w.line(f"{alias} {name}[{gt.depth}] = {{{init}}};", call.span)
     else:
-        body.w.line(f"{alias} {name}[{gt.depth}];", s.span)
+        body.w.line(f"{alias} {name}[{gt.depth}];", call.span)
     for i, addr in enumerate(gt.addrs):
-        body.w.line(f"TASSIGN({name}[{i}], {addr:#x});", s.span)
+        body.w.line(f"TASSIGN({name}[{i}], {addr:#x});", call.span)
     if gt.mutex_ids:
-        body.w.line(_mutex_table(name, gt.mutex_ids), s.span)
+        body.w.line(_mutex_table(name, gt.mutex_ids), call.span)
+
+
+def declare_group_pointer(body, var: Var, calls: list[Call]) -> None:
+    """A group bound in several places: pointers to the slots and the id table, assigned at
+    each binding (every binding must have the same slot type, depth and ids per slot)."""
+    shapes = {(tile_key(c.type.slot_type(0)), c.type.depth, len(c.type.mutex_ids[0])
+               if c.type.mutex_ids else 0) for c in calls}
+    if len(shapes) != 1:
+        raise NotSupported("codegen: a tile group variable bound to groups of different slot "
+                           "types, depths or id counts", var.span, module="PRO_COMPILE",
+                           hint="use one variable per kind of group")
+    gt: TileGroupType = calls[0].type
+    name = body.ctx.name(var)
+    body.w.line(f"{body.ctx.alias(gt.slot_type(0))}* {name} = nullptr;", var.span)
+    if gt.mutex_ids:
+        k = len(gt.mutex_ids[0])
+        decl = f"const int32_t* {name}_mutex" if k == 1 else \
+            f"const int32_t (*{name}_mutex)[{k}]"
+        body.w.line(f"{decl} = nullptr;", var.span)
 
 
 def _mutex_table(name: str, ids: tuple[tuple[int, ...], ...]) -> str:
@@ -155,45 +194,66 @@ def _mutex_table(name: str, ids: tuple[tuple[int, ...], ...]) -> str:
     return f"const int32_t {name}_mutex[{len(ids)}][{len(ids[0])}] = {{{rows}}};"
 
 
-def _view_of_tile(body, s: AssignStmt, new_type: TileType, valid: tuple[str, str] | None,
+def _view(body, s: AssignStmt) -> None:
+    _VIEWS[s.value.op](body, body.ctx.name(s.var), s.value, s.span)
+
+
+def _source(body, e: Expr, span) -> str:
+    """The C++ tile a view is taken of; a view of a view gets its own object first."""
+    if isinstance(e, Call) and e.op in _VIEWS:
+        name = body.ctx.fresh("view")
+        _VIEWS[e.op](body, name, e, span)
+        return name
+    return body.x.paren(e, 16)
+
+
+def _view_of_tile(body, name: str, span, new_type: TileType, valid: tuple[str, str] | None,
                   addr: str, extra: str | None = None) -> None:
-    name = body.ctx.name(s.var)
     alias = body.ctx.alias(new_type)
     ctor = f"({valid[0]}, {valid[1]})" if valid else tile_ctor_args(new_type)
-    body.w.line(f"{alias} {name}{ctor};", s.span)
+    body.w.line(f"{alias} {name}{ctor};", span)
     if addr:
-        body.w.line(f"TASSIGN({name}, {addr});", s.span)
+        body.w.line(f"TASSIGN({name}, {addr});", span)
     if extra:
-        body.w.line(extra.format(name=name), s.span)
+        body.w.line(extra.format(name=name), span)
 
 
-def _base_addr(body, tile: Expr, byte_offset: str | None = None) -> str:
-    base = f"reinterpret_cast<uint64_t>({body.x.paren(tile, 16)}.data())"
+def _base_addr(src: str, byte_offset: str | None = None) -> str:
+    base = f"reinterpret_cast<uint64_t>({src}.data())"
     return f"{base} + {byte_offset}" if byte_offset else base
 
 
-def _subview(body, s: AssignStmt) -> None:
+def _subview(body, name: str, call: Call, span) -> None:
     """Whole rows of an ND tile from row r0: valid rows clipped to the parent's (simulator)."""
-    parent, offsets = s.value.args[0], s.value.args[1]
-    sub: TileType = s.value.type
+    parent, offsets = call.args[0], call.args[1]
+    sub: TileType = call.type
     pt: TileType = parent.type
     r0, c0 = body.x.ints(offsets)
     if pt.layout is not TileLayout.ND or c0 != "0" or sub.shape[1] != pt.shape[1]:
         raise NotSupported("codegen: tile slices must keep whole rows of an ND tile",
-                           s.span, module="PRO_COMPILE")
+                           span, module="PRO_COMPILE")
+    src = _source(body, parent, span)
     dyn = replace(sub, valid_shape=(None, None))
-    rows = f"pypto_min<int64_t>({body.x.paren(parent, 16)}.GetValidRow() - {r0}, {sub.shape[0]})"
+    rows = f"pypto_min<int64_t>({src}.GetValidRow() - {r0}, {sub.shape[0]})"
     offset = f"{r0} * {pt.shape[1] * pt.dtype.itemsize}" if r0 != "0" else None
-    _view_of_tile(body, s, dyn, (rows, str(sub.shape[1])), _base_addr(body, parent, offset))
+    _view_of_tile(body, name, span, dyn, (rows, str(sub.shape[1])), _base_addr(src, offset))
 
 
-def _reinterpret(body, s: AssignStmt) -> None:
-    _view_of_tile(body, s, s.value.type, None, _base_addr(body, s.value.args[0]))
+def _reinterpret(body, name: str, call: Call, span) -> None:
+    _view_of_tile(body, name, span, call.type, None,
+                  _base_addr(_source(body, call.args[0], span)))
 
 
-def _reshape(body, s: AssignStmt) -> None:
-    src = body.x.tile(s.value.args[0])
-    _view_of_tile(body, s, s.value.type, None, "", extra=f"TRESHAPE({{name}}, {src});")
+def _reshape(body, name: str, call: Call, span) -> None:
+    src = _source(body, call.args[0], span)
+    _view_of_tile(body, name, span, call.type, None, "", extra=f"TRESHAPE({{name}}, {src});")
+
+
+_VIEWS: dict[str, Callable] = {
+    "block.subview": _subview,
+    "block.reinterpret": _reinterpret,
+    "block.reshape": _reshape,
+}
 
 
 def _make_tensor(body, s: AssignStmt) -> None:
@@ -245,14 +305,16 @@ def _struct(body, s: AssignStmt) -> None:
             body.w.line(f"{name}.{field} = {v};", s.span)
 
 
+#: declarations a hoisted Var may be bound to (their storage lives in the function prologue)
+HOISTABLE = ("block.make_tile", "tile_group.make")
+
 DECLARATIONS: dict[str, Callable] = {
     "block.make_tile": _make_tile,
     "tile_group.make": _make_group,
-    "block.subview": _subview,
-    "block.reinterpret": _reinterpret,
-    "block.reshape": _reshape,
+    **dict.fromkeys(_VIEWS, _view),
     "ptr.make_tensor": _make_tensor,
     "struct.create": _struct,
 }
 
-__all__ = ["DECLARATIONS", "assign", "declare_tile_storage", "declare_view", "row_major"]
+__all__ = ["DECLARATIONS", "HOISTABLE", "assign", "declare_group_pointer",
+           "declare_group_storage", "declare_tile_storage", "declare_view", "row_major"]

@@ -27,7 +27,7 @@ def effects() -> dict[str, Callable]:
         table[name] = _instr(ops.emit_instr, spec)
     table.update(ops.special_ops())
     table.update(sync.SYNC_OPS)
-    table["simt.launch"] = simt.emit_launch
+    table.update(simt.SIMT_EFFECTS)
     table.update({f"vf.{n}": vf.emit_statement for n in vf.VF_INTRINSICS})
     return table
 

@@ -11,12 +11,16 @@ shape, alias, instance) and the hoisted variables (tiles as pointers, with stora
 """
 from __future__ import annotations
 
+from ..errors import NotSupported
 from ..ir.nodes import AssignStmt, Call, Function, Var
 from ..ir.types import (
     PtrType, ScalarType, StructType, TensorType, TileGroupType, TileType,
 )
 from .context import FnCtx, KernelFlags, TensorView
-from .decls import declare_tile_storage, declare_view, row_major
+from .decls import (
+    HOISTABLE, declare_group_pointer, declare_group_storage, declare_tile_storage, declare_view,
+    row_major,
+)
 from .scopes import analyze, stmts_of, bodies_of
 from .stmts import Body
 from .tiling_header import copy_in
@@ -88,13 +92,14 @@ def emit_impl(ctx: FnCtx, impl_name: str) -> None:
 
 
 def _plan_hoisted(ctx: FnCtx) -> list[tuple[Var, list[Call]]]:
-    """Hoisted Vars and the make_tile calls that bind them (their storage is planned now)."""
+    """Hoisted Vars and the make_tile / make_tile_group calls that bind them (their storage is
+    planned now)."""
     calls: dict[Var, list[Call]] = {v: [] for v in ctx.scopes.hoisted}
 
     def walk(b) -> None:
         for s in stmts_of(b):
             if isinstance(s, AssignStmt) and s.var in calls and isinstance(s.value, Call) \
-                    and s.value.op == "block.make_tile":
+                    and s.value.op in HOISTABLE:
                 calls[s.var].append(s.value)
             for inner in bodies_of(s):
                 walk(inner)
@@ -102,7 +107,7 @@ def _plan_hoisted(ctx: FnCtx) -> list[tuple[Var, list[Call]]]:
     walk(ctx.fn.body)
     for var, found in calls.items():
         for call in found:
-            ctx.hoisted_storage[id(call)] = ctx.fresh(f"{ctx.name(var)}_storage")
+            ctx.hoisted_storage[id(call)] = ctx.fresh(f"{ctx.name(var)}_storage", ("_mutex",))
     return list(calls.items())
 
 
@@ -139,6 +144,14 @@ def _declare_hoisted(body: Body, var: Var, calls: list[Call]) -> None:
         for call in calls:
             declare_tile_storage(body, call, ctx.hoisted_storage[id(call)])
         w.line(f"{ctx.alias(t)}* {name} = nullptr;", var.span)
+    elif isinstance(t, TileGroupType):
+        if not calls:
+            raise NotSupported("codegen: a tile group variable bound in several places must "
+                               "be bound to make_tile_group calls", var.span,
+                               module="PRO_COMPILE", hint="bind it once, where it is used")
+        for call in calls:
+            declare_group_storage(body, call, ctx.hoisted_storage[id(call)])
+        declare_group_pointer(body, var, calls)
     elif isinstance(t, ScalarType):
         w.line(f"{scalar_ctype(t)} {name} = 0;", var.span)
     elif isinstance(t, PtrType):

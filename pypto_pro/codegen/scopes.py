@@ -28,6 +28,7 @@ from ..ir.nodes import (
     GetItem,
     IfStmt,
     MakeTuple,
+    ReturnStmt,
     SectionStmt,
     Select,
     SeqStmts,
@@ -38,7 +39,9 @@ from ..ir.nodes import (
     WhileStmt,
     YieldStmt,
 )
-from ..ir.types import PtrType, StructType, TensorType, TileGroupType, TileType
+from ..ir.types import (
+    PtrType, SectionKind, StructType, TensorType, TileGroupType, TileType,
+)
 
 CPP_KEYWORDS = frozenset("""
 alignas alignof and and_eq asm auto bitand bitor bool break case catch char char16_t
@@ -74,9 +77,10 @@ class Namer:
             got = self.of[var.uid] = self._claim(_sanitize(var.name), _suffixes(var))
         return got
 
-    def fresh(self, base: str) -> str:
-        """A new identifier for a temporary, never equal to a Var's or another temporary's."""
-        return self._claim(_sanitize(base), ())
+    def fresh(self, base: str, suffixes: tuple[str, ...] = ()) -> str:
+        """A new identifier for a temporary, never equal to a Var's or another temporary's
+        (nor are the names it derives with `suffixes`)."""
+        return self._claim(_sanitize(base), suffixes)
 
     def _claim(self, base: str, suffixes: tuple[str, ...]) -> str:
         n = 0
@@ -148,6 +152,8 @@ def own_exprs(s: Stmt) -> tuple:
         return (s.init_values, s.cond)
     if isinstance(s, YieldStmt):
         return (s.values,)
+    if isinstance(s, ReturnStmt):
+        return (s.value,) if s.value is not None else ()
     return ()
 
 
@@ -167,7 +173,7 @@ def bodies_of(s: Stmt) -> tuple[Stmt | None, ...]:
 
 # ---------------------------------------------------------------- the analysis
 
-Pos = tuple[tuple, int]  # (block path, statement index)
+Pos = tuple[tuple, tuple[int, ...]]  # (block path, statement index (sections nest inside))
 
 
 @dataclass
@@ -221,15 +227,23 @@ def analyze(fn: Function, reserved: Iterable[str] = ()) -> FunctionScopes:
 
 
 def _walk_block(body: Stmt | None, path: tuple, scopes: FunctionScopes,
-                uses: dict[Var, list[Pos]]) -> None:
+                uses: dict[Var, list[Pos]], at: tuple = ()) -> None:
+    """Statement indices are tuples: a core section is emitted without braces, so its
+    statements sit in the enclosing C++ block, after those before the section (`at` is the
+    section's own index there) — a group declared in one section block is in scope in the
+    later section blocks of the same target."""
     for i, s in enumerate(stmts_of(body)):
+        idx = at + (i,)
+        if isinstance(s, SectionStmt) and s.kind is not SectionKind.VF:
+            _walk_block(s.body, path, scopes, uses, idx)
+            continue
         for e in sub_exprs(own_exprs(s)):
             if isinstance(e, Var):
                 scopes.names.name(e)
-                uses.setdefault(e, []).append((path, i))
-        _declare(s, (path, i), scopes)
+                uses.setdefault(e, []).append((path, idx))
+        _declare(s, (path, idx), scopes)
         for k, inner in enumerate(bodies_of(s)):
-            _walk_block(inner, path + ((i, k),), scopes, uses)
+            _walk_block(inner, path + ((idx, k),), scopes, uses)
         if isinstance(s, (ForStmt, WhileStmt, IfStmt)):
             for v in s.return_vars:
                 scopes.names.name(v)

@@ -1,11 +1,12 @@
 """SIMT functions and launches (spec §2.14, §4.1): `__simt_vf__` entries, `cce::async_invoke`.
 
 A launchable SIMT function (`FunctionType.SIMT_VF`) becomes `__simt_vf__
-__launch_bounds__(N) inline void f(...)`, a callee `__simt_callee__ inline`. Parameters: a Vec
-tile is its UB pointer plus its valid rows / cols (`__ubuf__ T* t, uint32_t t_rows, uint32_t
-t_cols`), a GM tensor its `__gm__ T*`, a scalar its value. In the body element access `t[i]`
-indexes the pointer; the thread context reads `threadIdx` / `blockDim` / `blockIdx` /
-`gridDim` / `warpSize` as signed int64. `pl.simt.launch` becomes
+__launch_bounds__(N) inline void f(...)`, a callee `__simt_callee__ inline <T|void> f(...)`
+(`return v;`), called as `f(args...)` (`simt.call`); callees come before their callers.
+Parameters: a Vec tile is its UB pointer plus its valid rows / cols (`__ubuf__ T* t, uint32_t
+t_rows, uint32_t t_cols`), a GM tensor its `__gm__ T*`, a scalar its value. In the body element
+access `t[i]` indexes the pointer; the thread context reads `threadIdx` / `blockDim` /
+`blockIdx` / `gridDim` / `warpSize` as signed int64. `pl.simt.launch` becomes
 `cce::async_invoke<f>(cce::dim3{x, y, z}, args...)` on the vector core.
 """
 from __future__ import annotations
@@ -13,7 +14,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..errors import NotSupported
-from ..ir.nodes import Call, Function, FunctionType
+from ..ir.nodes import Call, Function, FunctionType, Program, Var
+from ..ir.mutator import walk
 from ..ir.span import Span
 from ..ir.types import ScalarType, TensorType, TileType
 from .types import ctype, scalar_ctype
@@ -67,7 +69,19 @@ def _atomic(x, e: Call) -> str:
 
 
 def _call(x, e: Call) -> str:
-    return f"{e.kwarg('callee')}({', '.join(x.emit(a) for a in e.args)})"
+    """`callee(args...)`: a tile passes on its UB pointer and valid rows / cols (the caller's
+    own tile parameter), a tensor its GM pointer, a scalar its value."""
+    args = []
+    for a in e.args:
+        if not isinstance(a.type, TileType):
+            args.append(x.emit(a))
+        elif isinstance(a, Var):
+            name = x.ctx.name(a)
+            args += [name, f"{name}_rows", f"{name}_cols"]
+        else:
+            raise NotSupported("simt.call: a tile argument must be a tile parameter of the "
+                               "calling SIMT function", e.span, module="PRO_COMPILE")
+    return f"{e.kwarg('callee')}({', '.join(args)})"
 
 
 SIMT_VALUE_OPS: dict[str, Callable] = {
@@ -131,3 +145,33 @@ def emit_launch(body, call: Call, span: Span | None) -> None:
     callee = call.kwarg("callee")
     body.w.line(f"cce::async_invoke<{callee}>(cce::dim3{{{threads}}}"
                 f"{''.join(', ' + a for a in args)});", span)
+
+
+def emit_call(body, call: Call, span: Span | None) -> None:
+    """A `simt.call` statement (a void callee, or a result nobody reads)."""
+    body.w.line(f"{_call(body.x, call)};", span)
+
+
+SIMT_EFFECTS: dict[str, Callable] = {"simt.launch": emit_launch, "simt.call": emit_call}
+
+
+def simt_functions(program: Program) -> list[Function]:
+    """The program's SIMT functions in C++ definition order: every callee before the
+    functions that call it (program order otherwise); recursion is rejected."""
+    by_name = {f.name: f for f in program.functions
+               if f.func_type in (FunctionType.SIMT_CALLEE, FunctionType.SIMT_VF)}
+    order: dict[str, Function] = {}
+
+    def place(fn: Function, path: tuple[str, ...]) -> None:
+        for call in (n for n in walk(fn.body) if isinstance(n, Call) and n.op == "simt.call"):
+            name = call.kwarg("callee")
+            if name in path:
+                raise NotSupported(f"SIMT function '{name}' is recursive", call.span,
+                                   module="PRO_COMPILE")
+            if name in by_name and name not in order:
+                place(by_name[name], path + (name,))
+        order.setdefault(fn.name, fn)
+
+    for fn in by_name.values():
+        place(fn, (fn.name,))
+    return list(order.values())

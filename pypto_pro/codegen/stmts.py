@@ -88,7 +88,8 @@ class Body:
         self.w.line("continue;", s.span)
 
     def s_ReturnStmt(self, s: ReturnStmt) -> None:
-        self.w.line("return;", s.span)
+        value = f" {self.x.emit(s.value)}" if s.value is not None else ""  # a SIMT callee's
+        self.w.line(f"return{value};", s.span)
 
     def s_SectionStmt(self, s: SectionStmt) -> None:
         if s.kind is SectionKind.VF:

@@ -118,7 +118,9 @@ VF_INTRINSICS: dict[str, VFIntrinsic] = {
 #: VF enum classes whose CCE constants carry a prefix
 _ENUM_PREFIX = {"MaskPattern": "PAT_", "MergeMode": "MODE_"}
 #: attribute enums of the Reg API, spelled as raw CCE constants inside VF code
-VF_ENUMS = ["MaskPattern", "MergeMode", "ReduceMode", "DuplicatePos", "CastLayout", "VFRoundMode", "SaturateMode", "BinType", "HistType", "SqueezeMode", "PackPart", "MaskWidth", "LoadDist", "StoreDist", "DataCopyMode", "MemBarMode", "IndexOrder"]
+VF_ENUMS = ["MaskPattern", "MergeMode", "ReduceMode", "DuplicatePos", "CastLayout", "VFRoundMode",
+            "SaturateMode", "BinType", "HistType", "SqueezeMode", "PackPart", "MaskWidth",
+            "LoadDist", "StoreDist", "DataCopyMode", "MemBarMode", "IndexOrder"]
 
 
 def vf_constants() -> set[str]:

@@ -1,33 +1,47 @@
-"""Flash attention written as a serial stage loop; the automatic preload pipeline inserts every
-cube ↔ vector synchronisation and skews the stages (spec §6.2 walkthrough 6, §2.12.6).
+"""Flash attention in the form of walkthrough (6): a serial stage loop with a VF online softmax;
+the automatic preload pipeline inserts every cube ↔ vector synchronisation and skews the stages
+(spec §6.2 walkthrough 6, §2.12.6).
 
-O = softmax(Q·Kᵀ/√d)·V for Q [Sq, 128], K and V [Skv, 128], FP16 in and out, the same maths as
-`flash_attention` (the hand-synchronised version). Each block (1 AIC + 2 AIVs) takes every
-`get_block_num()`-th 128-row Q tile and walks the KV tiles in four `@pl.pipeline.stage`
-functions, alternating cores:
+O = softmax(Q·Kᵀ/√d)·V for Q [Sq, 128], K and V [Skv, 128], FP16 in and out. Each block (1 AIC +
+2 AIVs) takes every `get_block_num()`-th 128-row Q tile and walks the KV tiles in four
+`@pl.pipeline.stage` functions, alternating cores:
 
-* `compute_qk` (cube): S = Q·Kᵀ → `move(..., DualModeSplitM)` into the S ring (64 rows per AIV);
-* `compute_p` (vector): online softmax of the AIV's rows, P cast to FP16 and `pl.insert`ed into
-  the cube's L1 P ring; the exp correction goes to a ring of three state tiles;
-* `compute_pv` (cube): P·V → the AIVs' P·V ring;
-* `compute_gu` (vector): running O = O · correction + P·V.
+* `compute_qk` (cube): Sᵀ = K·Qᵀ (Q loaded transposed into L1 once per Q tile and kept in L0B),
+  `move(qk_vec.next(), acc, acc_to_vec_mode=DualModeSplitN)`: each AIV receives the columns of
+  Sᵀ of its 64 queries, a [128 kv, 64 q] tile whose rows are one 64-lane register each;
+* `compute_p` (vector, Reg API): the online softmax works lane-wise on whole rows — the block
+  max is `vf.max` over four interleaved register streams, then `vf.exp_sub` against the new
+  running max, running sums, and P cast to FP16 two KV rows per register (`vf.astype` into the
+  lower / upper lanes); the FP16 rows are the columns of P, so two column-major [64, 64] views
+  of the buffer are P's halves, `pl.insert`ed into the cube's L1 P slot at row 64·subblock;
+* `compute_pv` (cube): P·V → `move(pv_vec.next(), acc, DualModeSplitM)`: 64 rows per AIV;
+* `compute_gu` (vector): the first KV tile copies P·V into the running O, later ones (Reg API)
+  rescale it by the exp correction (broadcast per row with `LoadDist.BRC_B32`) and add; the
+  last divides by the row sums, casts to FP16 and stores the AIV's rows.
 
 The user writes no `set_cross_core` / `wait_cross_core`: the three cross-core rings are tile
 groups declared outside the sections with `fwd_ids` (producer → consumer, one id per slot) and,
-for the S and P·V rings, `bwd_ids` (slot released); the P ring declares none, so the transform
-allocates free ids for its releases. With `PipelineConfig(preload=2)` the stages run with
-delays [0, 1, 2, 2]: the cube computes Q·Kᵀ of tile t+2 and P·V of tile t while the AIVs do the
-softmax of tile t+1 — `pipeline_source` on the compiled kernel shows the generated loop.
-`make_kernel(sync_only=True)` keeps the serial order (same syncs, no overlap) for comparison.
-Core-local buffers are tile groups with mutex ids (auto_mutex orders their pipes), declared
-in the stage that uses them; the AIV's softmax state is plain tiles.
+for the S and P·V rings, `bwd_ids`; the P ring declares none, so the transform allocates free
+ids for its releases. With `PipelineConfig(preload=2)` the stages run with delays [0, 1, 2, 2]:
+the cube computes Sᵀ of tile t+2 and P·V of tile t while the AIVs do the softmax of tile t+1,
+which is why the exp corrections live in a ring of three state tiles. `make_kernel(sync_only=
+True)` keeps the serial order (same syncs, no overlap) for comparison. Core-local buffers are
+tile groups with mutex ids declared once in a section block before the loop (auto_mutex orders
+their pipes); the AIV's softmax state is plain tiles.
+
+Two departures from the hardware kernel's data layout, same maths: `move` Mat → Left keeps
+logical values here, so the P slot holds P itself (the halves go in at row 64·subblock, not
+as a ZN Pᵀ at column 64·subblock); and `vf.astype` writes the narrowed lanes of part k
+contiguously, so two rows pack into one FP16 register without a `vf.de_interleave`.
+
+Budgets: L1 288 KiB, L0A / L0B 64 KiB, L0C 256 KiB, UB ≈ 209 KiB per AIV.
 """
 from __future__ import annotations
-
 
 import torch
 
 import pypto_pro.language as pl
+from pypto_pro.language import vf
 
 from . import flash_attention
 
@@ -40,102 +54,179 @@ RTOL, ATOL = 5e-3, 5e-3
 TS, TKV, D, HALF, SCALE, NEG_BIG = (flash_attention.TS, flash_attention.TKV, flash_attention.D,
                                     flash_attention.HALF, flash_attention.SCALE,
                                     flash_attention.NEG_BIG)
-RING = 3  # vector state ring: compute_p of tile t+1 runs before compute_gu of tile t
+LANES = 64  # FP32 lanes of a register = the queries of one AIV
+RING = 3  # exp corrections: compute_p of tile t+1 runs before compute_gu of tile t
+F32, F16 = pl.DT_FP32, pl.DT_FP16
+MAT, LEFT_SPACE, RIGHT_SPACE, ACC_SPACE = (pl.MemorySpace.Mat, pl.MemorySpace.Left,
+                                           pl.MemorySpace.Right, pl.MemorySpace.Acc)
 
 # cross-core rings (declared outside the sections)
-S_UB = pl.TileType([HALF, TKV], pl.DT_FP32)  # 32 KiB: this AIV's rows of S
-O_UB = pl.TileType([HALF, D], pl.DT_FP32)  # 32 KiB: this AIV's rows of P·V
-P_L1 = pl.TileType([TS, TKV], pl.DT_FP16, pl.MemorySpace.Mat)  # 32 KiB, NZ
+QK_VEC = pl.TileType([TKV, HALF], F32)  # 32 KiB: Sᵀ columns of this AIV's queries
+PV_VEC = pl.TileType([HALF, D], F32)  # 32 KiB: this AIV's rows of P·V
+P_MAT = pl.TileType([TS, TKV], F16, MAT)  # 32 KiB, NZ
 # cube-local
-Q_L1 = pl.TileType([TS, D], pl.DT_FP16, pl.MemorySpace.Mat)
-KT_L1 = pl.TileType([D, TKV], pl.DT_FP16, pl.MemorySpace.Mat, layout=pl.ZN)  # Kᵀ
-V_L1 = pl.TileType([TKV, D], pl.DT_FP16, pl.MemorySpace.Mat)
-LEFT = pl.TileType([TS, 128], pl.DT_FP16, pl.MemorySpace.Left)
-RIGHT = pl.TileType([128, 128], pl.DT_FP16, pl.MemorySpace.Right)
-ACC = pl.TileType([TS, 128], pl.DT_FP32, pl.MemorySpace.Acc)  # 64 KiB
+QT_L1 = pl.TileType([D, TS], F16, MAT, layout=pl.ZN)  # Qᵀ, loaded transposed
+K_L1 = pl.TileType([TKV, D], F16, MAT)
+V_L1 = pl.TileType([TKV, D], F16, MAT)
+LEFT = pl.TileType([128, 128], F16, LEFT_SPACE)
+RIGHT = pl.TileType([128, 128], F16, RIGHT_SPACE)
+ACC = pl.TileType([128, 128], F32, ACC_SPACE)  # 64 KiB
 # vector-local
-P_UB = pl.TileType([HALF, TKV], pl.DT_FP32)
-P16_UB = pl.TileType([HALF, TKV], pl.DT_FP16)
-O16_UB = pl.TileType([HALF, D], pl.DT_FP16)
-ROW_UB = pl.TileType([HALF, 1], pl.DT_FP32, layout=pl.DN)  # 256 B
+P16 = pl.TileType([TKV, HALF], F16)  # 16 KiB: FP16 P in Sᵀ's layout (a KV row per 64 queries)
+O_RUN = pl.TileType([HALF, D], F32)
+O16 = pl.TileType([HALF, D], F16)
+STATE = pl.TileType([1, LANES], F32)  # one value per query of this AIV (256 B)
+
+
+# ---------------------------------------------------------------- Reg API bodies (vector)
+
+
+@pl.vector_function
+def online_softmax(p16, s, m_run, l_run, corr):
+    """One KV tile of the online softmax on Sᵀ's rows (lane j = query j): new running max,
+    exp correction, P = exp(S·scale − max) in FP16 rows, running sum."""
+    full = vf.create_mask(pl.MaskPattern.ALL, dtype=F32)
+    m0 = vf.load_align(s, 0)
+    m1 = vf.load_align(s, LANES)
+    m2 = vf.load_align(s, 2 * LANES)
+    m3 = vf.load_align(s, 3 * LANES)
+    for r in pl.range(4, TKV, 4):  # four streams: each vmax waits for its own stream only
+        x0 = vf.load_align(s, r * LANES)
+        x1 = vf.load_align(s, (r + 1) * LANES)
+        x2 = vf.load_align(s, (r + 2) * LANES)
+        x3 = vf.load_align(s, (r + 3) * LANES)
+        m0 = vf.max(m0, x0, full)
+        m1 = vf.max(m1, x1, full)
+        m2 = vf.max(m2, x2, full)
+        m3 = vf.max(m3, x3, full)
+    m01 = vf.max(m0, m1, full)
+    m23 = vf.max(m2, m3, full)
+    block_max = vf.max(m01, m23, full)
+    scaled_max = vf.muls(block_max, SCALE, full)
+    m_old = vf.load_align(m_run, 0)
+    m_new = vf.max(m_old, scaled_max, full)
+    c = vf.exp_sub(m_old, m_new, full)  # exp(m_old − m_new): rescales what came before
+    vf.store_align(corr, c, full)
+    vf.store_align(m_run, m_new, full)
+    l0 = vf.full(0.0, full, dtype=F32)
+    l1 = vf.full(0.0, full, dtype=F32)
+    for r in pl.range(0, TKV, 2):  # two KV rows per FP16 register
+        x0 = vf.load_align(s, r * LANES)
+        x1 = vf.load_align(s, (r + 1) * LANES)
+        y0 = vf.muls(x0, SCALE, full)
+        y1 = vf.muls(x1, SCALE, full)
+        p0 = vf.exp_sub(y0, m_new, full)
+        p1 = vf.exp_sub(y1, m_new, full)
+        l0 = vf.add(l0, p0, full)
+        l1 = vf.add(l1, p1, full)
+        h = vf.astype(p0, full, dtype=F16)  # lanes 0–63
+        h = vf.astype(p1, full, layout=pl.CastLayout.ONE, dtype=F16)  # lanes 64–127
+        vf.store_align(p16, h, full, offset=r * LANES)
+    l_old = vf.load_align(l_run, 0)
+    l_scaled = vf.mul(l_old, c, full)
+    l_blk = vf.add(l0, l1, full)
+    l_new = vf.add(l_scaled, l_blk, full)
+    vf.store_align(l_run, l_new, full)
+
+
+@pl.vector_function
+def rescale_add(o_run, pv, corr):
+    """O[q, :] = O[q, :] · corr[q] + PV[q, :]."""
+    full = vf.create_mask(pl.MaskPattern.ALL, dtype=F32)
+    for q in pl.range(HALF):
+        c = vf.load_align(corr, q, dist=pl.LoadDist.BRC_B32)
+        for k in pl.range(q * D, q * D + D, LANES):
+            o = vf.load_align(o_run, k)
+            x = vf.load_align(pv, k)
+            oc = vf.mul(o, c, full)
+            o = vf.add(oc, x, full)
+            vf.store_align(o_run, o, full, offset=k)
+
+
+@pl.vector_function
+def normalize(o16, o_run, l_run):
+    """O16[q, :] = O[q, :] / l[q], a row of 128 per FP16 register."""
+    full = vf.create_mask(pl.MaskPattern.ALL, dtype=F32)
+    for q in pl.range(HALF):
+        lq = vf.load_align(l_run, q, dist=pl.LoadDist.BRC_B32)
+        a = vf.load_align(o_run, q * D)
+        b = vf.load_align(o_run, q * D + LANES)
+        ya = vf.div(a, lq, full)
+        yb = vf.div(b, lq, full)
+        h = vf.astype(ya, full, dtype=F16)
+        h = vf.astype(yb, full, layout=pl.CastLayout.ONE, dtype=F16)
+        vf.store_align(o16, h, full, offset=q * D)
+
+
+# ---------------------------------------------------------------- stages
 
 
 @pl.pipeline.stage
-def compute_qk(s_buf, q, k, qi, ki):
-    # cube-local buffers live in the stage; double-buffered slots are picked by ki
-    q_l1 = pl.make_tile_group(type=Q_L1, addrs=0x00000, mutex_ids=[0])
-    k_l1 = pl.make_tile_group(type=KT_L1, addrs=[0x08000, 0x10000], mutex_ids=[1, 2])
-    q_left = pl.make_tile_group(type=LEFT, addrs=0x0000, mutex_ids=[5])
-    k_right = pl.make_tile_group(type=RIGHT, addrs=0x0000, mutex_ids=[7])
-    s_acc = pl.make_tile_group(type=ACC, addrs=[0x00000, 0x10000], mutex_ids=[9, 10])
-    ql = q_left[0]
-    if ki == 0:  # a new Q tile: L0A keeps it for the whole KV walk
-        qt = q_l1[0]
-        pl.load_tile(qt, q, [qi, 0])
-        pl.move(ql, qt)
+def compute_qk(qk_vec, q, k, q_slot, q_right, k_l1, k_left, s_acc, qi, ki):
+    qr = q_right[0]
+    if ki == 0:  # a new Q tile: Qᵀ stays in L0B for the whole KV walk
+        pl.load(q_slot, q, [qi * TS, 0], order=[1, 0])
+        pl.move(qr, q_slot)
     kt = k_l1[ki % 2]
-    pl.load(kt, k, [ki * TKV, 0], order=[1, 0])
-    kr = k_right[0]
-    pl.move(kr, kt)
+    pl.load_tile(kt, k, [ki, 0])
+    kl = k_left[0]
+    pl.move(kl, kt)
     sa = s_acc[ki % 2]
-    pl.matmul(sa, ql, kr)
-    pl.move(s_buf.next(), sa, acc_to_vec_mode=pl.AccToVecMode.DualModeSplitM)
+    pl.matmul(sa, kl, qr)
+    pl.move(qk_vec.next(), sa, acc_to_vec_mode=pl.AccToVecMode.DualModeSplitN)
 
 
 @pl.pipeline.stage
-def compute_p(s_buf, p_buf, p, m_old, m_new, corr_ring, l_run, l_blk, sub, ki):
-    p16 = pl.make_tile_group(type=P16_UB, addrs=0x28000, mutex_ids=[21])
-    corr = corr_ring[ki % RING]
-    s = s_buf.next()
-    pl.mul(s, s, SCALE)
-    pl.row_max(m_new, s, p)
-    pl.maximum(m_new, m_new, m_old)
-    pl.sub(corr, m_old, m_new)
-    pl.exp(corr, corr)  # exp(m_old − m_new): rescales what came before
-    pl.move(m_old, m_new)
-    pl.row_expand_sub(p, s, m_new)
-    pl.exp(p, p)
-    pl.row_sum(l_blk, p, s)  # the S slot is dead now: use it as scratch
-    pl.mul(l_run, l_run, corr)
-    pl.add(l_run, l_run, l_blk)
-    ph = p16[0]
-    pl.cast(ph, p)
-    pl.insert(p_buf.next(), ph, [sub * HALF, 0])
+def compute_p(qk_vec, p_mat, p16, m_run, l_run, corr_ring, sub, ki):
+    ph = p16[ki % 2]
+    s = qk_vec.next()
+    corr = corr_ring[ki % RING]  # picked here: a VF body's tile operands are bound at its call
+    online_softmax(ph, s, m_run, l_run, corr)
+    # the FP16 rows of Sᵀ's layout are P's columns: two column-major views are P's halves
+    p_lo = pl.reinterpret(ph, shape=[HALF, HALF], layout=pl.DN)  # KV 0–63
+    rows_hi = ph[HALF:, 0:]
+    p_hi = pl.reinterpret(rows_hi, layout=pl.DN)  # KV 64–127
+    pm = p_mat.next()
+    pl.insert(pm, p_lo, [sub * HALF, 0])
+    pl.insert(pm, p_hi, [sub * HALF, HALF])
 
 
 @pl.pipeline.stage
-def compute_pv(p_buf, pv_buf, v, ki):
-    v_l1 = pl.make_tile_group(type=V_L1, addrs=[0x18000, 0x20000], mutex_ids=[3, 4])
-    p_left = pl.make_tile_group(type=LEFT, addrs=0x8000, mutex_ids=[6])
-    v_right = pl.make_tile_group(type=RIGHT, addrs=0x8000, mutex_ids=[8])
-    o_acc = pl.make_tile_group(type=ACC, addrs=[0x20000, 0x30000], mutex_ids=[11, 12])
+def compute_pv(p_mat, pv_vec, v, v_l1, v_right, p_left, o_acc, ki):
     vt = v_l1[ki % 2]
     pl.load_tile(vt, v, [ki, 0])
     vr = v_right[0]
     pl.move(vr, vt)
     pll = p_left[0]
-    pl.move(pll, p_buf.next())
+    pl.move(pll, p_mat.next())
     oa = o_acc[ki % 2]
     pl.matmul(oa, pll, vr)
-    pl.move(pv_buf.next(), oa, acc_to_vec_mode=pl.AccToVecMode.DualModeSplitM)
+    pl.move(pv_vec.next(), oa, acc_to_vec_mode=pl.AccToVecMode.DualModeSplitM)
 
 
 @pl.pipeline.stage
-def compute_gu(pv_buf, o_run, corr_ring, ki):
-    pv = pv_buf.next()
-    pl.row_expand_mul(o_run, o_run, corr_ring[ki % RING])
-    pl.add(o_run, o_run, pv)
+def compute_gu(pv_vec, o_run, o16, corr_ring, l_run, o, row0, ki, last):
+    pv = pv_vec.next()
+    if ki == 0:
+        pl.move(o_run, pv)  # UB → UB on pipe V
+    else:
+        corr = corr_ring[ki % RING]
+        rescale_add(o_run, pv, corr)
+    if ki == last:
+        oh = o16[0]
+        normalize(oh, o_run, l_run)
+        pl.store(o, oh, [row0, 0])
 
 
 def _flash_attention(q: pl.Tensor[[pl.DYNAMIC, D], pl.DT_FP16],
                      k: pl.Tensor[[pl.DYNAMIC, D], pl.DT_FP16],
                      v: pl.Tensor[[pl.DYNAMIC, D], pl.DT_FP16],
                      o: pl.Tensor[[pl.DYNAMIC, D], pl.DT_FP16]):
-    s_buf = pl.make_tile_group(type=S_UB, addrs=[0x00000, 0x08000], mutex_ids=[14, 15],
-                               fwd_ids=[0, 1], bwd_ids=[2, 3])
-    pv_buf = pl.make_tile_group(type=O_UB, addrs=[0x10000, 0x18000], mutex_ids=[16, 17],
+    qk_vec = pl.make_tile_group(type=QK_VEC, addrs=[0x00000, 0x08000], mutex_ids=[14, 15],
+                                fwd_ids=[0, 1], bwd_ids=[2, 3])
+    pv_vec = pl.make_tile_group(type=PV_VEC, addrs=[0x10000, 0x18000], mutex_ids=[16, 17],
                                 fwd_ids=[7, 8], bwd_ids=[9, 10])
-    p_buf = pl.make_tile_group(type=P_L1, addrs=[0x40000, 0x48000, 0x50000],
+    p_mat = pl.make_tile_group(type=P_MAT, addrs=[0x30000, 0x38000, 0x40000],
                                mutex_ids=[18, 19, 20], fwd_ids=[4, 5, 6])
     sq_tiles = q.shape[0] // TS
     kv_tiles = k.shape[0] // TKV
@@ -143,36 +234,42 @@ def _flash_attention(q: pl.Tensor[[pl.DYNAMIC, D], pl.DT_FP16],
     core = pl.get_block_idx() // pl.get_subblock_num()  # the block, on both targets
     sub = pl.get_subblock_idx()
 
-    with pl.section_vector():  # the AIV's softmax state, kept across the stages
-        p = pl.make_tile(P_UB, addr=0x20000)
-        o_run = pl.make_tile(O_UB, addr=0x2C000)
-        m_old = pl.make_tile(ROW_UB, addr=0x38000)
-        m_new = pl.make_tile(ROW_UB, addr=0x38100)
-        l_run = pl.make_tile(ROW_UB, addr=0x38200)
-        l_blk = pl.make_tile(ROW_UB, addr=0x38300)
-        corr_ring = (pl.make_tile(ROW_UB, addr=0x38400), pl.make_tile(ROW_UB, addr=0x38500),
-                     pl.make_tile(ROW_UB, addr=0x38600))
+    with pl.section_cube():
+        q_l1 = pl.make_tile_group(type=QT_L1, addrs=[0x00000, 0x08000], mutex_ids=[0, 1])
+        k_l1 = pl.make_tile_group(type=K_L1, addrs=[0x10000, 0x18000], mutex_ids=[2, 3])
+        v_l1 = pl.make_tile_group(type=V_L1, addrs=[0x20000, 0x28000], mutex_ids=[4, 5])
+        k_left = pl.make_tile_group(type=LEFT, addrs=0x0000, mutex_ids=[6])
+        p_left = pl.make_tile_group(type=LEFT, addrs=0x8000, mutex_ids=[7])
+        q_right = pl.make_tile_group(type=RIGHT, addrs=0x0000, mutex_ids=[8])
+        v_right = pl.make_tile_group(type=RIGHT, addrs=0x8000, mutex_ids=[9])
+        s_acc = pl.make_tile_group(type=ACC, addrs=[0x00000, 0x10000], mutex_ids=[10, 11])
+        o_acc = pl.make_tile_group(type=ACC, addrs=[0x20000, 0x30000], mutex_ids=[12, 13])
+    with pl.section_vector():
+        p16 = pl.make_tile_group(type=P16, addrs=[0x28000, 0x2C000], mutex_ids=[21, 22])
+        o16 = pl.make_tile_group(type=O16, addrs=0x30000, mutex_ids=[23])
+        o_run = pl.make_tile(O_RUN, addr=0x20000)
+        m_run = pl.make_tile(STATE, addr=0x34000)
+        l_run = pl.make_tile(STATE, addr=0x34100)
+        corr_ring = (pl.make_tile(STATE, addr=0x34200), pl.make_tile(STATE, addr=0x34300),
+                     pl.make_tile(STATE, addr=0x34400))
 
     for qi in pl.range(core, sq_tiles, cores):
+        with pl.section_cube():
+            q_slot = q_l1.next()
         with pl.section_vector():
-            pl.expands(m_old, NEG_BIG)
+            pl.expands(m_run, NEG_BIG)
             pl.expands(l_run, 0.0)
-            pl.expands(o_run, 0.0)
+        row0 = qi * TS + sub * HALF
+        last = kv_tiles - 1
         for ki in pl.range(kv_tiles):
             with pl.section_cube():
-                compute_qk(s_buf, q, k, qi, ki)
+                compute_qk(qk_vec, q, k, q_slot, q_right, k_l1, k_left, s_acc, qi, ki)
             with pl.section_vector():
-                compute_p(s_buf, p_buf, p, m_old, m_new, corr_ring, l_run, l_blk, sub, ki)
+                compute_p(qk_vec, p_mat, p16, m_run, l_run, corr_ring, sub, ki)
             with pl.section_cube():
-                compute_pv(p_buf, pv_buf, v, ki)
+                compute_pv(p_mat, pv_vec, v, v_l1, v_right, p_left, o_acc, ki)
             with pl.section_vector():
-                compute_gu(pv_buf, o_run, corr_ring, ki)
-        with pl.section_vector():
-            o16 = pl.make_tile_group(type=O16_UB, addrs=0x34000, mutex_ids=[22])
-            oh = o16[0]
-            pl.row_expand_div(o_run, o_run, l_run)
-            pl.cast(oh, o_run)
-            pl.store(o, oh, [qi * TS + sub * HALF, 0])
+                compute_gu(pv_vec, o_run, o16, corr_ring, l_run, o, row0, ki, last)
 
 
 def make_kernel(preload: int = 2, sync_only: bool = False):

@@ -321,6 +321,10 @@ class YieldStmt(Stmt):
 
 @dataclass(frozen=True)
 class ReturnStmt(Stmt):
+    """`return` / `return value`; a value only in a SIMT callee (`FunctionType.SIMT_CALLEE`),
+    whose `return_type` it has (`passes.verify` checks both)."""
+
+    value: Expr | None = None
     span: Span = field(default=UNKNOWN, compare=False)
 
 

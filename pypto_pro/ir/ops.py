@@ -251,6 +251,8 @@ register(OpSpec("simt.launch", pipe=PipeType.V, family="simt", tail_reads=True))
 _reg("simt.thread_idx simt.block_dim simt.block_idx simt.grid_dim simt.linear_thread_idx "
      "simt.warp_size", pipe=PipeType.S, family="simt_ctx", accesses_data=False,
      returns="scalar")
+# `simt.call(*args, *dims){callee}` in SIMT code: the Call's type is the callee's return type
+# (a scalar), NoneType for a void callee (then an EvalStmt)
 register(OpSpec("simt.call", pipe=PipeType.S, family="simt", accesses_data=False,
                 returns="scalar"))
 register(OpSpec("simt.atomic", pipe=PipeType.S, family="simt", returns="scalar"))

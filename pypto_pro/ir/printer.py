@@ -226,7 +226,8 @@ class Printer:
             self.emit(depth, f"{self.p}.yield_({', '.join(self.expr(v) for v in s.values)})",
                       s.span)
         elif isinstance(s, ReturnStmt):
-            self.emit(depth, "return", s.span)
+            value = f" {self.expr(s.value)}" if s.value is not None else ""
+            self.emit(depth, f"return{value}", s.span)
         elif isinstance(s, BreakStmt):
             self.emit(depth, "break", s.span)
         elif isinstance(s, ContinueStmt):

@@ -450,8 +450,9 @@ class Reader:
                 return EvalStmt(self.expr(call.args[0]), span)
             if path == ["yield_"] and not call.keywords:
                 return YieldStmt(tuple(self.expr(a) for a in call.args), span)
-        if isinstance(node, ast.Return) and node.value is None:
-            return ReturnStmt(span)
+        if isinstance(node, ast.Return):
+            value = self.expr(node.value) if node.value is not None else None
+            return ReturnStmt(value, span)
         if isinstance(node, (ast.Break, ast.Continue)):
             return (BreakStmt if isinstance(node, ast.Break) else ContinueStmt)(span)
         if isinstance(node, (ast.For, ast.While)) and node.orelse:

@@ -34,10 +34,12 @@ from dataclasses import replace
 from typing import Any, Callable
 
 from ..errors import InvalidType, NotSupported, ParserSyntaxError
-from ..ir.nodes import Function, FunctionType, Program
+from ..ir.mutator import Mutator
+from ..ir.nodes import Call, Function, FunctionType, Program
 from ..ir.printer import implied_attrs, launch_max_threads
 from ..ir.reader import HEADER, Reader, detect_prefix, is_docstring
 from ..ir.span import Span
+from ..ir.types import NoneType
 
 DEFAULT_TARGET = "vector"
 _DECORATOR_KW = frozenset({"type", "attrs"})
@@ -203,7 +205,22 @@ def _decorator(r: Reader, node: ast.FunctionDef) -> tuple[FunctionType, tuple[tu
 def _program(r: Reader, name: str, target: str, defs: list[Function], line: int) -> Program:
     prog = Program(name, tuple(defs), target, Span(r.file, line + r.offset, 1))
     launches = launch_max_threads(prog)
-    return replace(prog, functions=tuple(_with_implied(f, launches) for f in defs))
+    calls = _SimtCallTypes(prog)
+    return replace(prog, functions=tuple(calls.visit(_with_implied(f, launches)) for f in defs))
+
+
+class _SimtCallTypes(Mutator):
+    """A `simt.call` has its callee's return type (NoneType: a void callee): the text does not
+    print a call's type, and the callee may be defined after its caller."""
+
+    def __init__(self, prog: Program) -> None:
+        self.returns = {f.name: f.return_type or NoneType() for f in prog.functions
+                        if f.func_type is FunctionType.SIMT_CALLEE}
+
+    def visit_Call(self, c: Call) -> Call:
+        c = self.generic(c)
+        ret = self.returns.get(c.kwarg("callee")) if c.op == "simt.call" else None
+        return c if ret is None or ret == c.type else replace(c, type=ret)
 
 
 def _with_implied(f: Function, launches: dict[str, Any]) -> Function:

@@ -89,6 +89,8 @@ def own_exprs(stmt: Stmt) -> tuple[Expr, ...]:
         return (stmt.cond, *stmt.init_values)
     if isinstance(stmt, YieldStmt):
         return stmt.values
+    if isinstance(stmt, ReturnStmt) and stmt.value is not None:
+        return (stmt.value,)
     return ()
 
 
@@ -114,6 +116,8 @@ def map_own_exprs(stmt: Stmt, fn: Callable[[Expr], Expr]) -> Stmt:
         fields = {"cond": fn(stmt.cond), "init_values": tup(stmt.init_values)}
     elif isinstance(stmt, YieldStmt):
         fields = {"values": tup(stmt.values)}
+    elif isinstance(stmt, ReturnStmt) and stmt.value is not None:
+        fields = {"value": fn(stmt.value)}
     else:
         return stmt
     return replace_fields(stmt, **fields)

@@ -53,7 +53,7 @@ class Liveness:
         if isinstance(s, ContinueStmt):
             return loop[1]
         if isinstance(s, ReturnStmt):
-            return _NOTHING
+            return reads  # a callee's returned value
         if isinstance(s, IfStmt):
             out = live - set(s.return_vars)
             return (self._block(s.then_body, out, loop)

@@ -9,7 +9,8 @@ other to the innermost `if` with return_vars or loop; every falling-through bran
 return_vars of equal length, one definition per scalar in SSA form, registered ops with their
 arity, and the invariants earlier passes established (`ctx.facts`: groups lowered, pipes
 assigned). A Var read where it is not defined is the user's `NameNotFound`; everything else is
-an internal `PassInner`.
+an internal `PassInner`. Returns carry a value only in a SIMT callee (of its return type), and
+`simt.call`s match their callees, none recursive.
 """
 from __future__ import annotations
 
@@ -18,11 +19,12 @@ from collections import Counter
 from ..errors import NameNotFound, PassInner
 from ..ir import ops
 from ..ir.nodes import (
-    AssignStmt, BreakStmt, Call, ContinueStmt, Expr, ForStmt, Function, IfStmt, Program,
-    SectionStmt, Stmt, Var, WhileStmt, YieldStmt,
+    AssignStmt, BreakStmt, Call, ContinueStmt, Expr, ForStmt, Function, FunctionType, IfStmt,
+    Program, ReturnStmt, SectionStmt, Stmt, Var, WhileStmt, YieldStmt,
 )
+from ..ir.types import NoneType
 from .ir_query import (
-    expr_vars, falls_through, is_scalar, iter_stmts, own_exprs, stmts_of, sub_exprs,
+    body_exprs, expr_vars, falls_through, is_scalar, iter_stmts, own_exprs, stmts_of, sub_exprs,
 )
 from .manager import PassContext
 from .pipe_assignment import needs_pipe
@@ -34,7 +36,43 @@ UNLOWERED = ("tile_group.next", "tile_group.current", "tile_group.previous")
 def run(program: Program, ctx: PassContext) -> Program:
     for fn in program.functions:
         _Verifier(fn, ctx.facts).function()
+    _simt_calls(program)
     return program
+
+
+def _simt_calls(program: Program) -> None:
+    """Every `simt.call` names a SIMT callee of the program, passes one value per parameter and
+    has its return type; SIMT functions do not recurse (no call stack on SIMT threads)."""
+    callees = {f.name: f for f in program.functions if f.func_type is FunctionType.SIMT_CALLEE}
+    calls: dict[str, list[Call]] = {}
+    for fn in program.functions:
+        found = calls[fn.name] = [n for n in body_exprs(fn.body)
+                                  if isinstance(n, Call) and n.op == "simt.call"]
+        for c in found:
+            callee = callees.get(c.kwarg("callee"))
+            if callee is None:
+                raise _inner(f"simt.call of '{c.kwarg('callee')}', which is not a SIMT callee "
+                             f"of the program", c.span)
+            if len(c.args) != len(callee.params):
+                raise _inner(f"simt.call passes {len(c.args)} values to '{callee.name}', which "
+                             f"has {len(callee.params)} parameters", c.span)
+            if c.type != (callee.return_type or NoneType()):
+                raise _inner(f"simt.call of '{callee.name}' typed {c.type}, the callee returns "
+                             f"{callee.return_type}", c.span)
+    done: set[str] = set()
+
+    def visit(name: str, path: list[str]) -> None:
+        for c in calls.get(name, ()):
+            target = c.kwarg("callee")
+            if target in path:
+                raise _inner(f"SIMT function '{target}' is recursive "
+                             f"({' -> '.join(path[path.index(target):] + [target])})", c.span)
+            if target not in done:
+                visit(target, path + [target])
+        done.add(name)
+
+    for fn in program.functions:
+        visit(fn.name, [fn.name])
 
 
 def _inner(message: str, span) -> PassInner:
@@ -113,10 +151,23 @@ class _Verifier:
                 raise _inner(f"'{type(s).__name__}' outside a loop", s.span)
         else:
             self.exprs(own_exprs(s), visible, s.span)
+            if isinstance(s, ReturnStmt):
+                self.return_stmt(s)
             if isinstance(s, YieldStmt):
                 self.yield_stmt(s, frames, following)
             if isinstance(s, AssignStmt):
                 visible.add(s.var)
+
+    def return_stmt(self, s: ReturnStmt) -> None:
+        """A value only in a SIMT callee, of its return type; none where it returns nothing."""
+        fn = self.fn
+        if s.value is not None and fn.func_type is not FunctionType.SIMT_CALLEE:
+            raise _inner("return with a value outside a SIMT callee", s.span)
+        want = fn.return_type if fn.func_type is FunctionType.SIMT_CALLEE else None
+        have = s.value.type if s.value is not None else None
+        if have != want:
+            raise _inner(f"return of {have or 'nothing'} in '{fn.name}', which returns "
+                         f"{want or 'nothing'}", s.span)
 
     def yield_stmt(self, s: YieldStmt, frames: list[tuple[str, int]],
                    following: Stmt | None) -> None:

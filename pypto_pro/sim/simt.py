@@ -1,13 +1,18 @@
 """SIMT launches on the simulator: every thread of a launch runs at once, vectorised.
 
-`compile_simt(fn)` turns a SIMT function (`FunctionType.SIMT_VF`) into closures over a
-`Lanes` state once: a value is a Python scalar while all threads agree on it and a torch
-tensor with one element per thread otherwise (`simt_values`); thread context queries are index
-tensors of the launch geometry (x fastest). Control flow diverges under masks: both sides of a
+`compile_simt(fn, functions)` turns a SIMT function (`FunctionType.SIMT_VF`) and the SIMT
+callees it calls (`functions`: the program's, by name) into closures over a `Lanes` state once:
+a value is a Python scalar while all threads agree on it and a torch tensor with one element per
+thread otherwise (`simt_values`); thread context queries are index tensors of the launch
+geometry (x fastest). Control flow diverges under masks: both sides of a
 data-dependent `if` run, each under its threads, and every assignment merges into the threads
 that made it; a loop with a per-thread trip count iterates until its last thread is done;
-`break` / `continue` / `return` retire threads from the enclosing construct. No Python loop ever
-runs per thread (colliding atomics run per collision round, `simt_memory`).
+`break` / `continue` / `return` retire threads from the enclosing construct. A `simt.call` runs
+the callee's body for every active thread at once in a frame of its own (its slots; arguments
+bound per thread; tiles and tensors shared): a thread that returns is masked off for the rest of
+the body, and the call's value is what each thread returned. Callees are `inline` in the
+generated C++, so a call costs only the instructions of the body. No Python loop ever runs per
+thread (colliding atomics run per collision round, `simt_memory`).
 
 A launch is one pipe-V instruction (`simt.launch`): `SimtLaunch.execute` runs the threads on
 launch-local copies of the operands when the instruction starts and counts warp instructions by
@@ -19,7 +24,7 @@ instruction ends.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,6 +48,7 @@ from ..ir.nodes import (
     Expr,
     ForStmt,
     Function,
+    FunctionType,
     IfStmt,
     ReturnStmt,
     Select,
@@ -125,11 +131,17 @@ def _without(mask: torch.Tensor | None, gone: torch.Tensor) -> torch.Tensor:
     return ~gone if mask is None else mask & ~gone
 
 
-class _Compiler:
-    """IR of one SIMT function → closures `expr(st) -> value`, `stmt(st) -> Exits | None`."""
+RETURN_SLOT = 0  # of a callee's frame: the value each thread returned
 
-    def __init__(self, fn: Function) -> None:
-        self.slot_of: dict[int, int] = {}
+
+class _Compiler:
+    """IR of one SIMT function → closures `expr(st) -> value`, `stmt(st) -> Exits | None`;
+    `kernels` holds the callees compiled so far (by name; None while one is being compiled)."""
+
+    def __init__(self, fn: Function, functions: Mapping[str, Function],
+                 kernels: dict[str, SimtKernel | None]) -> None:
+        self.fn, self.functions, self.kernels = fn, functions, kernels
+        self.slot_of: dict[int, int] = {-1: RETURN_SLOT}
         self.yield_targets: list[list[tuple[int, DataType]]] = []
         self.loop_targets: list[list[tuple[int, DataType]]] = []
         uses = Counter(n.uid for n in walk(fn.body) if isinstance(n, Var))
@@ -202,9 +214,29 @@ class _Compiler:
             return lambda st: arr(st).ref.valid[axis(st)]
         if op == "simt.atomic":
             return self.atomic(e, want_old=True)
-        raise NotSupported(f"SIMT code on the simulator: '{op}'", span,
-                           hint="the parser inlines SIMT callees; a separate simt.call (IR "
-                                "text) is not simulated" if op == "simt.call" else None)
+        if op == "simt.call":
+            return self.simt_call(e)
+        raise NotSupported(f"SIMT code on the simulator: '{op}'", span)
+
+    def simt_call(self, e: Call) -> Callable[[Lanes], Any]:
+        callee = self.callee(e.kwarg("callee"), e.span)
+        args = [self.expr(a) for a in e.args]
+        return lambda st: callee.call(st, [a(st) for a in args])
+
+    def callee(self, name: str, span) -> SimtKernel:
+        if name in self.kernels:
+            kernel = self.kernels[name]
+            if kernel is None:
+                raise NotSupported(f"SIMT callee '{name}' is recursive", span,
+                                   hint="SIMT threads have no call stack for recursion")
+            return kernel
+        fn = self.functions.get(name)
+        if fn is None or fn.func_type is not FunctionType.SIMT_CALLEE:
+            raise SimulationError(f"simt.call of '{name}', which is not a SIMT callee of the "
+                                  f"program", span)
+        self.kernels[name] = None
+        kernel = self.kernels[name] = compile_simt(fn, self.functions, self.kernels)
+        return kernel
 
     def atomic(self, e: Call, want_old: bool) -> Callable[[Lanes], Any]:
         arr, off = self.expr(e.args[0]), self.expr(e.args[1])
@@ -441,7 +473,21 @@ class _Compiler:
         return _retire("continue")
 
     def s_ReturnStmt(self, s: ReturnStmt):
-        return _retire("return")
+        if s.value is None:
+            return _retire("return")
+        value, dt = self.expr(s.value), self.fn.return_type.dtype
+        convert = s.value.type != self.fn.return_type
+        counts = _classes(s.value)
+        retire = _retire("return")
+
+        def run(st: Lanes) -> Exits:
+            v = value(st)
+            st.slots[RETURN_SLOT] = merge(st.slots[RETURN_SLOT], to_dtype(v, dt) if convert
+                                          else v, st.mask, dt)
+            _count(st, counts)
+            return retire(st)
+
+        return run
 
 
 def _retire(kind: str):
@@ -487,12 +533,26 @@ def _count(st: Lanes, counts: Counter) -> None:
 
 @dataclass
 class SimtKernel:
-    """A compiled SIMT function: `run(args, threads)` executes one launch."""
+    """A compiled SIMT function: `run(args, threads)` executes one launch (an entry), `call`
+    one call from running SIMT code (a callee)."""
 
     body: Callable[[Lanes], Exits | None]
     n_slots: int
     param_slots: list[int]
     containers: list[bool]  # per parameter: a tile or GM tensor (else a scalar)
+
+    def call(self, st: Lanes, args: list) -> Any:
+        """Run the body for the threads of `st.mask` in a fresh frame with `args` bound (tiles
+        and tensors are the caller's `ElementArray`s); the value each thread returned."""
+        caller = st.slots
+        st.slots = [None] * self.n_slots
+        try:
+            for slot, value in zip(self.param_slots, args):
+                st.slots[slot] = value
+            self.body(st)
+            return st.slots[RETURN_SLOT]
+        finally:
+            st.slots = caller
 
     def run(self, args: list, threads: tuple[int, int, int], span) -> tuple[Lanes, list]:
         st = Lanes(self.n_slots, threads)
@@ -505,8 +565,11 @@ class SimtKernel:
         return st, arrays
 
 
-def compile_simt(fn: Function) -> SimtKernel:
-    c = _Compiler(fn)
+def compile_simt(fn: Function, functions: Mapping[str, Function] | None = None,
+                 kernels: dict[str, SimtKernel | None] | None = None) -> SimtKernel:
+    """`fn` compiled; `functions` (by name) has the SIMT callees it may call, `kernels` the
+    callees already compiled (shared by the callees of one launch)."""
+    c = _Compiler(fn, functions or {}, {} if kernels is None else kernels)
     body = c.stmt(fn.body)
     containers = [isinstance(p.type, (TileType, TensorType)) for p in fn.params]
     return SimtKernel(body, len(c.slot_of), [c.slot(p) for p in fn.params], containers)

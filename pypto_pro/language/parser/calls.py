@@ -3,8 +3,8 @@
 `eval_call` resolves the callee: a DSL declaration (`pl.add`, `pl.system.sync_src`, `vf.add`)
 dispatches to its handler in `ops_block` / `ops_system` (or the generic op builder), a `pl.<name>`
 the module does not declare falls back to a registered `block.<name>` (spec §2.1), user Python
-functions are inlined, `@pl.vector_function` bodies become VF sections, and other Python
-callables run at parse time on constant arguments.
+functions are inlined, `@pl.vector_function` bodies become VF sections, SIMT callees
+`simt.call`s, and other Python callables run at parse time on constant arguments.
 """
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import types
 from typing import Any
 
 from ...errors import (
-    InvalidOperationError, ParserSyntaxError, ParserTypeError, PyptoError,
+    ParserSyntaxError, ParserTypeError, PyptoError,
     UndefinedVariableError, UnsupportedFeatureError,
 )
 from ...ir import ops as opreg
@@ -53,8 +53,9 @@ def eval_call(ctx: ParseContext, node: ast.Call) -> Any:
 
         return inline_vector_function(ctx, callee, node)
     if kind == "simt_function":
-        raise ctx.error(InvalidOperationError, "a SIMT function is started with "
-                                               "pl.simt.launch(fn, threads=..., args=(...))", node)
+        from .simt import call
+
+        return call(ctx, callee, node)
     if isinstance(callee, types.FunctionType) and callee.__module__ != "builtins" and \
             not _is_library(callee):
         from .inline import inline_helper

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...errors import ParserError, PyptoError
-from ...ir.nodes import AssignStmt, Expr, Stmt, Var, seq
+from ...ir.nodes import AssignStmt, Expr, Function, Stmt, Var, seq
 from ...ir.span import Span
 from ...ir.types import Type
 
@@ -56,6 +56,9 @@ class FunctionFrame:
     return_value: Any = None
     in_helper: bool = False
     loop_depth: int = 0
+    # a SIMT function's own frame: "entry" | "callee", and its `return`s (value or None)
+    simt: str | None = None
+    simt_returns: list[tuple[Expr | None, ast.Return]] = field(default_factory=list)
 
 
 class NameGen:
@@ -121,7 +124,8 @@ class ParseContext:
         self.section: str | None = None  # "cube" | "vector" | "vf" | "simt" while inside one
         self.matched_sections: set[str] = set()
         self.extra_functions: list = []  # SIMT functions instantiated during parsing
-        self.simt_instances: dict[tuple, str] = {}
+        self.simt_instances: dict[tuple, Function] = {}  # (function, argument types) → IR
+        self.simt_stack: list = []  # SIMT functions being instantiated (recursion check)
 
     # ------------------------------------------------------------ frames and names
     @property

@@ -58,16 +58,16 @@ def function_env(fn: Callable) -> ChainMap:
     return ChainMap(closure, fn.__globals__)
 
 
-def _bind_params(ctx: ParseContext, fdef: ast.FunctionDef, fn: Callable, args: list,
-                 kwargs: dict, node: ast.AST) -> dict[str, Any]:
+def bind_params(ctx: ParseContext, fdef: ast.FunctionDef, fn: Callable, args: list,
+                kwargs: dict, node: ast.AST) -> dict[str, Any]:
     a = fdef.args
     if a.vararg or a.kwarg:
-        raise ctx.error(UnsupportedFeatureError, f"helper '{fn.__name__}' with *args/**kwargs "
-                                                 f"cannot be inlined", node)
+        raise ctx.error(UnsupportedFeatureError, f"'{fn.__name__}' with *args/**kwargs cannot "
+                                                 f"be called from a kernel", node)
     try:
         bound = inspect.signature(fn).bind(*args, **kwargs)
     except TypeError as e:
-        raise ctx.error(ParserTypeError, f"call of helper '{fn.__name__}': {e}", node) from None
+        raise ctx.error(ParserTypeError, f"call of '{fn.__name__}': {e}", node) from None
     bound.apply_defaults()
     return dict(bound.arguments)
 
@@ -101,7 +101,7 @@ def inline_helper(ctx: ParseContext, fn: Callable, node: ast.Call) -> Any:
     frame = FunctionFrame(file, function_env(fn), in_helper=True,
                           mutable=frozenset(n for n, c in assigned_names(fdef.body).items()
                                             if c > 1))
-    frame.scope.update(_bind_params(ctx, fdef, fn, args, kwargs, node))
+    frame.scope.update(bind_params(ctx, fdef, fn, args, kwargs, node))
     returns = _returns(fdef)
     ctx.frames.append(frame)
     try:
@@ -162,7 +162,7 @@ def inline_vector_function(ctx: ParseContext, fn: Callable, node: ast.Call) -> A
     frame = FunctionFrame(file, function_env(fn), in_helper=True,
                           mutable=frozenset(n for n, c in assigned_names(fdef.body).items()
                                             if c > 1))
-    frame.scope.update(_bind_params(ctx, fdef, fn, args, kwargs, node))
+    frame.scope.update(bind_params(ctx, fdef, fn, args, kwargs, node))
     if _returns(fdef):
         raise ctx.error(InvalidOperationError, "a vector function cannot return values; store "
                                                "results with vf.store_align", node)

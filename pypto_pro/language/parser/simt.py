@@ -1,24 +1,29 @@
 """SIMT (`pl.simt`, spec §2.14): `pl.simt.launch` instantiates the SIMT function as its own IR
-function (SIMT_VF) typed by the launch's arguments, SIMT callees called from it are inlined
-into it; atomics take an element access target.
+function (SIMT_VF) typed by the launch's arguments; a SIMT callee (`@pl.simt.function` without
+max_threads) called from SIMT code is instantiated once per argument types as a SIMT_CALLEE
+function, called with `simt.call` (its result: the scalar the callee returns, or none). There is
+no call stack to speak of on the vector core's SIMT threads: recursion is rejected (spec §3.4,
+step 8). Atomics take an element access target.
 """
 from __future__ import annotations
 
 import ast
-import types
-from collections import ChainMap
-from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from ...errors import InvalidOperationError, OutOfRange, ParserTypeError
-from ...ir.nodes import Call, ConstInt, Function, FunctionType, Var
-from ...ir.types import ScalarType, TensorType, TileType
+from ...errors import InvalidOperationError, OutOfRange, ParserTypeError, UnsupportedFeatureError
+from ...ir.dtype import promote_scalar
+from ...ir.mutator import Mutator
+from ...ir.nodes import (
+    Call, Cast, ConstBool, ConstFloat, ConstInt, EvalStmt, Expr, Function, FunctionType,
+    ReturnStmt, Stmt, Var,
+)
+from ...ir.types import NoneType, ScalarType, TensorType, TileType
 from ..markers import kind_of
 from .calls import emit_op, eval_args, materialize
 from .context import FunctionFrame, ParseContext, PyList, assigned_names
 from .expr import eval_expr, to_expr
-from .inline import function_ast, function_env
+from .inline import bind_params, function_ast, function_env
 from .values import linear_offset
 
 
@@ -55,16 +60,47 @@ def launch(ctx: ParseContext, node: ast.Call) -> Any:
     if not isinstance(call_args, (tuple, list)):
         raise ctx.error(ParserTypeError, "simt.launch: args= must be a tuple of tiles, tensors "
                                          "and scalars", node)
-    call_args = list(call_args)
     exprs = [to_expr(ctx, a, node) for a in call_args]
-    fname = _instantiate(ctx, fn, exprs, node)
-    dims = [d for e in exprs if isinstance(e.type, TensorType) for d in _dynamic_dims(e.type)]
-    return emit_op(ctx, "simt.launch", exprs + dims,
-                   {"callee": fname, "threads": threads, "max_threads": max_threads}, node,
+    entry = _instantiate(ctx, fn, exprs, node, FunctionType.SIMT_VF)
+    return emit_op(ctx, "simt.launch", exprs + _dim_args(exprs),
+                   {"callee": entry.name, "threads": threads, "max_threads": max_threads}, node,
                    check_tiles=False)
 
 
-def _instantiate(ctx: ParseContext, fn, exprs: list, node: ast.AST) -> str:
+def call(ctx: ParseContext, fn, node: ast.Call) -> Any:
+    """`f(...)` of a SIMT function: a `simt.call` of the callee's instance for these argument
+    types (a value-returning call is bound to a fresh Var, so it runs exactly once, here)."""
+    if fn.__pypto_max_threads__ is not None:
+        raise ctx.error(InvalidOperationError, "a SIMT function with max_threads is started "
+                                               "with pl.simt.launch(fn, threads=..., args=(...))",
+                        node)
+    if ctx.section != "simt":
+        raise ctx.error(InvalidOperationError, f"SIMT callee '{fn.__name__}' can only be called "
+                                               f"from SIMT code", node,
+                        hint="call it from a @pl.simt.function(max_threads=...) body started "
+                             "with pl.simt.launch")
+    args, kwargs = eval_args(ctx, node)
+    fdef, _ = function_ast(fn)
+    exprs = [to_expr(ctx, v, node) for v in bind_params(ctx, fdef, fn, args, kwargs,
+                                                         node).values()]
+    callee = _instantiate(ctx, fn, exprs, node, FunctionType.SIMT_CALLEE)
+    ret = callee.return_type
+    result = Call("simt.call", tuple(exprs + _dim_args(exprs)), (("callee", callee.name),),
+                  ret if ret is not None else NoneType(), ctx.span(node))
+    if ret is None:
+        ctx.builder.emit(EvalStmt(result, ctx.span(node)))
+        return None
+    return materialize(ctx, result, "val")
+
+
+def _instantiate(ctx: ParseContext, fn, exprs: list[Expr], node: ast.AST,
+                 kind: FunctionType) -> Function:
+    """The IR function of SIMT function `fn` for arguments `exprs` (parsed on first use)."""
+    if fn in ctx.simt_stack:
+        chain = " -> ".join(f.__name__ for f in ctx.simt_stack[ctx.simt_stack.index(fn):])
+        raise ctx.error(UnsupportedFeatureError, f"SIMT function '{fn.__name__}' is recursive "
+                                                 f"({chain} -> {fn.__name__})", node,
+                        hint="SIMT threads have no call stack for recursion; write a loop")
     key = (fn, tuple(_type_key(e.type) for e in exprs))
     if key in ctx.simt_instances:
         return ctx.simt_instances[key]
@@ -72,15 +108,16 @@ def _instantiate(ctx: ParseContext, fn, exprs: list, node: ast.AST) -> str:
     names = [a.arg for a in fdef.args.args]
     if len(names) != len(exprs):
         raise ctx.error(ParserTypeError, f"simt function '{fn.__name__}' takes {len(names)} "
-                                         f"args, launch passes {len(exprs)}", node)
+                                         f"args, the call passes {len(exprs)}", node)
     for e in exprs:
         if not isinstance(e.type, (TileType, TensorType, ScalarType)):
-            raise ctx.error(ParserTypeError, "simt.launch args must be Vec tiles, GM tensors or "
-                                             "scalars", node)
+            raise ctx.error(ParserTypeError, "SIMT function arguments must be Vec tiles, GM "
+                                             "tensors or scalars", node)
     params = [Var(n, _own_dims(n, e.type)) for n, e in zip(names, exprs)]
     dim_params = [d for p in params if isinstance(p.type, TensorType)
                   for d in _dynamic_dims(p.type)]
-    frame = FunctionFrame(file, _callees_inlined(function_env(fn), {}), in_helper=True,
+    entry = kind is FunctionType.SIMT_VF
+    frame = FunctionFrame(file, function_env(fn), simt="entry" if entry else "callee",
                           mutable=frozenset(n for n, c in assigned_names(fdef.body).items()
                                             if c > 1))
     frame.scope.update(dict(zip(names, params)))
@@ -88,39 +125,90 @@ def _instantiate(ctx: ParseContext, fn, exprs: list, node: ast.AST) -> str:
 
     outer = ctx.section
     ctx.frames.append(frame)
+    ctx.simt_stack.append(fn)
     ctx.section = "simt"
     ctx.builder.push()
     try:
+        for n, p in zip(names, params):  # a re-assigned scalar parameter lives in a Var
+            if n in frame.mutable and isinstance(p.type, ScalarType):
+                ctx.bind_value(n, p, ctx.span(fdef))
         parse_body(ctx, fdef.body)
     finally:
         body = ctx.builder.pop(ctx.span(fdef))
         ctx.section = outer
+        ctx.simt_stack.pop()
         ctx.frames.pop()
-    name = ctx.names.fresh(fn.__name__)
-    ctx.extra_functions.append(Function(
-        name, tuple(params + dim_params), body, FunctionType.SIMT_VF,
-        (("max_threads", fn.__pypto_max_threads__),), span=ctx.span(fdef)))
-    ctx.simt_instances[key] = name
-    return name
+    ret = None if entry else _return_type(ctx, frame, fdef, body)
+    if ret is not None:
+        body = _ReturnCasts(ret).visit(body)
+    attrs = (("max_threads", fn.__pypto_max_threads__),) if entry else ()
+    instance = Function(ctx.names.fresh(fn.__name__), tuple(params + dim_params), body, kind,
+                        attrs, ret, span=ctx.span(fdef))
+    ctx.extra_functions.append(instance)  # after the callees it calls: C++ order
+    ctx.simt_instances[key] = instance
+    return instance
 
 
-def _callees_inlined(env: Mapping[str, Any], done: dict) -> Mapping[str, Any]:
-    """`env` where every SIMT callee (`@pl.simt.function` without max_threads) is an unmarked
-    copy of itself, so that a call from SIMT code inlines it like a plain helper (value returns
-    included); a copy's own globals get the same treatment (`done`: copies made so far)."""
-    subs = {name: _unmarked(v, done) for name, v in env.items()
-            if kind_of(v) == "simt_function" and v.__pypto_max_threads__ is None}
-    return ChainMap(subs, env) if subs else env
+def simt_return(ctx: ParseContext, node: ast.Return) -> None:
+    """`return` / `return value` in a SIMT function's own body: a real function return."""
+    frame = ctx.frame
+    value = eval_expr(ctx, node.value) if node.value is not None else None
+    expr = to_expr(ctx, value, node) if value is not None else None
+    if expr is not None and frame.simt == "entry":
+        raise ctx.error(InvalidOperationError, "a launchable SIMT function returns nothing; "
+                                               "write results to a tile or tensor", node)
+    if expr is not None and not isinstance(expr.type, ScalarType):
+        raise ctx.error(ParserTypeError, "a SIMT callee can only return a scalar", node)
+    frame.simt_returns.append((expr, node))
+    ctx.builder.emit(ReturnStmt(expr, ctx.span(node)))
 
 
-def _unmarked(fn: types.FunctionType, done: dict) -> types.FunctionType:
-    if fn in done:
-        return done[fn]
-    namespace = dict(fn.__globals__)
-    copy = done[fn] = types.FunctionType(fn.__code__, namespace, fn.__name__, fn.__defaults__,
-                                         fn.__closure__)
-    namespace.update(_callees_inlined(fn.__globals__, done))
-    return copy
+def _return_type(ctx: ParseContext, frame: FunctionFrame, fdef: ast.FunctionDef,
+                 body: Stmt) -> ScalarType | None:
+    """The scalar a callee returns: its returned values' common type (Python constants take
+    the type of the runtime values), or None for a callee that returns nothing."""
+    values = [(e, n) for e, n in frame.simt_returns if e is not None]
+    if not values:
+        return None
+    bare = next((n for e, n in frame.simt_returns if e is None), None)
+    if bare is not None:
+        raise ctx.error(InvalidOperationError, f"SIMT callee '{fdef.name}' returns a value "
+                                               f"elsewhere: this return needs one too", bare)
+    from ...passes.ir_query import falls_through
+
+    if falls_through(body):
+        raise ctx.error(InvalidOperationError, f"SIMT callee '{fdef.name}' returns a value, "
+                                               f"but can reach its end without a return",
+                        fdef.body[-1], hint="end every path of the callee with `return value`")
+    consts = (ConstInt, ConstFloat, ConstBool)
+    runtime = [e.type.dtype for e, _ in values if not isinstance(e, consts)]
+    dtypes = runtime or [e.type.dtype for e, _ in values]
+    dtype = dtypes[0]
+    for d in dtypes[1:]:
+        dtype = promote_scalar(dtype, d)
+    return ScalarType(dtype)
+
+
+class _ReturnCasts(Mutator):
+    """Returned values converted to the callee's return type where they differ."""
+
+    def __init__(self, ret: ScalarType) -> None:
+        self.ret = ret
+
+    def visit_ReturnStmt(self, s: ReturnStmt) -> ReturnStmt:
+        if s.value is None or s.value.type == self.ret:
+            return s
+        return replace(s, value=Cast(s.value, self.ret, s.value.span))
+
+    def visit_Call(self, e: Call) -> Call:
+        return e  # no statements inside expressions
+
+    visit_Var = visit_Call
+
+
+def _dim_args(exprs: list[Expr]) -> list[Expr]:
+    """Dynamic dims of the GM tensor arguments, passed after the user's arguments."""
+    return [d for e in exprs if isinstance(e.type, TensorType) for d in _dynamic_dims(e.type)]
 
 
 def _type_key(t) -> Any:

@@ -249,12 +249,17 @@ def _return(ctx: ParseContext, node: ast.Return) -> None:
 
         helper_return(ctx, node)
         return
+    if frame.simt is not None:
+        from .simt import simt_return
+
+        simt_return(ctx, node)
+        return
     if node.value is not None:
         value = eval_expr(ctx, node.value)
         if value is not None:
             raise ctx.error(InvalidOperationError, "kernels cannot return values (void ABI); "
                                                    "write results to an output tensor", node)
-    ctx.builder.emit(ReturnStmt(ctx.span(node)))
+    ctx.builder.emit(ReturnStmt(span=ctx.span(node)))
 
 
 _SECTIONS = {"section_cube": ("cube", SectionKind.Cube),

@@ -95,6 +95,7 @@ class ScanResult:
     used_event_ids: set[int]  # literal ids of hand-written cross-core ops
     placements: list[Placement]  # every make_tile / tile-group slot, per target
     outside: dict[str, Span]  # tile (group) → an access of it outside the stage sections
+    looped: set[str]  # groups declared inside a loop: their cursor restarts every trip
 
 
 def scan(kdef: KernelDef, spec: Specialization, loop: StageLoop) -> ScanResult:
@@ -104,6 +105,7 @@ def scan(kdef: KernelDef, spec: Specialization, loop: StageLoop) -> ScanResult:
     used: set[int] = set()
     placed: list[Placement] = []
     outside: dict[str, Span] = {}
+    looped: set[str] = set()
     for target in ("cube", "vector"):
         parsed = parse_target(kdef, spec, target).program
         programs[target] = parsed
@@ -118,6 +120,9 @@ def scan(kdef: KernelDef, spec: Specialization, loop: StageLoop) -> ScanResult:
                 eid = n.kwarg("event_id")
                 if isinstance(getattr(eid, "value", None), int):
                     used.add(eid.value)
+        looped |= {d.var.name for n in walk(parsed.kernel.body)
+                   if isinstance(n, (ForStmt, WhileStmt)) for d in walk(n.body)
+                   if isinstance(d, AssignStmt) and isinstance(d.var.type, TileGroupType)}
         raw = _sections(parsed, kdef.file)
         low = _sections(lowered, kdef.file)
         defs = _definitions(lowered)
@@ -134,7 +139,7 @@ def scan(kdef: KernelDef, spec: Specialization, loop: StageLoop) -> ScanResult:
         rest = (n for n in walk(lowered.kernel.body) if id(n) not in staged)
         for a in _accesses(rest, defs):
             outside.setdefault(a.buffer, a.span)
-    return ScanResult(buffers, scans, programs, used, placed, outside)
+    return ScanResult(buffers, scans, programs, used, placed, outside, looped)
 
 
 def _placements(s: AssignStmt, target: str) -> list[Placement]:

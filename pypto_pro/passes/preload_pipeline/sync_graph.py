@@ -19,8 +19,12 @@ Regions: a tile (or group) on the same core and memory whose bytes overlap a cro
 buffer's forms a region with it. Every stage touching the region is ordered after the previous
 one in serial order (the last of iteration i before the first of iteration i+1): across cores
 by extra edges on free event ids (one id, one permit for the wrap-around), on one core by
-program order, which the skew must not swap. This is per iteration, not per slot: a tile that
-overlaps one slot is ordered against every slot (conservative, like control flow).
+program order, which the skew must not swap. When every reuser is a group whose slots line up
+with the buffer's (slot k over slot k only, advanced once per iteration like the buffer) the
+ordering is per slot: the last toucher of iteration i goes before the first of iteration
+i + depth (one id and one permit per slot), which lets a deeper skew through. Otherwise it is
+per iteration: a tile that overlaps one slot is ordered against every slot (conservative, like
+control flow).
 
 Validation rejects what the rewrite cannot make correct (a buffer with no producer, more than
 two stages on one lane, ambiguous slots or pipes, clashing ids, a reused region the skew
@@ -235,8 +239,11 @@ def _region_edges(buf: Buffer, prod: StageScan, cons: StageScan, scan: ScanResul
     region = "/".join(names)
     touchers = sorted({s.stage.index: s for s in (prod, cons, *users)}.values(),
                       key=lambda s: s.stage.index)
+    # slot-aligned reusers share bytes with one slot at a time: the wrap-around orders
+    # iteration i against iteration i + depth (same slot), on one id per slot
+    wrap = buf.type.depth if _slot_aligned(buf, names[1:], scan) else 1
     pairs = [(a, b, 0) for a, b in zip(touchers, touchers[1:])]
-    pairs.append((touchers[-1], touchers[0], 1))
+    pairs.append((touchers[-1], touchers[0], wrap))
     edges: list[Edge] = []
     for a, b, lag in pairs:
         if a is prod and b is cons and not lag:  # the buffer's own RAW edge
@@ -249,24 +256,58 @@ def _region_edges(buf: Buffer, prod: StageScan, cons: StageScan, scan: ScanResul
                 raise NotSupported(
                     f"region {region} (bytes {reusers[names[1]]} shared by "
                     f"'{names[1]}' and cross-core buffer '{buf.name}'): the pipeline runs "
-                    f"stage '{sb.name}' of iteration i{'+1' if lag else ''} before stage "
+                    f"stage '{sb.name}' of iteration i{f'+{lag}' if lag else ''} before stage "
                     f"'{sa.name}' of iteration i on the {sa.core} core, both touching those "
                     f"bytes", span_of.get(names[1], buf.span),
                     hint="lower preload (or sync_only=True), or give the reusing tile its "
                          "own addresses")
             continue
-        if not free:
+        n_ids = max(lag, 1)
+        if len(free) < n_ids:
             raise OutOfRange(
                 f"region {region}: no free cross-core event id left to order stage "
                 f"'{sa.name}' ({sa.core}) before stage '{sb.name}' ({sb.core})",
                 span_of.get(names[1], buf.span),
                 hint="free event ids (fewer slots or shared ids), or give the reusing tile "
                      "its own addresses")
+        ids = tuple(free[:n_ids])
+        del free[:n_ids]
         pa = [x for x in a.accesses if x.buffer in names]
         pb = [x for x in b.accesses if x.buffer in names]
         edges.append(Edge(region, "WAR" if lag else "RAW", sa.index, pa[-1].pipe, sb.index,
-                          pb[0].pipe, (free.pop(0),), 1, True))
+                          pb[0].pipe, ids, n_ids, True))
     return edges
+
+
+def _slot_aligned(buf: Buffer, reusers: list[str], scan: ScanResult) -> bool:
+    """Whether every reuser is a tile group whose slot k shares bytes with slot k of `buf` only
+    and whose slot follows the iteration as the buffer's does: declared outside every loop,
+    advanced with one unguarded .next() per call by the one stage that touches it, and
+    nowhere else (so slot = iteration mod depth, as for the buffer's cursor)."""
+    depth = buf.type.depth
+    if depth < 2:
+        return False
+    for name in reusers:
+        stages = [s for s in scan.stages if name in s.touched()]
+        if len(stages) != 1 or name not in scan.buffers or name in scan.looped:
+            return False
+        s = stages[0]
+        if s.advances.get(name, 0) != 1 or name in s.guarded:
+            return False
+        slots = [p for p in scan.placements if p.name == name]
+        target = slots[0].target if slots else None
+        ring = [p for p in scan.placements if p.name == buf.name and p.target == target]
+        if len(slots) != depth or len(ring) != depth or any(p.target != target for p in slots):
+            return False
+        for k, p in enumerate(slots):
+            if any(j != k and p.memory == b.memory and p.start < b.end and b.start < p.end
+                   for j, b in enumerate(ring)):
+                return False
+        nexts = sum(1 for n in _calls(scan.programs[target]) if n.op == "tile_group.next"
+                    and getattr(n.args[0], "name", None) == name)
+        if nexts != 1:
+            return False
+    return True
 
 
 def _calls(program) -> Iterator:

@@ -17,7 +17,6 @@ import torch
 from pypto_pro.ir import attrs
 from pypto_pro.ir.dtype import DataType
 
-from ..ops.elementwise import scalar_in_dtype
 from .args import (
     VFOpError,
     arg,
@@ -28,6 +27,7 @@ from .args import (
     need_int,
     reg,
     same_dtype,
+    scalar,
 )
 from .regs import Reg, from_codes, from_values, lane_count, predicated, zeros
 
@@ -99,7 +99,7 @@ def _scalar(name: str, fn: Fn):
         x = reg(a[0], name)
         if name.startswith("shift"):
             need_int(name, x)
-        y = scalar_in_dtype(a[1], x.dtype)
+        y = scalar(a[1], x.dtype)
         return _finish(name, fn(x.values(), y), x, a, kw, old, 2, 3)
     return op
 
@@ -123,7 +123,7 @@ def _old_values(old: Reg | None, like: Reg) -> torch.Tensor:
 def axpy(st, a: list, kw: dict, old: Reg | None, dtype: DataType | None) -> Reg:
     """dst = alpha * src + dst."""
     x = reg(a[0], "axpy")
-    alpha = scalar_in_dtype(a[1], x.dtype)
+    alpha = scalar(a[1], x.dtype)
     return _finish("axpy", alpha * x.values() + _old_values(old, x), x, a, kw, old, 2, 3)
 
 
@@ -181,7 +181,7 @@ def full(st, a: list, kw: dict, old: Reg | None, dtype: DataType | None) -> Reg:
         new = from_codes(lane.expand(codes.numel()).clone(), value.dtype)
     else:
         target = dtype or DataType.FP32
-        v = scalar_in_dtype(value, target)
+        v = scalar(value, target)
         new = from_values(v.expand(lane_count(target)), target)
     return predicated(new, old, mask(arg(a, kw, 1, "mask"), "full"), merging(kw, a, 3))
 
@@ -189,7 +189,7 @@ def full(st, a: list, kw: dict, old: Reg | None, dtype: DataType | None) -> Reg:
 def arange(st, a: list, kw: dict, old: Reg | None, dtype: DataType | None) -> Reg:
     """start, start ± 1, ... in every lane (IndexOrder)."""
     target = dtype or DataType.FP32
-    start = scalar_in_dtype(a[0], target)
+    start = scalar(a[0], target)
     order = enum_of(arg(a, kw, 2, "index_order", attrs.IndexOrder.INCREASE_ORDER),
                     attrs.IndexOrder)
     ramp = torch.arange(lane_count(target), dtype=start.dtype)

@@ -31,7 +31,6 @@ from pypto_pro.ir.dtype import DataType
 
 from ..memory import storage_dtype
 from ..ops.convert import convert
-from ..ops.elementwise import scalar_in_dtype
 from ..ops.numerics import FORMATS, wrap_int
 from ..ops.operands import encode
 from .args import (
@@ -44,6 +43,7 @@ from .args import (
     reg,
     round_mode,
     same_dtype,
+    scalar,
 )
 from .regs import Reg, from_codes, from_values, lane_count, zeros
 
@@ -157,7 +157,7 @@ def muls_cast(st, a: list, kw: dict, old: Reg | None, dtype: DataType | None) ->
     src = reg(a[0], "muls_cast")
     if dtype is None:
         raise VFOpError("vf.muls_cast needs dtype=")
-    product = src.values() * scalar_in_dtype(a[1], src.dtype)
+    product = src.values() * scalar(a[1], src.dtype)
     n = min(lane_count(src.dtype), lane_count(dtype))
     active = mask(arg(a, kw, 2, "mask"), "muls_cast").lanes(src.dtype)[:n]
     out = (_old(old, dtype) if merging(kw, a, 3) else zeros(dtype)).codes().clone()

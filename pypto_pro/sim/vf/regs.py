@@ -2,11 +2,11 @@
 
 A `Reg` holds the raw lanes of one vector register in their storage dtype (`lanes = 256 /
 bytes per element`); 4-bit types (FP4) have 512 lanes packed two per byte, the even lane in the
-low nibble, so `data` is always the register's 256 bytes' worth of storage. A `Mask` holds one bit per
-register byte, as the hardware predicate does: a lane of an element type is active when the bit
-of its first byte is set, so one mask serves every element width. Arithmetic is done on compute
-values (float32 for floats, int64 for integers) and rounded once into the register's dtype, as
-the tile ops and the native backend do.
+low nibble, so `data` is always the register's 256 bytes' worth of storage. A `Mask` holds one
+bit per register byte, as the hardware predicate does: a lane of an element type is active when
+the bit of its first byte is set, so one mask serves every element width. Arithmetic is done on
+compute values (float32 for floats, int64 for integers) and rounded once into the register's
+dtype, as the tile ops and the native backend do.
 """
 from __future__ import annotations
 

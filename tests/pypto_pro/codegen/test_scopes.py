@@ -69,6 +69,48 @@ def test_tile_bound_inside_a_one_trip_loop_is_hoisted(gen, cg, cxx_check):
     cxx_check(art)
 
 
+@pl.jit(arch="a5")
+def group_in_a_section(x: pl.Tensor[[16, 64], pl.DT_FP32], n: pl.DT_INT32):
+    with pl.section_vector():
+        g = pl.make_tile_group(type=T, addrs=0, mutex_ids=[0, 1])
+        pl.load(g.next(), x, [0, 0])
+    for _ in pl.range(n):
+        with pl.section_vector():
+            pl.add(g.current(), g.current(), 1.0)
+    with pl.section_vector():
+        pl.store(x, g.current(), [0, 0])
+
+
+def test_group_declared_in_a_section_block_is_in_scope_in_later_ones(gen, cg, cxx_check):
+    """Section blocks are emitted without braces: one declaration, in place, no hoisting."""
+    art = gen(group_in_a_section)
+    body = [cg.code(x) for x in cg.impl_body(art.kernel_cpp, "vector")]
+    decls = [x for x in body if x.startswith("Vec_fp32_16x64_t g[2]")]
+    loop = next(x for x in body if x.startswith("for ("))
+    assert len(decls) == 1 and body.index(decls[0]) < body.index(loop)
+    assert not any(x.startswith("Vec_fp32_16x64_t*") for x in body)  # nothing hoisted
+    assert "TADDS(g[0], g[0], 1.0f);" in body and "TSTORE(x_gt, g[0]);" in body
+    cxx_check(art)
+
+
+@pl.jit(arch="a5")
+def view_of_a_view(x: pl.Tensor[[8, 16], pl.DT_FP32]):
+    with pl.section_vector():
+        t = pl.make_tile(T, addr=0)
+        pl.expands(t, 1.0)
+        pl.store(x, pl.reinterpret(t[8:, 0:], shape=[8, 16], layout=pl.DN), [0, 0])
+
+
+def test_a_view_of_a_view_gets_its_own_object(gen, cg, cxx_check):
+    art = gen(view_of_a_view)
+    body = [cg.code(x) for x in cg.impl_body(art.kernel_cpp, "vector")]
+    inner = next(x for x in body if x.startswith("Vec_fp32_8x64_t view_1("))  # t[8:, 0:]
+    assert body[body.index(inner) + 1] == \
+        "TASSIGN(view_1, reinterpret_cast<uint64_t>(t.data()) + 8 * 256);"
+    assert "TASSIGN(view, reinterpret_cast<uint64_t>(view_1.data()));" in body
+    cxx_check(art)
+
+
 def _make_tile(var: Var, addr: int) -> AssignStmt:
     t = replace(var.type, addr=addr)
     shape = MakeTuple((ConstInt(16), ConstInt(64)), TupleType((INDEX, INDEX)))

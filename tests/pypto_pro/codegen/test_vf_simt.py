@@ -159,3 +159,42 @@ def test_simt_function_and_launch(gen, cxx_check):
            "(a.data()), static_cast<uint32_t>(a.GetValidRow()), " \
            "static_cast<uint32_t>(a.GetValidCol()), x_ptr, k);" in cpp
     cxx_check(art)
+
+
+@pl.simt.function
+def scaled_or_zero(v, k):
+    if v < 0.0:
+        return 0.0
+    return scale(v, k)
+
+
+@pl.simt.function(max_threads=128)
+def scale_rows(t, k):
+    tid = pl.simt.thread_idx().x
+    t[0, tid] = scaled_or_zero(t[0, tid], k) + scale(k, 2.0)
+
+
+@pl.jit(arch="a5")
+def simt_callee_kernel(x: pl.Tensor[[1, 128], pl.DT_FP32], k: pl.DT_FP32):
+    with pl.section_vector():
+        a = pl.make_tile(pl.TileType([1, 128], pl.DT_FP32), addr=0)
+        pl.load(a, x, [0, 0])
+        pl.system.sync_src(set_pipe=pl.PipeType.MTE2, wait_pipe=pl.PipeType.V, event_id=0)
+        pl.system.sync_dst(set_pipe=pl.PipeType.MTE2, wait_pipe=pl.PipeType.V, event_id=0)
+        pl.simt.launch(scale_rows, threads=128, args=(a, k))
+
+
+def test_simt_callees_are_functions_before_their_callers(gen, cxx_check):
+    """Spec §4.1: `__simt_callee__` functions (one per argument types) precede the functions
+    that call them; a call is a plain C++ call, a value return `return v;`."""
+    cpp = gen(simt_callee_kernel).kernel_cpp
+    order = [cpp.index(s) for s in (
+        "__simt_callee__ inline float scale(float v, float k)",
+        "__simt_callee__ inline float scaled_or_zero(float v, float k)",
+        "__simt_vf__ __launch_bounds__(128) inline void scale_rows(")]
+    assert order == sorted(order)
+    assert "return v * k;" in cpp and "return 0.0f;" in cpp
+    assert "float val = scale(v, k);" in cpp and "return val;" in cpp
+    assert "float val_1 = scaled_or_zero(t[tid], k);" in cpp
+    assert "scale(k, 2.0f)" in cpp  # (FP32, FP32) again: the same instance
+    cxx_check(gen(simt_callee_kernel))

@@ -1,7 +1,7 @@
 """SIMT kernels run natively (`cce::async_invoke` in pto/native/simt.hpp) and give results
 identical to the simulator's: the 2-D, 3-D, divergent and multicore launches of
-`tests/pypto_pro/sim/test_simt_launch.py` and the contended atomics of `test_simt_atomics.py`
-(kernels reused from those modules)."""
+`tests/pypto_pro/sim/test_simt_launch.py`, the callees of `test_simt_callee.py` and the
+contended atomics of `test_simt_atomics.py` (kernels reused from those modules)."""
 from __future__ import annotations
 
 import importlib.util
@@ -26,6 +26,7 @@ def _module(name: str):
 
 launches = _module("test_simt_launch")
 atomics = _module("test_simt_atomics")
+callees = _module("test_simt_callee")
 
 
 def _both(backend_sim: str, run, make_inputs):
@@ -46,6 +47,19 @@ def test_launch_native_equals_sim(native_backend, sim_functional, case):
         if isinstance(n, torch.Tensor):
             assert torch.equal(n, s)
     torch.testing.assert_close(native[case.out], case.reference(*native), rtol=0, atol=0)
+
+
+def test_callees_native_equal_sim(native_backend, sim_functional):
+    """`__simt_callee__` functions called from the generated SIMT code (values, void callees
+    writing a tile and GM, nested calls, divergent early returns) give what the simulator's
+    vectorised `simt.call` gives, bit for bit, and the per-thread reference."""
+    native, sim = _both(sim_functional, lambda a: callees.callees_kernel(*a), callees.make_inputs)
+    for n, s in zip(native, sim):
+        if isinstance(n, torch.Tensor):
+            assert torch.equal(n, s)
+    torch.manual_seed(0)
+    for index, expected in callees.references(*callees.make_inputs()).items():
+        torch.testing.assert_close(native[index], expected, rtol=0, atol=0)
 
 
 def test_contended_atomics_native_equals_sim(native_backend, sim_functional):

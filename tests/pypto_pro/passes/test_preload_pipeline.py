@@ -264,7 +264,7 @@ def test_flash_attention_preload_golden_structure():
     src = transform_pipeline(fa.flash_attention_preload_kernel)
     assert src.startswith("# pipeline_generated.py: 'flash_attention_preload2' after the "
                           "preload pipeline transform (preload=2, stage delays [0, 1, 2, 2])")
-    assert "s_buf = pl.make_tile_group(type=S_UB, addrs=[0x00000, 0x08000]" in src  # user text
+    assert "qk_vec = pl.make_tile_group(type=QK_VEC, addrs=[0x00000, 0x08000]" in src  # user
     ff = "(_pl_t0 + _pl_beat) % 2"
     fi = "(_pl_t0 + _pl_i) % {}"
     assert _subsequence([
@@ -284,32 +284,31 @@ def test_flash_attention_preload_golden_structure():
         "if _pl_beat < _pl_n:",
         "ki = _pl_beat",
         f"pl.system.wait_cross_core(pipe=pl.PipeType.FIX, event_id=2 + {ff})",
-        "compute_qk(s_buf, q, k, qi, ki)",
+        "compute_qk(qk_vec, q, k, q_slot, q_right, k_l1, k_left, s_acc, qi, ki)",
         f"pl.system.set_cross_core(pipe=pl.PipeType.FIX, event_id={ff})",
         "_pl_ctx.ki[_pl_beat % 3] = ki",
         "if _pl_beat >= 1 and _pl_beat < _pl_n + 1:",
         "_pl_i = _pl_beat - 1",
         f"pl.system.wait_cross_core(pipe=pl.PipeType.V, event_id={fi.format(2)})",
         f"pl.system.wait_cross_core(pipe=pl.PipeType.MTE3, event_id=11 + {fi.format(3)})",
-        ("compute_p(s_buf, p_buf, p, m_old, m_new, corr_ring, l_run, l_blk, sub, "
-         "_pl_ctx.ki[_pl_i % 3])"),
+        "compute_p(qk_vec, p_mat, p16, m_run, l_run, corr_ring, sub, _pl_ctx.ki[_pl_i % 3])",
         f"pl.system.set_cross_core(pipe=pl.PipeType.V, event_id=2 + {fi.format(2)})",
         f"pl.system.set_cross_core(pipe=pl.PipeType.MTE3, event_id=4 + {fi.format(3)})",
         "if _pl_beat >= 2 and _pl_beat < _pl_n + 2:",
         f"pl.system.wait_cross_core(pipe=pl.PipeType.MTE1, event_id=4 + {fi.format(3)})",
         f"pl.system.wait_cross_core(pipe=pl.PipeType.FIX, event_id=9 + {fi.format(2)})",
-        "compute_pv(p_buf, pv_buf, v, _pl_ctx.ki[_pl_i % 3])",
+        "compute_pv(p_mat, pv_vec, v, v_l1, v_right, p_left, o_acc, _pl_ctx.ki[_pl_i % 3])",
         f"pl.system.set_cross_core(pipe=pl.PipeType.MTE1, event_id=11 + {fi.format(3)})",
         f"pl.system.set_cross_core(pipe=pl.PipeType.FIX, event_id=7 + {fi.format(2)})",
         f"pl.system.wait_cross_core(pipe=pl.PipeType.V, event_id=7 + {fi.format(2)})",
-        "compute_gu(pv_buf, o_run, corr_ring, _pl_ctx.ki[_pl_i % 3])",
+        ("compute_gu(pv_vec, o_run, o16, corr_ring, l_run, o, row0, _pl_ctx.ki[_pl_i % 3], "
+         "last)"),
         f"pl.system.set_cross_core(pipe=pl.PipeType.V, event_id=9 + {fi.format(2)})",
         "_pl_task = _pl_task + _pl_n",
         "pl.system.wait_cross_core(pipe=pl.PipeType.FIX, event_id=2)",
         "pl.system.wait_cross_core(pipe=pl.PipeType.FIX, event_id=10)",
         "pl.system.wait_cross_core(pipe=pl.PipeType.MTE3, event_id=11)",
         "pl.system.wait_cross_core(pipe=pl.PipeType.MTE3, event_id=13)",
-        "pl.row_expand_div(o_run, o_run, l_run)",
     ], src), src
 
 
@@ -319,11 +318,11 @@ def test_sync_only_keeps_the_serial_order():
     assert "struct_array" not in src and "_pl_i" not in src
     assert "if _pl_beat" not in src
     assert _subsequence(["for _pl_beat in pl.range(_pl_n):", "ki = _pl_beat",
-                         "compute_qk(s_buf, q, k, qi, ki)",
-                         ("compute_p(s_buf, p_buf, p, m_old, m_new, corr_ring, l_run, l_blk, "
-                          "sub, ki)"),
-                         "compute_pv(p_buf, pv_buf, v, ki)",
-                         "compute_gu(pv_buf, o_run, corr_ring, ki)"], src)
+                         "compute_qk(qk_vec, q, k, q_slot, q_right, k_l1, k_left, s_acc, qi, ki)",
+                         "compute_p(qk_vec, p_mat, p16, m_run, l_run, corr_ring, sub, ki)",
+                         "compute_pv(p_mat, pv_vec, v, v_l1, v_right, p_left, o_acc, ki)",
+                         "compute_gu(pv_vec, o_run, o16, corr_ring, l_run, o, row0, ki, last)"],
+                        src)
 
 
 def test_scattered_ids_strided_loop_and_extra_release_ids():
@@ -529,8 +528,12 @@ def test_reused_ring_bytes_get_extra_ids_in_the_generated_source():
 def test_reused_ring_bytes_run_correctly_on_the_simulator(kernel):
     # without the region edges the cube's ring writes clobber the scratch (about a third of
     # z wrong on the simulator)
-    g = torch.Generator().manual_seed(5)
-    n = 4
+    _check_reuse_run(kernel, n=4, seed=5)
+
+
+def _check_reuse_run(kernel, n: int, seed: int = 6) -> None:
+    """y = a·w through the ring and z = x + 1 through the scratch, on the simulator."""
+    g = torch.Generator().manual_seed(seed)
     a = torch.randn(n * ROWS, 128, generator=g).to(torch.float16)
     w = torch.randn(128, 128, generator=g).to(torch.float16)
     x = torch.randn(n * ROWS, 128, generator=g)
@@ -577,3 +580,121 @@ def test_a_reuse_the_skew_reorders_on_one_core_gives_an_error_with_the_line():
                          "pl.system.set_cross_core(pipe=pl.PipeType.MTE3, event_id=4)",
                          "pl.system.wait_cross_core(pipe=pl.PipeType.FIX, event_id=4)",
                          "matmul_into_ring(ring, a, w, i)"], src), src
+
+
+# ---------------------------------------------------------------- per-slot address reuse
+
+
+@pl.pipeline.stage
+def bump_in_slot(scratch, x, z, sub, i):
+    s = scratch.next()  # slot i % 2: the bytes of ring slot i % 2 only
+    pl.load(s, x, [i * ROWS + sub * 64, 0])
+    pl.add(s, s, 1.0)
+    pl.store(z, s, [i * ROWS + sub * 64, 0])
+
+
+def _reuse_slots(a: pl.Tensor[[DYN, 128], pl.DT_FP16], w: pl.Tensor[[128, 128], pl.DT_FP16],
+                 x: pl.Tensor[[DYN, 128], pl.DT_FP32], y: pl.Tensor[[DYN, 128], pl.DT_FP32],
+                 z: pl.Tensor[[DYN, 128], pl.DT_FP32]):
+    ring = pl.make_tile_group(type=VEC, addrs=[0, 0x8000], mutex_ids=[6, 7], fwd_ids=[0, 1],
+                              bwd_ids=[2, 3])
+    sub = pl.get_subblock_idx()
+    with pl.section_vector():  # a second view of the ring's slots, advanced in step with it
+        scratch = pl.make_tile_group(type=VEC, addrs=[0, 0x8000], mutex_ids=[6, 7])
+    for i in pl.range(a.shape[0] // ROWS):
+        with pl.section_cube():
+            matmul_into_ring(ring, a, w, i)
+        with pl.section_vector():
+            store_ring(ring, y, sub, i)
+        with pl.section_cube():
+            cube_side_work(a, i)
+        with pl.section_vector():
+            bump_in_slot(scratch, x, z, sub, i)
+
+
+reuses_slots_deep = pl.jit(arch="a5", name="reuses_slots_deep", pipeline=PRELOAD)(_reuse_slots)
+
+
+def test_a_slot_aligned_reuse_is_ordered_per_slot_and_accepted_at_preload_2():
+    # per iteration, matmul_into_ring(i+1) would wait for bump_in_scratch(i), two beats later
+    # behind store_ring(i+1): a deadlock; per slot it waits for bump_in_slot(i-1) (same slot)
+    src = transform_pipeline(reuses_slots_deep)
+    assert "stage delays [0, 1, 2, 2]" in src.splitlines()[0]
+    slot = "(_pl_t0 + _pl_beat) % 2"
+    assert _subsequence([
+        "with pl.section_vector():",  # one permit per slot, pre-fired by the releasing AIVs
+        "pl.system.set_cross_core(pipe=pl.PipeType.MTE3, event_id=4)",
+        "pl.system.set_cross_core(pipe=pl.PipeType.MTE3, event_id=5)",
+        "for _pl_beat in pl.range(_pl_n + 2):",
+        f"pl.system.wait_cross_core(pipe=pl.PipeType.FIX, event_id=4 + {slot})",
+        "matmul_into_ring(ring, a, w, i)",
+        "bump_in_slot(scratch, x, z, sub, _pl_ctx.i[_pl_i % 3])",
+        "pl.system.set_cross_core(pipe=pl.PipeType.MTE3, event_id=4 + (_pl_t0 + _pl_i) % 2)",
+        "pl.system.wait_cross_core(pipe=pl.PipeType.FIX, event_id=4)",
+        "pl.system.wait_cross_core(pipe=pl.PipeType.FIX, event_id=5)",
+    ], src), src
+
+
+def test_a_slot_aligned_reuse_at_preload_2_runs_correctly_on_the_simulator():
+    _check_reuse_run(reuses_slots_deep, n=5)  # odd: the cursors wrap mid-ring
+
+
+def _reuse_slots_first(a: pl.Tensor[[DYN, 128], pl.DT_FP16],
+                       w: pl.Tensor[[128, 128], pl.DT_FP16],
+                       x: pl.Tensor[[DYN, 128], pl.DT_FP32], y: pl.Tensor[[DYN, 128], pl.DT_FP32],
+                       z: pl.Tensor[[DYN, 128], pl.DT_FP32]):
+    ring = pl.make_tile_group(type=VEC, addrs=[0, 0x8000], mutex_ids=[6, 7], fwd_ids=[0, 1])
+    sub = pl.get_subblock_idx()
+    with pl.section_vector():
+        scratch = pl.make_tile_group(type=VEC, addrs=[0, 0x8000], mutex_ids=[6, 7])
+    for i in pl.range(a.shape[0] // ROWS):
+        with pl.section_vector():
+            bump_in_slot(scratch, x, z, sub, i)
+        with pl.section_cube():
+            matmul_into_ring(ring, a, w, i)
+        with pl.section_vector():
+            store_ring(ring, y, sub, i)
+
+
+reuses_slots_first = pl.jit(arch="a5", name="reuses_slots_first",
+                            pipeline=PipelineConfig(preload=1))(_reuse_slots_first)
+
+
+def test_a_slot_aligned_reuse_the_skew_keeps_apart_is_accepted():
+    # store_ring(i) and bump_in_slot(i+1) swap on the AIVs, but they touch different slots;
+    # per iteration the same kernel is rejected (reuses_ring_first above)
+    src = transform_pipeline(reuses_slots_first)
+    assert _subsequence(["bump_in_slot(scratch, x, z, sub, i)",
+                         "pl.system.set_cross_core(pipe=pl.PipeType.MTE3, event_id=4)",
+                         "pl.system.wait_cross_core(pipe=pl.PipeType.FIX, event_id=4)",
+                         "matmul_into_ring(ring, a, w, _pl_ctx.i[_pl_i % 2])"], src), src
+    _check_reuse_run(reuses_slots_first, n=3)
+
+
+
+@pl.jit(arch="a5", pipeline=PRELOAD)
+def reuses_slots_restarting(a: pl.Tensor[[DYN, 128], pl.DT_FP16],
+                            w: pl.Tensor[[128, 128], pl.DT_FP16],
+                            x: pl.Tensor[[DYN, 128], pl.DT_FP32],
+                            y: pl.Tensor[[DYN, 128], pl.DT_FP32],
+                            z: pl.Tensor[[DYN, 128], pl.DT_FP32]):
+    ring = pl.make_tile_group(type=VEC, addrs=[0, 0x8000], mutex_ids=[6, 7], fwd_ids=[0, 1],
+                              bwd_ids=[2, 3])
+    sub = pl.get_subblock_idx()
+    for _ in pl.range(2):
+        with pl.section_vector():  # re-declared every trip: its cursor restarts, the ring's not
+            scratch = pl.make_tile_group(type=VEC, addrs=[0, 0x8000], mutex_ids=[6, 7])
+        for i in pl.range(a.shape[0] // ROWS):
+            with pl.section_cube():
+                matmul_into_ring(ring, a, w, i)
+            with pl.section_vector():
+                store_ring(ring, y, sub, i)
+            with pl.section_cube():
+                cube_side_work(a, i)
+            with pl.section_vector():
+                bump_in_slot(scratch, x, z, sub, i)
+
+
+def test_a_reuser_whose_cursor_restarts_is_ordered_per_iteration():
+    with pytest.raises(InvalidOperation, match="unsatisfiable pipeline"):
+        transform_pipeline(reuses_slots_restarting)
