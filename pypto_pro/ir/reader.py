@@ -13,7 +13,8 @@ Names: one `Var` per printed name per function (the printer keeps names unique).
 comes from its annotation (parameters, assignments) or, for loop / if results and iter_args,
 from the values that flow into it; a call's from the annotation of the assignment it is the
 value of (`INFERRED` ops and nested calls: tile-group slots and mutex ids, `block.getval` → the
-element dtype, other value-returning ops → INDEX, else None). Other expressions get the types
+element dtype, a `block.subview` → its source's tile type with the slice's shape, other
+value-returning ops → INDEX, else None). Other expressions get the types
 the DSL parser gives them. The prefix (`ir`, `pl`, ...) comes from the header or a decorator.
 """
 from __future__ import annotations
@@ -410,7 +411,7 @@ class Reader:
             kwargs = tuple((k.arg, tuple(self.expr(e) for e in k.value.elts)
                             if k.arg in EXPR_KWARGS and isinstance(k.value, ast.List)
                             else self.value(k.value)) for k in node.keywords)
-            return Call(op, args, kwargs, _call_type(op, args), span)
+            return Call(op, args, kwargs, _call_type(op, args, dict(kwargs)), span)
         if fname == "abs" and len(node.args) == 1:
             e = self.expr(node.args[0])
             return UnaryExpr(UnOp.Abs, e, e.type, span)
@@ -617,11 +618,14 @@ def _typed(value: Expr, ty: Type) -> Expr:
     return value
 
 
-def _call_type(op: str, args: tuple[Expr, ...]) -> Type:
+def _call_type(op: str, args: tuple[Expr, ...], kwargs: dict[str, Any]) -> Type:
     """The type of a call nested in an expression (its own type is not printed)."""
     t = args[0].type if args else None
     if op == "block.getval" and isinstance(t, (TileType, TensorType)):
         return ScalarType(t.dtype)
+    shape = kwargs.get("shape")
+    if op == "block.subview" and isinstance(t, TileType) and isinstance(shape, (tuple, list)):
+        return replace(t, shape=tuple(shape), valid_shape=tuple(shape))  # as the parser's slice
     if op.startswith("tile_group.") and isinstance(t, TileGroupType) and op != "tile_group.make":
         if op == "tile_group.mutex_id":
             return INDEX

@@ -12,7 +12,7 @@ from collections import ChainMap
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...errors import ParserError, PyptoError
+from ...errors import ParserError, PyptoError, UnsupportedFeatureError
 from ...ir.nodes import AssignStmt, Expr, Function, Stmt, Var, seq
 from ...ir.span import Span
 from ...ir.types import Type
@@ -23,6 +23,15 @@ class PyList:
     """A Python tuple/list of parse-time values (e.g. a ring of tiles), indexable at runtime."""
 
     items: list[Any]
+
+
+@dataclass
+class Unmerged:
+    """A name the branches of a runtime `if` bound to different variables that cannot share one
+    (tiles of other shapes, other tile groups): reading it after the `if` is an error."""
+
+    what: str  # "tiles" | "tile groups" | "values"
+    if_line: int
 
 
 class Builder:
@@ -135,7 +144,15 @@ class ParseContext:
     def lookup(self, name: str, span: Span) -> Any:
         frame = self.frame
         if name in frame.scope:
-            return frame.scope[name]
+            value = frame.scope[name]
+            if isinstance(value, Unmerged):
+                raise self.error(UnsupportedFeatureError, f"'{name}' names different "
+                                 f"{value.what} on the branches of the if at line "
+                                 f"{value.if_line}, so it has no single value after it", span,
+                                 hint="bind it once before the if (re-assigning a same-shape "
+                                      "tile in a branch is fine), or use it only inside the "
+                                      "branches")
+            return value
         if name in self.constants:
             return self.constants[name]
         try:

@@ -16,11 +16,11 @@ from ...ir.nodes import (
     SetField, UnOp, WhileStmt,
 )
 from ...ir.types import (
-    INDEX, ArrayType, ScalarType, SectionKind, StructType, TensorType, TileType,
+    INDEX, ArrayType, ScalarType, SectionKind, StructType, TensorType, TileGroupType, TileType,
 )
 from ..decl import Declaration
 from .calls import emit_op, eval_condition, resolve_callee
-from .context import ParseContext, PyList
+from .context import ParseContext, PyList, Unmerged
 from .expr import binary, eval_expr, to_expr, try_const, unary
 from .values import linear_offset
 
@@ -148,9 +148,38 @@ def _if(ctx: ParseContext, node: ast.If) -> None:
     if isinstance(getattr(cond, "type", None), (TileType, TensorType)):
         raise ctx.error(ParserTypeError, "an if condition must be a scalar", node.test)
     span = ctx.span(node)
+    scope = ctx.frame.scope
+    before = dict(scope)
     then = _block(ctx, node.body, span)
+    after_then = dict(scope)
+    scope.clear()  # the else branch starts from the names bound before the if
+    scope.update(before)
     other = _block(ctx, node.orelse, span) if node.orelse else None
+    _merge_branches(scope, before, after_then, node.lineno)
     ctx.builder.emit(IfStmt(to_expr(ctx, cond, node.test), then, other, (), span))
+
+
+def _merge_branches(scope: dict[str, Any], before: dict[str, Any], after_then: dict[str, Any],
+                    if_line: int) -> None:
+    """`scope` (as the else branch left it) after the if. A mutable name keeps one Var on both
+    branches; a runtime name the branches bound to different Vars of non-scalar type (tiles of
+    other shapes, other tile groups) has no value after the if, only an error when read."""
+    for name, then_value in after_then.items():
+        else_value = scope.get(name, then_value)  # bound on the then branch only: kept
+        if else_value is then_value:
+            continue
+        if not _runtime_object(then_value) and not _runtime_object(else_value):
+            scope[name] = else_value if else_value is not before.get(name) else then_value
+            continue
+        ty = getattr(then_value, "type", None) or getattr(else_value, "type", None)
+        what = ("tiles" if isinstance(ty, TileType) else
+                "tile groups" if isinstance(ty, TileGroupType) else "values")
+        scope[name] = Unmerged(what, if_line)
+
+
+def _runtime_object(value: Any) -> bool:
+    """An IR value that is not a scalar: a tile, tile group, tensor or struct."""
+    return isinstance(value, Expr) and not isinstance(value.type, ScalarType)
 
 
 def _range_args(ctx: ParseContext, node: ast.For) -> tuple[Any, Any, Any]:

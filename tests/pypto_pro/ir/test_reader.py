@@ -220,6 +220,16 @@ def k_vf_shadow(x: pl.Tensor[[1, 64], pl.DT_FP32]):
         pl.store(x, a, [0, 0])
 
 
+@pl.kernel(arch="a5")
+def k_nested_view(x: pl.Tensor[[16, 16], pl.DT_FP16], y: pl.Tensor[[8, 16], pl.DT_FP16]):
+    with pl.section_vector():
+        t = pl.make_tile(pl.TileType([16, 16], pl.DT_FP16), addr=0x0)
+        pl.load(t, x, [0, 0])
+        pl.system.bar_all()
+        p = pl.reinterpret(t[8:, 0:], layout=pl.DN)  # the slice prints nested in the view
+        pl.store(y, p, [0, 0])
+
+
 DSL_CASES = [(k_control, ["i_3, s_3 = while ir.cond(i_1 < n, iter_args=(i_1, s_1)",
                           "s_7 = if k > n:", "if not (val != 0):", "= a if n > 0 else b"]),
              (k_aggregates, ["cfg: ir.Struct[Cfg, count=ir.INT32, scale=ir.FP32] = ",
@@ -227,10 +237,13 @@ DSL_CASES = [(k_control, ["i_3, s_3 = while ir.cond(i_1 < n, iter_args=(i_1, s_1
                              "ring: ir.Struct[Ring, head=ir.Array[ir.INDEX, 4]] = ",
                              "ring.head[1] = n", "cfg.count = cfg.count + 1"]),
              (k_vf_shadow, ["    x: ir.Reg[ir.FP32] = ir.call @vf.load_align(a, 0, ",
-                            "ir.call @block.store(x, a, [0, 0]"])]
+                            "ir.call @block.store(x, a, [0, 0]"]),
+             (k_nested_view, ["ir.call @block.reinterpret(ir.call @block.subview(t, [8, 0], "
+                              "shape=[8, 16]))"])]
 
 
-@pytest.mark.parametrize("kernel,snippets", DSL_CASES, ids=["control", "aggregates", "vf_shadow"])
+@pytest.mark.parametrize("kernel,snippets", DSL_CASES,
+                         ids=["control", "aggregates", "vf_shadow", "nested_view"])
 def test_dsl_kernels_with_control_flow_and_aggregates_read_back(kernel, snippets):
     compiled = compile_kernel(kernel, SPEC)  # a @pl.kernel is its KernelDef
     for record in compiled.passes["vector"]:

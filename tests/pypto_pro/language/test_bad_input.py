@@ -198,6 +198,29 @@ CASES = [
             if a:  # !
                 pass
         """, T),
+    Case("tile_of_other_shapes_on_if_branches", """
+        with pl.section_vector():
+            if n > 0:
+                t = pl.make_tile(VEC, addr=0)
+            else:
+                t = pl.make_tile(pl.TileType([8, 16], pl.DT_FP32), addr=0x400)
+            pl.load(t, x, [0, 0])  # !
+        """, UNSUP, hint="before the if"),
+    Case("tile_rebound_on_one_if_branch", """
+        with pl.section_vector():
+            t = pl.make_tile(VEC, addr=0)
+            if n > 0:
+                t = pl.make_tile(pl.TileType([8, 16], pl.DT_FP32), addr=0x400)
+            pl.store(y, t, [0, 0])  # !
+        """, UNSUP, hint="before the if"),
+    Case("tile_group_on_if_branches", """
+        with pl.section_vector():
+            if n > 0:
+                g = pl.make_tile_group(type=VEC, addrs=[0], mutex_ids=[0])
+            else:
+                g = pl.make_tile_group(type=VEC, addrs=[0x400], mutex_ids=[1])
+            t = g[0]  # !
+        """, UNSUP, hint="before the if"),
     Case("tile_in_scalar_arithmetic", """
         with pl.section_vector():
             a = pl.make_tile(VEC, addr=0)

@@ -48,3 +48,31 @@ def test_a_tile_bound_on_both_branches_is_one_variable():
     compiled = next(iter(_pick.compiled_variants.values()))
     ir = compiled.ir("vector")
     assert ir.count("t: ir.Tile") == 2  # one Var `t`, assigned on each branch
+
+
+@pl.jit
+def _pick_in_branches(x: pl.Tensor[[8, 16], pl.DT_FP32], out: pl.Tensor[[8, 16], pl.DT_FP32],
+                      flag: pl.DT_INT32):
+    with pl.section_vector():
+        if flag > 0:
+            g = pl.make_tile_group(type=TT, addrs=[0x0], mutex_ids=[0])
+            t = g[0]
+            pl.load(t, x, [0, 0])
+            pl.system.bar_all()
+            pl.store(out, t, [0, 0])
+        else:
+            g = pl.make_tile_group(type=pl.TileType([4, 16], pl.DT_FP32), addrs=[0x1000],
+                                   mutex_ids=[1])
+            t = g[0]
+            pl.load(t, x, [4, 0])
+            pl.system.bar_all()
+            pl.store(out, t, [4, 0])
+
+
+def test_groups_and_tiles_bound_differently_per_branch_work_inside_the_branches():
+    """Only a read after the if is rejected: each branch uses its own group and tile."""
+    x = torch.randn(8, 16)
+    for flag, rows in ((1, slice(0, 8)), (0, slice(4, 8))):
+        out = torch.zeros(8, 16)
+        _pick_in_branches(x, out, flag)
+        assert torch.equal(out[rows], x[rows]) and not out[:rows.start].any()
