@@ -15,11 +15,10 @@ from __future__ import annotations
 from collections.abc import Hashable
 
 from ..ir.mutator import Mutator
-from ..ir.nodes import AssignStmt, BinaryExpr, BinOp, Expr, ForStmt, Program, Stmt, Var, WhileStmt
-from ..ir.types import TileType
+from ..ir.nodes import AssignStmt, Expr, ForStmt, Program, Stmt, Var, WhileStmt
 from .ir_query import (
-    ARITH, Names, defined_vars, expr_vars, is_candidate, is_vf, map_blocks, map_functions,
-    map_own_exprs, own_exprs, rebuild, size, stmts_of, sub_exprs, with_body,
+    ARITH, Names, defined_vars, expr_vars, is_candidate, is_vf, is_vf_tile_operand, map_blocks,
+    map_functions, map_own_exprs, own_exprs, rebuild, size, stmts_of, sub_exprs, with_body,
 )
 from .manager import PassContext
 from .mutex_ops import is_lock, mutex_call
@@ -41,7 +40,7 @@ class _Replace(Mutator):
         self.vf = vf
 
     def visit(self, node):
-        if self.vf and _is_tile_operand(node):
+        if self.vf and is_vf_tile_operand(node):
             return node
         if isinstance(node, ARITH) and _hashable(node):
             holder = self.avail.get(node)
@@ -61,20 +60,13 @@ def _mentions(e: Expr, avail: dict[Expr, Var], vf: bool) -> bool:
     return any(isinstance(n, ARITH) and _hashable(n) and n in avail for n in _visible(e, vf))
 
 
-def _is_tile_operand(e: Expr) -> bool:
-    """A tile expression a VF section binds at launch (the offset of `tile + k` is computed in
-    its body, so only the tile itself is)."""
-    return isinstance(getattr(e, "type", None), TileType) and not (
-        isinstance(e, BinaryExpr) and e.op is BinOp.Add)
-
-
 def _visible(e: Expr, vf: bool) -> list[Expr]:
     """The subexpressions of `e` the pass may name or replace: all of them, or in a VF section
     those outside its tile operands."""
     found = list(sub_exprs(e))
     if not vf:
         return found
-    hidden = {id(n) for t in found if _is_tile_operand(t) for n in sub_exprs(t)}
+    hidden = {id(n) for t in found if is_vf_tile_operand(t) for n in sub_exprs(t)}
     return [n for n in found if id(n) not in hidden]
 
 

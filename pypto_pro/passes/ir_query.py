@@ -16,7 +16,7 @@ from ..ir.nodes import (
     IfStmt, MakeTuple, ReturnStmt, SectionStmt, Select, SeqStmts, SetField, Stmt, UnaryExpr, Var,
     WhileStmt, YieldStmt, seq,
 )
-from ..ir.types import ScalarType, SectionKind, TileGroupType
+from ..ir.types import ScalarType, SectionKind, TileGroupType, TileType
 
 #: root calls without side effects whose result depends only on their arguments and the core
 PURE_CALLS = frozenset({"get_block_idx", "get_block_num", "get_subblock_idx",
@@ -254,6 +254,14 @@ def falls_through(stmt: Stmt | None) -> bool:
 
 def is_vf(stmt: Stmt) -> bool:
     return isinstance(stmt, SectionStmt) and stmt.kind is SectionKind.VF
+
+
+def is_vf_tile_operand(e: Expr) -> bool:
+    """A tile operand of an op in a VF section: bound when the section launches, before its
+    body runs, so a temporary computed in the body cannot replace any part of it (the offset of
+    `tile + k` is computed in the body, so only the tile itself is bound)."""
+    return isinstance(getattr(e, "type", None), TileType) and not (
+        isinstance(e, BinaryExpr) and e.op is BinOp.Add)
 
 
 def iter_stmts(body: Stmt | None) -> Iterator[Stmt]:

@@ -5,8 +5,10 @@ assignment `v = e` moves in front of the loop when `v` has no other definition i
 and `e` is pure scalar arithmetic that cannot fault and reads nothing the loop assigns. Any other
 non-trivial invariant subexpression of the loop (its body's expressions, a while condition) is
 computed once before the loop into `inv = e`. Only pure scalar arithmetic moves: op calls,
-`getval`, `tile_valid_shape`, struct fields and anything that may trap stay where they are, and
-nothing leaves a VF section; mutex ids stay as written (mutex_dedup reads them).
+`getval`, `tile_valid_shape`, struct fields and anything that may trap stay where they are;
+nothing leaves a VF section, and inside one the tile operands of its ops stay as written (they
+are bound when the section launches, before a temporary in its body is set); mutex ids stay as
+written (mutex_dedup reads them).
 """
 from __future__ import annotations
 
@@ -16,8 +18,8 @@ from ..ir.mutator import Mutator
 from ..ir.nodes import AssignStmt, Expr, ForStmt, Function, Program, Stmt, Var, WhileStmt
 from .ir_query import (
     Names, defined_vars, expr_vars, is_candidate, is_pure_scalar, is_scalar, is_vf,
-    iter_stmts, map_blocks, map_functions, map_own_exprs, may_trap, rebuild, replace_fields,
-    stmts_of, with_body,
+    is_vf_tile_operand, iter_stmts, map_blocks, map_functions, map_own_exprs, may_trap, rebuild,
+    replace_fields, stmts_of, with_body,
 )
 from .manager import PassContext
 from .mutex_ops import mutex_call
@@ -47,6 +49,8 @@ class _Extract(Mutator):
         self.hoist, self.variant, self.pre = hoist, variant, pre
 
     def visit(self, node):
+        if self.hoist.in_vf and is_vf_tile_operand(node):
+            return node
         if isinstance(node, Expr) and is_candidate(node) and not expr_vars(node) & self.variant:
             return self.hoist.temp(node, self.pre)
         return super().visit(node)
@@ -57,18 +61,26 @@ class _Hoist:
         self.names = names
         self.single = single
         self.temps: dict[Expr, Var] = {}
+        self.in_vf = False  # hoisting loops inside a VF section
 
     def block(self, body: Stmt | None) -> Stmt | None:
         if body is None:
             return None
         out: list[Stmt] = []
         for s in stmts_of(body):
-            s = map_blocks(s, self.block)
+            s = map_blocks(s, self.vf_block if is_vf(s) else self.block)
             if isinstance(s, (ForStmt, WhileStmt)):
                 pre, s = self.hoist(s)
                 out.extend(pre)
             out.append(s)
         return rebuild(body, out)
+
+    def vf_block(self, body: Stmt | None) -> Stmt | None:
+        outer, self.in_vf = self.in_vf, True
+        try:
+            return self.block(body)
+        finally:
+            self.in_vf = outer
 
     def temp(self, e: Expr, pre: list[Stmt]) -> Var:
         if e not in self.temps:
