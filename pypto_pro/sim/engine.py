@@ -172,6 +172,7 @@ class Core:
     def __init__(self, engine: Engine, kind: str, memory: CoreMemory, block: int, subblock: int,
                  geometry: dict[str, int], label: str, core_id: int) -> None:
         self.engine, self.kind, self.memory = engine, kind, memory
+        memory.track_init = engine.observer is not None  # only the sanitizer reads the mask
         self.block, self.subblock, self.label, self.core_id = block, subblock, label, core_id
         self.uid = core_id  # unique per instance; the launch renumbers it (core_id = physical)
         self.block_idx = geometry["block_idx"]
@@ -588,5 +589,6 @@ def _deferring(cls: type) -> type:
         return deferred
 
     writers = [name for name in _WRITERS if callable(getattr(cls, name, None))]
-    return type(cls.__name__, (cls,), {name: queue(name) for name in writers})
+    return type(cls.__name__, (cls,), {"writes_now": False,
+                                       **{name: queue(name) for name in writers}})
 

@@ -1,7 +1,8 @@
 """Simulated memories: per-core on-chip byte buffers, typed tile views on them, and GM views.
 
 Owns `CoreMemory` (one `torch.uint8` buffer per MemorySpace of a core, filled with a garbage
-pattern, with a per-byte "initialised" mask for the uninitialised-read sanitizer), `TileGeometry`
+pattern, with a per-byte "initialised" mask for the uninitialised-read sanitizer, kept while
+`track_init` is on), `TileGeometry`
 and `TileRef` (a typed, layout-aware view of a tile's bytes: reads and writes reinterpret raw
 bytes, so aliased views behave as on hardware; blocks of ND/DN tiles and whole-fractal blocks
 of fractal tiles move through `BlockViews`, strided views of the buffer cached per core, the
@@ -96,6 +97,9 @@ class CoreMemory:
         self.soc, self.kind = soc, kind
         self.buffers: dict[MemorySpace, torch.Tensor] = {}
         self.initialised: dict[MemorySpace, torch.Tensor] = {}
+        # writes mark `initialised` only while this is on: only the sanitizer reads the mask,
+        # so the engine turns it off for cores no observer watches
+        self.track_init = True
         # (id(geometry), block) → (geometry, `_block_views`); the buffers only change in place
         self._views: dict[tuple, tuple[TileGeometry, BlockViews | None]] = {}
         word = int.from_bytes(bytes(GARBAGE_PATTERN), "little", signed=True)
@@ -170,8 +174,17 @@ class TileGeometry:
         return element_offsets(shape, self.layout, self.fractal_shape, stride)
 
 
+#: Writes through a `TileRef` or `GMRef` land at once; the engine's per-instruction copies
+#: (`engine._defer`) set `writes_now` False, their writes landing at the instruction's end. An
+#: op writing a value it read from another memory (tile <-> GM: they never alias) needs no
+#: snapshot of it when its target writes now (`TileRef.peek_block`, `GMRef.peek_window`).
+WRITES_NOW = True
+
+
 class TileRef:
     """A typed view of a tile in a `CoreMemory`: logical reads/writes of its valid window."""
+
+    writes_now = WRITES_NOW
 
     def __init__(self, memory: CoreMemory, geometry: TileGeometry, valid_rows: int | None = None,
                  valid_cols: int | None = None):
@@ -199,6 +212,23 @@ class TileRef:
     def read_full(self) -> torch.Tensor:
         """The whole logical [rows, cols] tile, padding included."""
         return self.read_block(0, 0, *self.shape)
+
+    def peek_block(self, r0: int, c0: int, rows: int, cols: int) -> torch.Tensor:
+        """The block like `read_block`, but as a view of the buffer where one exists (ND/DN
+        layouts): only for computations that make a new tensor before anything is written."""
+        views = self._views(r0, c0, rows, cols)
+        if views is not None and not views.fractal:
+            return views.values
+        return self.read_block(r0, c0, rows, cols)
+
+    def read_block_as(self, r0: int, c0: int, rows: int, cols: int, dtype: torch.dtype
+                      ) -> torch.Tensor:
+        """`read_block(...).to(dtype)` (a value conversion) in one copy out of the buffer."""
+        views = self._views(r0, c0, rows, cols)
+        if views is None or views.dtype is dtype:
+            return self.read_block(r0, c0, rows, cols).to(dtype)
+        values = views.values.view(views.dtype) if views.fractal else views.values
+        return values.to(dtype, memory_format=torch.contiguous_format).view(rows, cols)
 
     def read_block(self, r0: int, c0: int, rows: int, cols: int) -> torch.Tensor:
         views = self._views(r0, c0, rows, cols)
@@ -234,14 +264,17 @@ class TileRef:
                 views.values.copy_(value.view(views.values.dtype).reshape(views.values.shape))
             else:
                 views.values.copy_(value)
-            views.mask.fill_(views.mask_fill)
+            if self.memory.track_init:
+                views.mask.fill_(views.mask_fill)
             return
         offs = self._window(offset[0], offset[1], rows, cols)
         buf, init = self.memory.buffer(self.space), self.memory.initialised[self.space]
+        track = self.memory.track_init
         if is_packed4(self.dtype):
             nibbles = 2 * self.geometry.addr + offs
             write_nibbles(buf, nibbles, value)
-            init[nibbles.reshape(-1) // 2] = True
+            if track:
+                init[nibbles.reshape(-1) // 2] = True
             return
         size = self.dtype.itemsize
         data = value.to(storage_dtype(self.dtype)).contiguous()
@@ -250,11 +283,13 @@ class TileRef:
             word, base = _WORDS[size], g.addr // size
             pos = (base + offs).reshape(-1)
             buf.view(word)[pos] = data.view(word).reshape(-1)
-            init.view(torch.uint8).view(word)[pos] = _ALL_INITIALISED[size]
+            if track:
+                init.view(torch.uint8).view(word)[pos] = _ALL_INITIALISED[size]
             return
         idx = (self.geometry.addr + offs * size)[..., None] + torch.arange(size)
         buf[idx.reshape(-1)] = data.view(torch.uint8).reshape(-1)
-        init[idx.reshape(-1)] = True
+        if track:
+            init[idx.reshape(-1)] = True
 
     def _views(self, r0: int, c0: int, rows: int, cols: int) -> BlockViews | None:
         g = self.geometry
@@ -383,6 +418,8 @@ class GMRef:
     elements two per byte, the first in the low nibble.
     """
 
+    writes_now = WRITES_NOW
+
     def __init__(self, tensor: torch.Tensor, shape: Sequence[int] | None = None,
                  strides: Sequence[int] | None = None, dtype: DataType | None = None,
                  base_offset: int | None = None):
@@ -420,6 +457,15 @@ class GMRef:
         if view is not None:
             return view.clone()
         return self._read_elems(self._window_offsets(offsets, rows, cols, transpose, axes))
+
+    def peek_window(self, offsets: Sequence[int], rows: int, cols: int, transpose: bool = False,
+                    axes: tuple[int, int] | None = None) -> torch.Tensor:
+        """`read_window`, but a view of the tensor where one exists: only for a value written
+        at once to on-chip memory (see `WRITES_NOW`; the sanitizer records `read_window`s)."""
+        view = self._strided_window(offsets, rows, cols, transpose, axes)
+        if view is not None:
+            return view
+        return self.read_window(offsets, rows, cols, transpose, axes)
 
     def write_window(self, offsets: Sequence[int], value: torch.Tensor, transpose: bool = False,
                      axes: tuple[int, int] | None = None) -> None:

@@ -26,6 +26,7 @@ INT_IN = (DataType.INT8, DataType.INT4)
 MX_IN = (DataType.FP8E4M3FN, DataType.FP8E5M2, DataType.FP4E2M1, DataType.FP4E1M2, DataType.FP4)
 MX_BLOCK = 32
 _FP8 = (DataType.FP8E4M3FN, DataType.FP8E5M2)
+_CAST_TO_FLOAT32 = (DataType.FP16, DataType.BF16, DataType.FP32, *_FP8)  # `to_compute`: a cast
 
 
 def _check_pair(op: str, lhs: TileRef, rhs: TileRef, allowed: tuple) -> None:
@@ -49,11 +50,19 @@ def _product(op: str, lhs: TileRef, rhs: TileRef) -> torch.Tensor:
     n = rhs.valid_cols
     if rhs.valid_rows < k:
         raise SimOpError(f"{op}: lhs valid K {k} exceeds rhs valid rows {rhs.valid_rows}")
-    a = to_compute(lhs.read(), lhs.dtype)
-    b = to_compute(rhs.read_block(0, 0, k, n), rhs.dtype)
     if lhs.dtype in INT_IN:
+        a = to_compute(lhs.read(), lhs.dtype)
+        b = to_compute(rhs.read_block(0, 0, k, n), rhs.dtype)
         return a.to(torch.float64) @ b.to(torch.float64)
-    return a.to(torch.float32) @ b.to(torch.float32)
+    return _float32_block(lhs, m, k) @ _float32_block(rhs, k, n)
+
+
+def _float32_block(tile: TileRef, rows: int, cols: int) -> torch.Tensor:
+    """The top-left block of a float operand as float32 values (one copy for the types whose
+    values are a plain cast of their storage)."""
+    if tile.dtype in _CAST_TO_FLOAT32:
+        return tile.read_block_as(0, 0, rows, cols, torch.float32)
+    return to_compute(tile.read_block(0, 0, rows, cols), tile.dtype).to(torch.float32)
 
 
 def _finish(dst: TileRef, result: torch.Tensor) -> None:

@@ -5,10 +5,13 @@ Every op iterates over the destination's valid window (pto-isa convention) and r
 operand's block of the same shape. Float math is done in float32 and rounded once into the
 output dtype (exact for + - * / and sqrt of FP16/BF16 inputs); integer math in int64, wrapped
 two's-complement into the output dtype. Scalars are first rounded to the tile dtype, as the
-hardware receives them.
+hardware receives them. The binary ops in `NATIVE` on FP16/BF16 tiles run in the storage dtype
+instead, which gives the same bits faster (torch widens each element to float32 and rounds once:
+the same computation); a NaN result falls back to the float32 path, whose NaN bits may differ.
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import torch
@@ -25,6 +28,8 @@ INTS = (DataType.INT8, DataType.INT16, DataType.INT32, DataType.INT64, DataType.
         DataType.UINT16, DataType.UINT32, DataType.UINT64)
 NUMERIC = FLOATS + INTS
 Binary = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+_SCALARS: dict[tuple, torch.Tensor] = {}  # `scalar_in_dtype` results
+_SCALARS_MAX = 4096
 
 
 def block_values(tile: TileRef, shape: tuple[int, int]) -> torch.Tensor:
@@ -32,11 +37,28 @@ def block_values(tile: TileRef, shape: tuple[int, int]) -> torch.Tensor:
     return to_compute(tile.read_block(0, 0, *shape), tile.dtype)
 
 
+def block_operand(tile: TileRef, shape: tuple[int, int]) -> torch.Tensor:
+    """`block_values`, possibly a view of the tile's buffer: only for an op whose result is a
+    new tensor (the engine writes it at the instruction's end; no snapshot copy is needed)."""
+    return to_compute(tile.peek_block(0, 0, *shape), tile.dtype)
+
+
 def scalar_in_dtype(value: float | int, dtype: DataType) -> torch.Tensor:
-    """A scalar operand rounded (float) or wrapped (int) to `dtype`, as a 0-d compute tensor."""
-    if dtype.is_float:
-        return to_compute(float_to_stored(torch.tensor([float(value)]), dtype), dtype)[0]
-    return to_compute(wrap_int(torch.tensor([int(value)]), dtype), dtype)[0]
+    """A scalar operand rounded (float) or wrapped (int) to `dtype`, as a 0-d compute tensor.
+    Memoised (a kernel applies the same immediates on every iteration): the result is shared,
+    never write to it."""
+    sign = math.copysign(1.0, value) if isinstance(value, float) else 0.0  # -0.0 == 0.0
+    key = (type(value), value, sign, dtype._value_)
+    got = _SCALARS.get(key)
+    if got is None:
+        if len(_SCALARS) >= _SCALARS_MAX:  # runtime scalars: keep the table small
+            _SCALARS.clear()
+        if dtype.is_float:
+            got = to_compute(float_to_stored(torch.tensor([float(value)]), dtype), dtype)[0]
+        else:
+            got = to_compute(wrap_int(torch.tensor([int(value)]), dtype), dtype)[0]
+        _SCALARS[key] = got
+    return got
 
 
 def _div(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
@@ -78,33 +100,53 @@ BINARY: dict[str, tuple[Binary, tuple[DataType, ...]]] = {
     "add_relu": (lambda a, b: torch.relu(a + b), NUMERIC),
     "sub_relu": (lambda a, b: torch.relu(a - b), NUMERIC),
 }
+#: binary ops computed in the FP16/BF16 storage dtype (module docstring)
+NATIVE = frozenset({"add", "sub", "mul", "div", "maximum", "minimum"})
+NATIVE_DTYPES = (DataType.FP16, DataType.BF16)
 #: tile-scalar op -> the binary it applies with the scalar on the right
 SCALAR = {"adds": "add", "subs": "sub", "muls": "mul", "divs": "div", "maxs": "maximum",
           "mins": "minimum", "ands": "and", "ors": "or", "xors": "xor", "shls": "shl",
           "shrs": "shr", "rems": "rem"}
 
 
+def _apply_binary(name: str, out: TileRef, lhs: TileRef, rhs: TileRef | torch.Tensor) -> None:
+    """out = BINARY[name](lhs, rhs) over out's valid window; `rhs` a tile or a 0-d scalar from
+    `scalar_in_dtype`."""
+    fn = BINARY[name][0]
+    shape = out.valid
+    if name in NATIVE and out.dtype in NATIVE_DTYPES:
+        b = rhs if isinstance(rhs, torch.Tensor) else rhs.peek_block(0, 0, *shape)
+        result = fn(lhs.peek_block(0, 0, *shape), b)
+        # a NaN makes the sum NaN (so do infinities of both signs: the float32 path is right
+        # for them too); a sum costs a quarter of an isnan mask on FP16
+        if not bool(result.sum().isnan()):
+            out.write(result)
+            return
+    b = rhs if isinstance(rhs, torch.Tensor) else block_operand(rhs, shape)
+    store(out, fn(block_operand(lhs, shape), b))
+
+
 def _binary_impl(name: str) -> Callable[[list, dict], None]:
-    fn, allowed = BINARY[name]
+    allowed = BINARY[name][1]
     op = f"block.{name}"
 
     def impl(args: list, kwargs: dict) -> None:
         out, lhs, rhs = (tile_arg(a, op=op, position=i) for i, a in enumerate(args[:3]))
         require_same_dtype(op, out, lhs, rhs)
         require_dtype(op, (out,), allowed)
-        store(out, fn(block_values(lhs, out.valid), block_values(rhs, out.valid)))
+        _apply_binary(name, out, lhs, rhs)
     return impl
 
 
 def _scalar_impl(name: str) -> Callable[[list, dict], None]:
-    fn, allowed = BINARY[SCALAR[name]]
+    allowed = BINARY[SCALAR[name]][1]
     op = f"block.{name}"
 
     def impl(args: list, kwargs: dict) -> None:
         out, src = tile_arg(args[0], op=op, position=0), tile_arg(args[1], op=op, position=1)
         require_same_dtype(op, out, src)
         require_dtype(op, (out,), allowed)
-        store(out, fn(block_values(src, out.valid), scalar_in_dtype(args[2], src.dtype)))
+        _apply_binary(SCALAR[name], out, src, scalar_in_dtype(args[2], src.dtype))
     return impl
 
 
@@ -129,7 +171,7 @@ def _unary_impl(name: str) -> Callable[[list, dict], None]:
         out, src = tile_arg(args[0], op=op, position=0), tile_arg(args[1], op=op, position=1)
         require_same_dtype(op, out, src)
         require_dtype(op, (out,), allowed)
-        store(out, fn(block_values(src, out.valid)))
+        store(out, fn(block_operand(src, out.valid)))
     return impl
 
 

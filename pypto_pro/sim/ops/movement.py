@@ -44,12 +44,15 @@ def load(args: list, kwargs: dict) -> None:
     """`load(dst_tile, src_gm, offsets)`: the tile's valid window from GM at `offsets`."""
     op = "block.load"
     dst, src = tile_arg(args[0], op=op, position=0), gm_arg(args[1], op=op, position=1)
-    window = src.read_window(_offsets(args[2]), *dst.valid, **_gm_view(kwargs))
+    read = src.peek_window if dst.writes_now else src.read_window  # memory.WRITES_NOW
+    window = read(_offsets(args[2]), *dst.valid, **_gm_view(kwargs))
     dst.write(_as_tile_dtype(window, src.dtype, dst, op))
 
 
 def _offsets(value: object) -> list[int]:
-    return [int(v) for v in value] if isinstance(value, Sequence) else [int(value)]
+    # list and tuple first: they are the usual offsets, and an ABC check is slow
+    return [int(v) for v in value] if isinstance(value, (list, tuple, Sequence)) \
+        else [int(value)]
 
 
 def _to_gm(op: str, dst: GMRef, data: torch.Tensor, offsets: list[int], kwargs: dict) -> None:
@@ -69,8 +72,8 @@ def store(args: list, kwargs: dict) -> None:
         scale = block_scale(kwargs, args[3] if len(args) > 3 else None)
         data = convert(src, (0, 0, *src.valid), dst.dtype, kwargs, scale)
     else:
-        data = src.read()
-        if dst.dtype.bits != src.dtype.bits:
+        data = src.peek_block(0, 0, *src.valid) if dst.writes_now else src.read()
+        if dst.dtype is not src.dtype and dst.dtype.bits != src.dtype.bits:
             raise SimOpError(f"{op}: element sizes differ ({src.dtype.value} vs "
                              f"{dst.dtype.value})")
         data = data if dst.dtype is src.dtype or dst.dtype.bits == 4 else \
@@ -123,7 +126,8 @@ def _tile_to_tile(op: str, dst: TileRef, src: TileRef, offset: object) -> None:
     else:
         r0, c0 = _offsets(offset)
         data = src.read_block(r0, c0, *dst.valid)
-    if dst.dtype.is_float and src.dtype.is_float and dst.dtype.bits != src.dtype.bits:
+    if dst.dtype is not src.dtype and dst.dtype.is_float and src.dtype.is_float and \
+            dst.dtype.bits != src.dtype.bits:
         data = encode(dst.dtype, to_compute(data, src.dtype), RoundMode.CAST_RINT)  # e.g. bias
     else:
         data = _as_tile_dtype(data, src.dtype, dst, op)

@@ -125,7 +125,8 @@ def require_dtype(op: str, tiles: Iterable[TileRef], allowed: Iterable[DataType]
 
 
 def require_same_dtype(op: str, *tiles: TileRef) -> None:
-    if len({t.dtype for t in tiles}) > 1:
+    first = tiles[0].dtype  # identity: a DataType hash is Python code
+    if any(t.dtype is not first for t in tiles):
         raise SimOpError(f"{op}: operand dtypes differ: "
                          f"{', '.join(t.dtype.value for t in tiles)}")
 

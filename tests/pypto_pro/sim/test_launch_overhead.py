@@ -14,10 +14,12 @@ from pypto_pro.ir.types import MemorySpace
 from pypto_pro.runtime.backends import use_backend
 from pypto_pro.runtime.binding import bind
 from pypto_pro.runtime.kernel_def import Specialization
+from pypto_pro.sanitizer import sanitize
 from pypto_pro.sim import launch as launch_mod
 from pypto_pro.sim.cost_model import _op_cost, op_cost
 from pypto_pro.sim.engine import _defer
-from pypto_pro.sim.memory import CoreMemory, TileGeometry, TileRef
+from pypto_pro.sim.memory import CoreMemory, GMRef, TileGeometry, TileRef
+from pypto_pro.sim.ops import IMPLS
 from pypto_pro.sim.soc import soc
 
 
@@ -31,7 +33,7 @@ def _same_memory(a: CoreMemory, b: CoreMemory) -> bool:
 def test_a_reused_core_memory_is_as_new() -> None:
     ex = load("vector_add")
     x, y, z = ex.make_inputs(128, 128, seed=0)
-    with use_backend("sim"):
+    with use_backend("sim"), sanitize():  # only a sanitized launch marks bytes initialised
         ex.add_kernel[None, 1](x, y, z)
     table = soc()
     idle = launch_mod._IDLE_CORE_MEMORY[(table.name, "aiv")]
@@ -40,6 +42,16 @@ def test_a_reused_core_memory_is_as_new() -> None:
     reused = launch_mod._core_memory(table, "aiv")
     assert reused is used
     assert _same_memory(reused, CoreMemory(table, "aiv"))
+
+
+def test_only_a_sanitized_launch_marks_bytes_initialised() -> None:
+    ex = load("vector_add")
+    table = soc()
+    for sanitized in (False, True):
+        with use_backend("sim"), sanitize(sanitized):
+            ex.add_kernel[None, 1](*ex.make_inputs(128, 128, seed=0))
+        used = launch_mod._IDLE_CORE_MEMORY[(table.name, "aiv")][-1]
+        assert bool(used.initialised[MemorySpace.Vec].any()) is sanitized
 
 
 def test_a_memory_of_another_soc_table_is_not_reused() -> None:
@@ -98,6 +110,32 @@ def test_deferred_operands_queue_their_writes_until_applied() -> None:
     expected[0, :4] = 2.0
     assert torch.equal(tile.read(), expected)
     assert _defer(3, writes) == 3 and _defer((tile,), writes)[0] is not tile
+
+
+@pytest.mark.parametrize("deferred", [False, True])
+def test_load_and_store_move_what_their_source_held_when_they_ran(deferred) -> None:
+    """Through the engine's copies a load / store lands at the instruction's end, so it must
+    snapshot its source; written at once, it may move an unsnapshotted view of it."""
+    mem = CoreMemory(soc(), "aiv")
+    tile = _tile(mem, DataType.FP32, 8, 8, 0)
+    first = torch.arange(64.0).reshape(8, 8)
+    gm_in, gm_out = first.clone(), torch.zeros(8, 8)
+    writes: list = []
+    dst, out = tile, GMRef(gm_out)
+    if deferred:
+        dst, out = _defer(tile, writes), _defer(out, writes)
+    assert dst.writes_now is out.writes_now is not deferred
+    IMPLS["block.load"]([dst, GMRef(gm_in), [0, 0]], {})
+    gm_in += 100  # the source changes before a deferred write lands
+    for fn, args, kwargs in writes:
+        fn(*args, **kwargs)
+    assert torch.equal(tile.read(), first)
+    writes.clear()
+    IMPLS["block.store"]([out, tile, [0, 0]], {})
+    tile.write(torch.full((8, 8), -1.0))
+    for fn, args, kwargs in writes:
+        fn(*args, **kwargs)
+    assert torch.equal(gm_out, first)
 
 
 A5 = Specialization(arch="a5")

@@ -42,6 +42,16 @@ def test_initialised_mask_tracks_written_bytes():
     assert holes.tolist() == list(range(80, 96)) + list(range(112, 128))
 
 
+@pytest.mark.parametrize("layout,valid", [(L.ND, (2, 8)), (L.NZ, (2, 8)), (L.NZ, (16, 16))])
+def test_writes_leave_the_mask_alone_when_not_tracking(layout, valid):
+    mem = CoreMemory(soc(), "aiv")
+    mem.track_init = False  # what the engine does for a core no sanitizer observes
+    t = TileRef(mem, TileGeometry(16, 16, D.FP16, M.Vec, layout, addr=64), *valid)
+    t.write(torch.ones(valid, dtype=torch.float16))
+    assert not mem.initialised[M.Vec].any()
+    assert torch.equal(t.read(), torch.ones(valid, dtype=torch.float16))
+
+
 def test_aliased_dn_and_nd_views_share_bytes():
     mem = CoreMemory(soc(), "aiv")
     column = tile(mem, 8, 1, D.FP32, layout=L.DN, addr=256)

@@ -9,10 +9,12 @@ from pypto_pro.ir.types import MemorySpace as M
 from pypto_pro.ir.types import TileLayout as L
 from pypto_pro.sim.memory import CoreMemory, TileGeometry, TileRef, storage_dtype
 from pypto_pro.sim.ops import IMPLS, SimOpError
+from pypto_pro.sim.ops.elementwise import SCALAR
 from pypto_pro.sim.soc import soc
 
 ROWS, COLS, VALID = 8, 64, (5, 37)
 FLOATS = [D.FP16, D.BF16, D.FP32]
+SCALAR_OF = {binary: scalar for scalar, binary in SCALAR.items()}
 
 
 def tiles(dtype, count, valid=VALID):
@@ -93,6 +95,49 @@ def test_scalar_ops_round_the_scalar_to_the_tile_dtype(dtype):
     assert torch.equal(out.read(), (x.float() * -3).to(x.dtype))
     IMPLS["block.maxs"]([out, a, 0.5], {})
     assert torch.equal(out.read(), x.float().clamp(min=0.5).to(x.dtype))
+
+
+def _float32_path(name, x, y):
+    """What `block.<name>` computed before its FP16/BF16 storage-dtype path: widen, compute,
+    round once (`y` a tile or a scalar exact in the tile dtype)."""
+    return getattr(torch, name)(x.float(), torch.tensor(y) if isinstance(y, float) else y.float()
+                                ).to(x.dtype)
+
+
+@pytest.mark.parametrize("dtype", [D.FP16, D.BF16])
+@pytest.mark.parametrize("name", ["add", "sub", "mul", "div", "maximum", "minimum"])
+def test_storage_dtype_binary_ops_give_the_float32_path_bits(dtype, name):
+    """Every 16-bit pattern as lhs: finite chunks take the storage-dtype path, chunks with NaN
+    (whose payload bits may differ there) the float32 one; both must give its exact bits."""
+    shape = (64, 256)
+    mem = CoreMemory(soc(), "aiv")
+    out, a, b = (TileRef(mem, TileGeometry(*shape, dtype, M.Vec, L.ND, addr=i * 32768))
+                 for i in range(3))
+    gen = torch.Generator().manual_seed(7)
+    bits = torch.arange(-32768, 32768, dtype=torch.int32)[torch.randperm(65536, generator=gen)]
+    for chunk in bits.to(torch.int16).view(storage_dtype(dtype)).reshape(-1, *shape):
+        small = torch.where(chunk.abs() < 100, chunk, 1.5).to(chunk.dtype)  # no NaN, no inf
+        for x in (chunk, small):
+            y = torch.roll(x, 1, 0) * 3  # near and far operands, some exact cancellations
+            a.write(x)
+            b.write(y)
+            IMPLS[f"block.{name}"]([out, a, b], {})
+            expect = _float32_path(name, x, y)
+            assert torch.equal(out.read().view(torch.int16), expect.view(torch.int16))
+            if x is small and name != "div":  # (0 / 0 is NaN)
+                assert not expect.sum().isnan()  # so the storage-dtype path made these bits
+            IMPLS[f"block.{SCALAR_OF[name]}"]([out, a, -0.3125], {})
+            assert torch.equal(out.read().view(torch.int16),
+                               _float32_path(name, x, -0.3125).view(torch.int16))
+
+
+def test_scalar_memo_keeps_the_sign_of_zero():
+    out, a = tiles(D.FP32, 2)
+    a.write(torch.full(VALID, -0.0))
+    IMPLS["block.adds"]([out, a, 0.0], {})
+    assert not torch.signbit(out.read()).any()  # -0 + +0 = +0
+    IMPLS["block.adds"]([out, a, -0.0], {})
+    assert torch.signbit(out.read()).all()  # -0 + -0 = -0
 
 
 @pytest.mark.parametrize("dtype", FLOATS)
