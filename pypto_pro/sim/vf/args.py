@@ -39,19 +39,7 @@ def arg(a: list, kw: dict, pos: int | None, name: str | None, default: Any = Non
     return default
 
 
-_SCALARS: dict[tuple, torch.Tensor] = {}
-
-
-def scalar(value: float | int, dtype: Any) -> torch.Tensor:
-    """`scalar_in_dtype`, memoised: a VF loop applies the same immediate thousands of times
-    (the 0-d result is never written to)."""
-    key = (type(value), value, dtype._value_)
-    got = _SCALARS.get(key)
-    if got is None:
-        if len(_SCALARS) > 4096:  # runtime scalars: keep the table small
-            _SCALARS.clear()
-        got = _SCALARS[key] = scalar_in_dtype(value, dtype)
-    return got
+scalar = scalar_in_dtype  # memoised there (a VF loop applies the same immediates)
 
 
 def enum_of(value: Any, cls: type[E]) -> E:
