@@ -9,7 +9,9 @@ cache directory so the cold compile is really cold. The new-process runs are pla
 installed package has its `.pyc` files), the next `--fresh` runs are timed: the user's path
 (`import pypto_pro`, load the example, launch, result) end to end, and the same steps one by
 one for the breakdown. Prints markdown tables and the load average (timings on a shared
-machine grow with its load).
+machine grow with its load). The kernel runs in the compiled launcher process
+(`include/launcher.hpp`, built into the cache by the cold run); an editable install's import
+finder, loaded at interpreter start like torch, is reported apart (an installed wheel has none).
 """
 from __future__ import annotations
 
@@ -102,10 +104,15 @@ def _child(code: str, env: dict[str, str]) -> str:
     return out.stdout.strip().splitlines()[-1]
 
 
-def fresh_process(runs: int) -> tuple[list[float], list[dict], bool]:
-    """(end-to-end seconds per run, step reports per run, every run launched from disk)."""
+def child_env() -> dict[str, str]:
+    """The new processes' environment: bytecode written to a private prefix (see above)."""
     env = dict(os.environ, PYTHONPYCACHEPREFIX=tempfile.mkdtemp(prefix="pypto-bench-pyc-"))
     env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
+
+
+def fresh_process(runs: int, env: dict[str, str]) -> tuple[list[float], list[dict], bool]:
+    """(end-to-end seconds per run, step reports per run, every run launched from disk)."""
     _child(_FRESH_TOTAL, env)  # writes the bytecode
     totals, steps, from_disk = [], [], True
     for _ in range(runs):
@@ -139,6 +146,18 @@ def hot_overhead_us(launches: int) -> tuple[float, float, float]:
     return (statistics.median(times) * 1e6, statistics.median(backend) * 1e6, cpu * 1e6)
 
 
+def editable_finder_ms(env: dict[str, str]) -> float | None:
+    """Import time of an editable install's finder at interpreter start, best of 3 (the first
+    may compile bytecode); None: not an editable install."""
+    times = []
+    for _ in range(3):
+        out = subprocess.run([sys.executable, "-X", "importtime", "-c", "pass"],
+                             capture_output=True, text=True, check=True, env=env)
+        times += [int(line.split("|")[1]) for line in out.stderr.splitlines()
+                  if "__editable__" in line and line.startswith("import time:")]
+    return min(times) / 1e3 if times else None
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--launches", type=int, default=200)
@@ -148,7 +167,8 @@ def main() -> None:
     os.environ["PYPTOPRO_CACHE_DIR"] = tempfile.mkdtemp(prefix="pypto-bench-cache-")
     load_before = os.getloadavg()[0]
     cold = cold_compile_seconds()
-    totals, steps, from_disk = fresh_process(args.fresh)
+    env = child_env()
+    totals, steps, from_disk = fresh_process(args.fresh, env)
     per_launch, kernel_us, cpu_us = hot_overhead_us(args.launches)
     load_after = os.getloadavg()[0]
     warm = statistics.median(totals)
@@ -177,8 +197,13 @@ def main() -> None:
         print(f"| {name} | {wall:.1f} | {cpu:.1f} |")
     print(f"| sum | {statistics.median(sum(s['wall']) for s in steps) * 1e3:.1f} | "
           f"{statistics.median(sum(s['cpu']) for s in steps) * 1e3:.1f} |")
-    print(f"| worker process, CPU from start to exit (boots in parallel with the lookup) | | "
+    print(f"| launcher process, CPU from start to exit (boots in parallel with the lookup) | | "
           f"{statistics.median(s['worker_cpu'] for s in steps) * 1e3:.1f} |")
+    finder = editable_finder_ms(env)
+    if finder is not None:
+        print(f"\nNote: this checkout is an editable install; its import finder takes "
+              f"{finder:.1f} ms at interpreter start (a .pth file imports it before torch, so it "
+              f"is outside the times above, like torch's import). An installed wheel has none.")
 
 
 if __name__ == "__main__":

@@ -2,10 +2,19 @@
 
 Types are frozen dataclasses, compared structurally. Shapes of tensors may hold expressions
 (dynamic dims are `Var`s named `__pypto_dyn_<param>_<axis>`); tile shapes are compile-time ints.
+
+The value types become dataclasses on first use: making a dataclass compiles its methods from
+source (about half a millisecond each), and the language and a launch served from the kernel
+cache need only the enums. `_value_type` records each class with its dataclass options, the
+end of the module hides the recorded names, and the first access to any of them
+(`from pypto_pro.ir.types import TileType`, PEP 562 `__getattr__`) makes them all dataclasses,
+in definition order, and publishes them with the constants built from them (`INDEX`, ...).
 """
 from __future__ import annotations
 
 import enum
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +39,10 @@ class MemorySpace(enum.Enum):
     def __repr__(self) -> str:
         return f"pl.MemorySpace.{self.value}"
 
+    # members are singletons: identity hashing is C code, Enum's __hash__ is Python (the
+    # simulator hashes these tens of thousands of times per launch)
+    __hash__ = object.__hash__
+
 
 #: memory spaces of the AIC (cube core); Vec (UB) belongs to the AIV.
 CUBE_SPACES = frozenset(
@@ -50,6 +63,10 @@ class PipeType(enum.Enum):
 
     def __repr__(self) -> str:
         return f"pl.PipeType.{self.value}"
+
+    # members are singletons: identity hashing is C code, Enum's __hash__ is Python (the
+    # simulator hashes these tens of thousands of times per launch)
+    __hash__ = object.__hash__
 
 
 class CoreType(enum.IntEnum):
@@ -98,32 +115,44 @@ class TilePad(enum.IntEnum):
     min = 3
 
 
-@dataclass(frozen=True)
+#: value types not yet made dataclasses, with their options (see the module docstring)
+_PENDING: list[tuple[type, dict[str, Any]]] = []
+
+
+def _value_type(**options: Any) -> Callable[[type], type]:
+    def record(cls: type) -> type:
+        _PENDING.append((cls, {"frozen": True, **options}))
+        return cls
+
+    return record
+
+
+@_value_type()
 class Type:
     """Base of all IR value types."""
 
 
-@dataclass(frozen=True)
+@_value_type()
 class ScalarType(Type):
     dtype: DataType
 
 
-@dataclass(frozen=True)
+@_value_type()
 class NoneType(Type):
     pass
 
 
-@dataclass(frozen=True)
+@_value_type()
 class StrType(Type):
     """Compile-time strings (printf formats, struct names)."""
 
 
-@dataclass(frozen=True)
+@_value_type()
 class PtrType(Type):
     dtype: DataType
 
 
-@dataclass(frozen=True, eq=False)
+@_value_type(eq=False)
 class TensorType(Type):
     """A GM tensor: shape entries are `Expr` (ConstInt for static dims, Var for dynamic)."""
 
@@ -153,7 +182,7 @@ class TensorType(Type):
         return hash((self.dtype, self.layout, self.static_shape()))
 
 
-@dataclass(frozen=True)
+@_value_type()
 class TileType(Type):
     """A 2-D on-chip tile: compile-time shape, placement and layout.
 
@@ -183,7 +212,7 @@ class TileType(Type):
 
 
 
-@dataclass(frozen=True)
+@_value_type()
 class TileGroupType(Type):
     """N tiles of one TileType at `addrs`, with per-slot mutex ids (spec §2.5)."""
 
@@ -204,13 +233,13 @@ class TileGroupType(Type):
         return replace(self.tile, addr=self.addrs[index], slot_addrs=())
 
 
-@dataclass(frozen=True)
+@_value_type()
 class TupleType(Type):
     types: tuple[Type, ...]
     names: tuple[str, ...] | None = None  # named tuples / structs
 
 
-@dataclass(frozen=True)
+@_value_type()
 class StructType(Type):
     """`pl.struct` / TilingData: a named C++ class with scalar or array fields."""
 
@@ -222,7 +251,7 @@ class StructType(Type):
         return dict(self.fields).get(name)
 
 
-@dataclass(frozen=True)
+@_value_type()
 class ArrayType(Type):
     """A fixed-size array of scalars (TilingData `T[N]` fields, struct_array)."""
 
@@ -230,7 +259,7 @@ class ArrayType(Type):
     size: int
 
 
-@dataclass(frozen=True)
+@_value_type()
 class FunctionRefType(Type):
     """A reference to a SIMT / helper function (argument of `simt.launch`)."""
 
@@ -238,12 +267,7 @@ class FunctionRefType(Type):
     attrs: tuple[tuple[str, Any], ...] = field(default=())
 
 
-INDEX = ScalarType(DataType.INDEX)
-BOOL = ScalarType(DataType.BOOL)
-FP32 = ScalarType(DataType.FP32)
-
-
-@dataclass(frozen=True)
+@_value_type()
 class RegType(Type):
     """A 256-byte vector register (`RegTensor`) of `dtype` lanes (Reg API)."""
 
@@ -254,6 +278,32 @@ class RegType(Type):
         return 256 // self.dtype.itemsize
 
 
-@dataclass(frozen=True)
+@_value_type()
 class MaskType(Type):
     """A predicate register (`MaskReg`)."""
+
+
+#: scalar types the IR uses everywhere, made with the value types
+_CONSTANTS = {"INDEX": DataType.INDEX, "BOOL": DataType.BOOL, "FP32": DataType.FP32}
+_VALUE_NAMES = frozenset([*(cls.__name__ for cls, _ in _PENDING), *_CONSTANTS])
+for _cls, _ in _PENDING:
+    del globals()[_cls.__name__]
+del _cls
+_define_lock = threading.Lock()
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _VALUE_NAMES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    with _define_lock:
+        if _PENDING:
+            for cls, options in _PENDING:
+                globals()[cls.__name__] = dataclass(**options)(cls)
+            scalar = globals()["ScalarType"]
+            globals().update({n: scalar(d) for n, d in _CONSTANTS.items()})
+            _PENDING.clear()
+    return globals()[name]
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_VALUE_NAMES})

@@ -2,14 +2,18 @@
 
 This module is the one re-export list: every public name is listed in `__all__`. Declarations
 (ops) raise `DSLDeclarationError` when called outside a kernel; the parser dispatches on them.
+Names a kernel launched from the on-disk cache rarely needs (`jit` itself, the IR text front end,
+the attribute enums, `FunctionType` and the `vf` namespace, which need the IR nodes and the op
+table) are built on first use, so `import pypto_pro.language` stays cheap (`dir()` lists them
+all the same).
 """
 from __future__ import annotations
 
-from ..ir import attrs as _attrs
-from ..ir.ops import VF_NAMES
+# `from ..ir import attrs` would ask the lazy `pypto_pro.ir` package first, which loads every
+# IR module: import the submodule itself
+from ..ir.attrs import NAMES as _ATTR_NAMES
 from ..ir.dtype import PUBLIC_DTYPES as _PUBLIC_DTYPES
 from ..ir.dtype import DataType
-from ..ir.nodes import FunctionType
 from ..ir.types import MemorySpace, PipeType, TilePad
 from . import pipeline
 from .decl import Declaration, Namespace, declare
@@ -19,10 +23,9 @@ from .types import (
     TensorLayout, Tile, TileType,
 )
 
-# ---------------------------------------------------------------- dtypes and enums
+# ---------------------------------------------------------------- dtypes
 for _d in _PUBLIC_DTYPES:
     globals()[f"DT_{_d.value}"] = _d
-globals().update(_attrs.ALL)
 
 # ---------------------------------------------------------------- op declarations (spec §2.1)
 _RESOURCES = "make_tile make_tile_group make_tensor make_ptr addptr struct make_tuple struct_array"
@@ -60,16 +63,37 @@ _SIMT_ATOMICS = ("atomic_add atomic_sub atomic_exch atomic_max atomic_min atomic
 simt = Namespace("pl.simt", "simt.", " ".join((_SIMT_CTX, _SIMT_MATH, _SIMT_ATOMICS)),
                  function=simt_function)
 
-Vf = Namespace("vf", "vf.", " ".join(VF_NAMES))
-vf = Vf
-
 
 #: names defined elsewhere, imported on first use: jit / kernel live in the runtime (which
 #: imports this module); the IR text front end pulls in the IR reader and printer
 _LAZY = {"jit": "pypto_pro.runtime.jit", "kernel": "pypto_pro.runtime.jit",
-         "KernelDef": "pypto_pro.runtime.jit",
+         "KernelDef": "pypto_pro.runtime.jit", "FunctionType": "pypto_pro.ir.nodes",
+         **dict.fromkeys(_ATTR_NAMES, "pypto_pro.ir.attrs"),
          **dict.fromkeys(("function", "loads", "loads_program", "parse", "parse_program",
                           "program"), "pypto_pro.language.ir_text")}
+
+
+def _vf() -> Namespace:
+    """The Reg API namespace (`pl.vf`, also `pl.Vf`): one declaration per op of the table."""
+    from ..ir.ops import VF_NAMES
+
+    return Namespace("vf", "vf.", " ".join(VF_NAMES))
+
+
+def _declarations() -> dict[int, Declaration]:
+    """Every declaration object the parser can meet, by identity."""
+    return {id(d): d
+            for ns in (_DECLS, vars(system), vars(simt), vars(_lazy("Vf")), vars(mutex))
+            for d in ns.values() if isinstance(d, Declaration)}
+
+
+#: names built on first use, each once (the same object ever after)
+_BUILT = {"Vf": _vf, "vf": lambda: _lazy("Vf"), "DECLARATIONS": _declarations}
+
+
+def _lazy(name: str):
+    """A lazily built name: built now unless an earlier access already did."""
+    return globals()[name] if name in globals() else __getattr__(name)
 
 
 def __getattr__(name: str):
@@ -77,27 +101,24 @@ def __getattr__(name: str):
 
     if name in _LAZY:
         value = getattr(importlib.import_module(_LAZY[name]), name)
-        globals()[name] = value
-        return value
-    if name == "parser":  # the AST parser package, imported on first use
+    elif name in _BUILT:
+        value = _BUILT[name]()
+    elif name == "parser":  # the AST parser package, imported on first use
         return importlib.import_module(f"{__name__}.parser")
-    raise AttributeError(f"module 'pypto_pro.language' has no attribute {name!r}")
+    else:
+        raise AttributeError(f"module 'pypto_pro.language' has no attribute {name!r}")
+    return globals().setdefault(name, value)  # two racing threads still get one object
 
 
-__all__ = sorted(
-    ["jit", "kernel", "KernelDef", "pipeline", "vector_function", "inline", "Tensor", "Tile",
-     "Ptr", "Scalar", "DYNAMIC", "STATIC", "TileType", "FunctionType", "MemRef", "MemorySpace",
-     "TilePad", "PipeType", "TensorLayout", "ND", "DN", "NZ", "ZN", "NN", "ZZ", "DataType",
-     "Input", "Output", "system", "simt", "mutex", "Vf", "vf", "function", "program", "parse",
-     "loads", "parse_program", "loads_program", "parser"]
-    + [f"DT_{d.value}" for d in _PUBLIC_DTYPES]
-    + list(_attrs.ALL)
-    + list(_DECLS)
-)
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY, *_BUILT, "parser"})
 
-#: every declaration object the parser can meet, by identity
-DECLARATIONS: dict[int, Declaration] = {
-    id(d): d
-    for ns in (_DECLS, vars(system), vars(simt), vars(Vf), vars(mutex))
-    for d in ns.values() if isinstance(d, Declaration)
-}
+
+__all__ = [
+    "jit", "kernel", "KernelDef", "pipeline", "vector_function", "inline", "Tensor", "Tile",
+    "Ptr", "Scalar", "DYNAMIC", "STATIC", "TileType", "FunctionType", "MemRef", "MemorySpace",
+    "TilePad", "PipeType", "TensorLayout", "ND", "DN", "NZ", "ZN", "NN", "ZZ", "DataType",
+    "Input", "Output", "system", "simt", "mutex", "Vf", "vf", "function", "program", "parse",
+    "loads", "parse_program", "loads_program", "parser"]
+__all__ += [f"DT_{d.value}" for d in _PUBLIC_DTYPES] + list(_ATTR_NAMES) + list(_DECLS)
+__all__.sort()

@@ -65,8 +65,8 @@ def file_memo(kind: str, paths: list[str], compute: Callable[[], Any]) -> Any:
     for path in paths:
         st = os.stat(path)
         sig.update(f"{path}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
-    memo = default_cache_dir() / "memo" / f"{re.sub(r'[^0-9A-Za-z_.-]', '_', kind)}-" \
-        f"{sig.hexdigest()[:32]}.json"
+    safe = "".join(c if c.isalnum() or c in "_.-" else "_" for c in kind)
+    memo = default_cache_dir() / "memo" / f"{safe}-{sig.hexdigest()[:32]}.json"
     with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
         return json.loads(memo.read_text())["value"]
     value = compute()
@@ -82,10 +82,7 @@ def compiler_version() -> str:
     process (through `file_memo`: hashing them takes tens of milliseconds, a big share of a new
     process's launch from the cache)."""
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    paths = []
-    for folder, subdirs, names in os.walk(root):
-        subdirs[:] = sorted(d for d in subdirs if d != "__pycache__")
-        paths += [os.path.join(folder, n) for n in sorted(names) if n.endswith(_VERSION_SUFFIXES)]
+    paths = _source_files(root)
 
     def digest() -> str:
         h = hashlib.sha256()
@@ -98,6 +95,23 @@ def compiler_version() -> str:
         return h.hexdigest()
 
     return file_memo("compiler_version", paths, digest)
+
+
+def _source_files(folder: str) -> list[str]:
+    """The .py / .h / .hpp files under `folder`, sorted, depth first (os.scandir: a new process
+    lists the package on every launch from the cache, and os.walk costs twice as much)."""
+    files, subdirs = [], []
+    with os.scandir(folder) as entries:
+        for entry in entries:
+            if entry.is_dir():
+                if entry.name != "__pycache__":
+                    subdirs.append(entry.path)
+            elif entry.name.endswith(_VERSION_SUFFIXES):
+                files.append(entry.path)
+    files.sort()
+    for sub in sorted(subdirs):
+        files += _source_files(sub)
+    return files
 
 
 def _is_library(obj: Any) -> bool:
@@ -137,7 +151,9 @@ def fingerprint(value: Any, depth: int = 0) -> Any:
     if isinstance(value, (types.FunctionType, type)):
         return f"{getattr(value, '__module__', '?')}.{value.__qualname__}"
     text = repr(value)
-    return f"{type(value).__qualname__}" if re.search(r"0x[0-9a-f]{6,}", text) else text
+    if "0x" in text and re.search(r"0x[0-9a-f]{6,}", text):
+        return f"{type(value).__qualname__}"
+    return text
 
 
 class _Sources:
@@ -152,7 +168,7 @@ class _Sources:
     def add_function(self, key: str, tree: ast.AST, source: str, env: Mapping[str, Any],
                      line: int) -> None:
         self.sources[key] = _normalise(source)
-        if re.search(r"\bloc\s*=", source):
+        if "loc" in source and re.search(r"\bloc\s*=", source):
             self.lines[key] = line
         for name in _names_read(tree):
             self._resolve(key, name, env)
@@ -369,6 +385,17 @@ class KernelCache:
     # ------------------------------------------------------------ reading
     def get(self, key: str) -> CacheEntry | None:
         """The entry of `key` if it is complete and intact, else None."""
+        found = self._manifest(key)
+        if found is None:
+            return None
+        path, files, meta = found
+        for name, digest in files.items():
+            if self._digest(path / name) != digest:
+                return None
+        return CacheEntry(key, path, files, meta)
+
+    def _manifest(self, key: str) -> tuple[Path, dict[str, str], dict[str, Any]] | None:
+        """(entry directory, file name → sha256, meta) of a written entry, files unchecked."""
         path = self.entry_dir(key)
         try:
             manifest = json.loads((path / MANIFEST).read_text())
@@ -377,10 +404,7 @@ class KernelCache:
             return None
         if manifest.get("key") != key or manifest.get("format") != FORMAT_VERSION:
             return None
-        for name, digest in files.items():
-            if self._digest(path / name) != digest:
-                return None
-        return CacheEntry(key, path, files, manifest.get("meta", {}))
+        return path, files, manifest.get("meta", {})
 
     def _digest(self, path: Path) -> str | None:
         try:
@@ -398,14 +422,25 @@ class KernelCache:
         return digest
 
     def get_file(self, key: str, name: str) -> bytes | None:
-        entry = self.get(key)
-        if entry is None or name not in entry.files:
+        """The bytes of one file of the entry of `key`, if that file is intact (only it is
+        checked: reading one file of an entry need not hash the others, e.g. the sources next
+        to a library)."""
+        found = self._manifest(key)
+        if found is None or name not in found[1]:
             return None
-        return entry.read_bytes(name)
+        try:
+            data = (found[0] / name).read_bytes()
+        except OSError:
+            return None
+        return data if sha256_bytes(data) == found[1][name] else None
 
     def file_path(self, key: str, name: str) -> Path | None:
-        entry = self.get(key)
-        return entry.file(name) if entry is not None and name in entry.files else None
+        """The path of one file of the entry of `key`, if that file is intact (see `get_file`)."""
+        found = self._manifest(key)
+        if found is None or name not in found[1]:
+            return None
+        path = found[0] / name
+        return path if self._digest(path) == found[1][name] else None
 
     # ------------------------------------------------------------ writing
     def put(self, key: str, files: Mapping[str, bytes | str],
@@ -493,7 +528,7 @@ class KernelCache:
 
 
 def _check_key(key: str) -> None:
-    if not re.fullmatch(r"[0-9a-f]{16,128}", key or ""):
+    if not (key and 16 <= len(key) <= 128 and not key.strip("0123456789abcdef")):
         raise ValueError(f"not a cache key: {key!r}")
 
 

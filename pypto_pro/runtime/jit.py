@@ -15,6 +15,7 @@ import ast
 import builtins
 import functools
 import inspect
+import linecache
 import numbers
 import sys
 import textwrap
@@ -22,8 +23,7 @@ import threading
 import types
 from collections import ChainMap
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..errors import InvalidArgument, InvalidType
 from ..ir.dtype import DataType
@@ -164,22 +164,70 @@ def _capture_env(fn: types.FunctionType) -> ChainMap:
 
 def _function_tree(fn: types.FunctionType) -> tuple[ast.FunctionDef, str, str]:
     """The function's AST with real file lines and columns, its file, its dedented source."""
+    found = _definition_lines(fn)
     try:
-        lines, start = inspect.getsourcelines(fn)
+        lines, start = found or inspect.getsourcelines(fn)
+        node = _parse_definition(lines, start)
     except (OSError, TypeError) as e:
         raise InvalidArgument(f"cannot read the source of kernel '{fn.__qualname__}': {e}",
                               hint="define the kernel in a file or a notebook cell",
                               module="PRO_RUNTIME") from e
-    raw = "".join(lines)
-    indented = lines[0][:1].isspace()
-    # An indented def is parsed inside `if 1:` so columns stay those of the real file.
-    module = ast.parse("if 1:\n" + raw if indented else raw)
-    node = module.body[0].body[0] if indented else module.body[0]
+    except SyntaxError:
+        if found is None:
+            raise
+        lines, start = inspect.getsourcelines(fn)  # an unusual layout: ask the tokenizer
+        node = _parse_definition(lines, start)
     if not isinstance(node, ast.FunctionDef):
         raise _fail_type(f"'{fn.__qualname__}' is not defined with a `def` statement")
-    ast.increment_lineno(node, start - (2 if indented else 1))
     file = inspect.getsourcefile(fn) or fn.__code__.co_filename
-    return node, file, textwrap.dedent(raw)
+    return node, file, textwrap.dedent("".join(lines))
+
+
+def _parse_definition(lines: list[str], start: int) -> ast.stmt:
+    """The statement `lines` (starting at file line `start`) hold, with the file's lines and
+    columns: blank lines in front put it at its line, and an indented def is parsed inside
+    `if 1:` so its columns stay those of the file."""
+    indented = lines[0][:1].isspace()
+    pad = "\n" * (start - (2 if indented else 1))
+    module = ast.parse(pad + ("if 1:\n" if indented else "") + "".join(lines))
+    return module.body[0].body[0] if indented else module.body[0]
+
+
+def _definition_lines(fn: types.FunctionType) -> tuple[list[str], int] | None:
+    """(the source lines of `fn`, decorators included; its first line), found from the lines
+    its bytecode covers: the last one of any instruction, then the deeper-indented lines after
+    it (the rest of that statement, dead code, comments), less trailing blank lines.
+    `inspect.getsourcelines` finds the same block by tokenizing, several times slower; None
+    when the file's lines are unknown."""
+    fn = inspect.unwrap(fn)
+    code = fn.__code__
+    linecache.checkcache(code.co_filename)  # the file as it is now, like inspect
+    lines = linecache.getlines(code.co_filename, fn.__globals__)
+    start = code.co_firstlineno
+    if not lines or start > len(lines):
+        return None
+    head = lines[start - 1]
+    indent = len(head) - len(head.lstrip())
+    last = end = _last_line(code)
+    while end < len(lines) and (not lines[end].strip()
+                                or len(lines[end]) - len(lines[end].lstrip()) > indent):
+        end += 1
+    while end > last and not lines[end - 1].strip():
+        end -= 1
+    return lines[start - 1:end], start
+
+
+def _last_line(code: types.CodeType) -> int:
+    """The last source line an instruction of `code` or of its nested code objects starts on
+    (the lines a multi-line statement continues on are deeper-indented: see above)."""
+    last = code.co_firstlineno
+    for _, _, line in code.co_lines():
+        if line is not None and line > last:
+            last = line
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            last = max(last, _last_line(const))
+    return last
 
 
 def _kernel_def(fn: types.FunctionType, options: JitOptions,
@@ -206,8 +254,7 @@ def _reserved_names(params: tuple[ParamSpec, ...], options: JitOptions,
 # ---------------------------------------------------------------- the kernel object
 
 
-@dataclass(frozen=True)
-class _LaunchPlan:
+class _LaunchPlan(NamedTuple):  # (a named tuple: a new process makes it faster than a dataclass)
     """What the brackets fixed: stream, block_dim, checked tiling key and datatype."""
 
     stream: Any

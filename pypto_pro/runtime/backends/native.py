@@ -14,16 +14,19 @@ sources, the headers, the flags and the compiler), so a kernel is compiled once 
 g++ errors become `CompileError` at the kernel line the code generator's line map gives.
 
 Run. Every GM buffer (each argument tensor's storage span, the TilingData bytes) is copied
-into one shared-memory arena, each followed by a guard page; the worker process
-(`native_worker.py`, started once and reused) maps the arena, calls `call_kernel`, and the
-buffers are copied back. A fault the headers detect (bad address, sync misuse, `trap()`,
-deadlock) comes back as a message with its kernel.cpp line; a crash kills only the worker,
-which leaves the faulting instruction address (mapped to kernel.cpp with addr2line: the
-library carries -g1 line tables) and the last op + line of the core in a shared status
-area. Both become `KernelTrap` / `SimulationError` / `DeadlockError` at the kernel source
-line. `LaunchResult.printed` holds each block's printf text (AIC, AIV0, AIV1 in order). A
-launch that neither finishes nor faults within `PYPTOPRO_NATIVE_TIMEOUT` seconds (default 300)
-is stopped (the worker is killed and restarted on the next launch).
+into one shared-memory arena, each followed by a guard page; the worker process (the
+compiled launcher of `include/launcher.hpp`, built once per machine and compiler into the
+kernel cache, started once per session and reused; ready in about a millisecond) maps the
+arena, calls the library's `pypto_native_call_packed` (`call_kernel` with every argument in a
+64-bit word, so one launcher serves every signature), and the buffers are copied back. A
+fault the headers detect (bad address, sync misuse, `trap()`, deadlock) comes back as a
+message with its kernel.cpp line; a crash kills only the worker, which leaves the faulting
+instruction address (mapped to kernel.cpp with addr2line: the library carries -g1 line
+tables) and the last op + line of the core in a shared status area. Both become
+`KernelTrap` / `SimulationError` / `DeadlockError` at the kernel source line.
+`LaunchResult.printed` holds each block's printf text (AIC, AIV0, AIV1 in order). A launch
+that neither finishes nor faults within `PYPTOPRO_NATIVE_TIMEOUT` seconds (default 300) is
+stopped (the worker is killed and restarted on the next launch).
 
 New processes. A second cache entry per kernel, keyed by what the kernel is made of (no
 parsing), holds the launch descriptor (`launch.json`: which build, the argument types, the
@@ -34,12 +37,12 @@ meanwhile.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import ctypes
 import dataclasses
 import functools
 import hashlib
 import json
-import marshal
 import mmap
 import os
 import re
@@ -48,13 +51,12 @@ import shutil
 import signal
 import struct
 import subprocess
-import sys
 import tempfile
 import threading
 import time
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import torch
 
@@ -66,17 +68,18 @@ from ...errors import (
     RuntimeFailure,
     SimulationError,
 )
-from ...ir.span import Span
 from ...ir.types import MemorySpace
 from ..cache import KernelCache, cache_key, file_memo
 from . import LaunchRequest, LaunchResult, register_backend
 
+if TYPE_CHECKING:
+    from ...ir.span import Span
+
 INCLUDE_DIR = Path(__file__).resolve().parents[2] / "include"
-WORKER_PATH = Path(__file__).resolve().with_name("native_worker.py")
 ENV_TIMEOUT = "PYPTOPRO_NATIVE_TIMEOUT"
 ENV_CXX = "PYPTOPRO_NATIVE_CXX"
 CXX_FLAGS = ("-std=c++17", "-O2", "-g1", "-fno-strict-aliasing", "-fPIC", "-shared", "-pthread")
-FORMAT = 1
+FORMAT = 2  # 2: libraries export `pypto_native_call_packed` for the launcher
 RECORDS = 256
 RECORD_SIZE = 64  # sizeof(pypto_native::OpRecord)
 PAGE = mmap.PAGESIZE
@@ -85,10 +88,11 @@ _SPACES = (MemorySpace.Vec, MemorySpace.Mat, MemorySpace.Left, MemorySpace.Right
            MemorySpace.ScaleRight)  # pto::TileType order
 DESCRIPTOR = "launch.json"
 _TARGETS = (("cube", "__DAV_CUBE__", 0), ("vector", "__DAV_VEC__", 1))
-_ENTRY = re.compile(r'extern "C" void call_kernel\((.*)\)')
-_DIAG = re.compile(r"^(?P<file>[^:\n]+):(?P<line>\d+):(?:\d+:)? (?P<kind>error|fatal error): "
-                   r"(?P<msg>.*)$", re.MULTILINE)
-_CPP_LINE = re.compile(r"kernel\.cpp:(\d+)")
+# patterns, compiled (and cached by `re`) on first use: only builds and faults need them
+_ENTRY = r'extern "C" void call_kernel\((.*)\)'
+_DIAG = (r"(?m)^(?P<file>[^:\n]+):(?P<line>\d+):(?:\d+:)? (?P<kind>error|fatal error): "
+         r"(?P<msg>.*)$")
+_CPP_LINE = r"kernel\.cpp:(\d+)"
 _SIGNALS = {int(s): s.name for s in signal.Signals}
 
 
@@ -115,6 +119,9 @@ class NativeLibrary:
                 "param_names": self.param_names}
 
     def span(self, cpp_line: int) -> Span | None:
+        """The kernel source `Span` of a kernel.cpp line (None: not a kernel line)."""
+        from ...ir.span import Span
+
         hit = self.line_map.get(cpp_line)
         return Span(hit[0], hit[1]) if hit else None
 
@@ -124,7 +131,7 @@ class NativeLibrary:
             hit = self.line_map.get(int(m.group(1)))
             return m.group(0) + (f" [{os.path.basename(hit[0])}:{hit[1]}]" if hit else "")
 
-        return _CPP_LINE.sub(sub, text)
+        return re.sub(_CPP_LINE, sub, text)
 
 
 def _c_type(decl: str) -> str:
@@ -133,7 +140,7 @@ def _c_type(decl: str) -> str:
 
 
 def _host_params(call_kernel_cpp: str) -> list[str]:
-    m = _ENTRY.search(call_kernel_cpp)
+    m = re.search(_ENTRY, call_kernel_cpp)
     if m is None:
         raise CompileError("call_kernel.cpp has no `extern \"C\" void call_kernel(...)` entry",
                            module="PRO_COMPILE")
@@ -167,8 +174,30 @@ def native_sources(artifacts: Any) -> dict[str, str]:
     lines.append(f'    ::pypto_native::Runner("{artifacts.kernel_type}", blockDim).run('
                  "::pypto_native::pending().cube, ::pypto_native::pending().vector);")
     lines.append("}")
+    lines += _packed_entry(params[2:])
     files["native_main.cpp"] = "\n".join(lines) + "\n"
     return files
+
+
+def _packed_entry(params: list[str]) -> list[str]:
+    """`pypto_native_call_packed(blockDim, words)`: `call_kernel` with each argument passed in
+    a 64-bit word (a pointer, an integer, or a double's bits), so the launcher can call any
+    kernel without knowing its signature."""
+    values = []
+    for i, decl in enumerate(params):
+        ctype = decl.rsplit(" ", 1)[0].strip()
+        if ctype.endswith("*"):
+            values.append(f"reinterpret_cast<{ctype}>(w[{i}])")
+        elif ctype in ("float", "double"):
+            values.append(f"static_cast<{ctype}>(pypto_native_word_double(w[{i}]))")
+        else:
+            values.append(f"static_cast<{ctype}>(static_cast<int64_t>(w[{i}]))")
+    return ["", "static double pypto_native_word_double(uint64_t w)",
+            "{", "    double d;", "    std::memcpy(&d, &w, sizeof d);", "    return d;", "}", "",
+            "//! the launcher's entry (launcher.hpp): every argument in a 64-bit word",
+            'extern "C" __attribute__((visibility("default"))) void '
+            "pypto_native_call_packed(uint32_t blockDim, const uint64_t* w)",
+            "{", f"    call_kernel({', '.join(['blockDim', 'nullptr', *values])});", "}"]
 
 
 def _has_target(artifacts: Any, target: str) -> bool:
@@ -191,12 +220,21 @@ def compiler() -> str:
 
 @functools.lru_cache(maxsize=4)
 def _compiler_id(cxx: str) -> str:
-    try:
-        out = subprocess.run([cxx, "--version"], check=False, capture_output=True, text=True,
-                             timeout=30)
-        return out.stdout.splitlines()[0] if out.stdout else cxx
-    except (OSError, subprocess.SubprocessError):
+    """The first line of `cxx --version`, remembered on disk per compiler binary (running it
+    costs a new process milliseconds, and the launcher's key needs it on every start)."""
+    binary = shutil.which(cxx)
+    if binary is None:
         return cxx
+
+    def version() -> str:
+        try:
+            out = subprocess.run([binary, "--version"], check=False, capture_output=True,
+                                 text=True, timeout=30)
+            return out.stdout.splitlines()[0] if out.stdout else cxx
+        except (OSError, subprocess.SubprocessError):
+            return cxx
+
+    return file_memo("compiler_id", [os.path.realpath(binary)], version)
 
 
 def build_key(files: dict[str, str], cxx: str) -> str:
@@ -210,15 +248,22 @@ def build_key(files: dict[str, str], cxx: str) -> str:
 
 def _compile(files: dict[str, str], so_name: str, cxx: str, line_map: dict,
              timeout: float | None) -> bytes:
+    """The kernel library built from `files` (native_main.cpp and what it includes)."""
+    return _run_cxx(files, [cxx, *CXX_FLAGS, f"-I{INCLUDE_DIR}", "native_main.cpp", "-o", so_name],
+                    so_name, line_map, timeout)
+
+
+def _run_cxx(files: dict[str, str], cmd: list[str], output: str, line_map: dict,
+             timeout: float | None) -> bytes:
+    """Run the compiler command `cmd` in a temp dir holding `files`; the bytes of `output`."""
     with tempfile.TemporaryDirectory(prefix="pypto_native_") as tmp:
         for name, text in files.items():
             Path(tmp, name).write_text(text)
-        cmd = [cxx, *CXX_FLAGS, f"-I{INCLUDE_DIR}", "native_main.cpp", "-o", so_name]
         try:
             proc = subprocess.run(cmd, cwd=tmp, check=False, capture_output=True, text=True,
                                   timeout=timeout)
         except FileNotFoundError:
-            raise CompileError(f"the host C++ compiler '{cxx}' was not found",
+            raise CompileError(f"the host C++ compiler '{cmd[0]}' was not found",
                                hint="install g++ or set PYPTOPRO_NATIVE_CXX",
                                module="PRO_COMPILE") from None
         except subprocess.TimeoutExpired:
@@ -226,17 +271,19 @@ def _compile(files: dict[str, str], so_name: str, cxx: str, line_map: dict,
                 from None
         if proc.returncode != 0:
             raise _compile_error(proc.stderr, line_map)
-        return Path(tmp, so_name).read_bytes()
+        return Path(tmp, output).read_bytes()
 
 
 def _compile_error(stderr: str, line_map: dict[int, tuple[str, int]]) -> CompileError:
     """g++'s first error, at the first kernel.cpp line of the report the line map knows."""
-    errors = list(_DIAG.finditer(stderr))
+    errors = list(re.finditer(_DIAG, stderr))
     head = errors[0].group("msg") if errors else (stderr.strip().splitlines() or ["g++ failed"])[0]
     span, where = None, ""
     for m in re.finditer(r"kernel\.cpp:(\d+)", stderr):
         hit = line_map.get(int(m.group(1)))
         if hit is not None:
+            from ...ir.span import Span
+
             span, where = Span(hit[0], hit[1]), f" (kernel.cpp:{m.group(1)})"
             break
     excerpt = "\n".join(stderr.strip().splitlines()[:40])
@@ -331,8 +378,12 @@ def _shm_dir() -> str:
 
 def _remove_stale_files() -> None:
     """Shared files left by processes that died without closing their native backend."""
-    for path in Path(_shm_dir()).glob("pypto_native_*"):
-        m = re.match(r"pypto_native_(?:arena|status)_(\d+)_", path.name)
+    folder = _shm_dir()
+    for name in os.listdir(folder):  # (not Path.glob: compiling its pattern costs milliseconds)
+        if not name.startswith("pypto_native_"):
+            continue
+        path = Path(folder, name)
+        m = re.match(r"pypto_native_(?:arena|status)_(\d+)_", name)
         if m is None or int(m.group(1)) == os.getpid():
             continue
         try:
@@ -366,8 +417,7 @@ class SharedFile:
             pass
 
 
-@dataclasses.dataclass
-class _Buffer:
+class _Buffer(NamedTuple):  # (named tuples: a new process makes them faster than dataclasses)
     """One GM buffer: a span of host memory (a tensor storage, the tiling bytes) and where it
     sits in the arena. Copies are plain memmoves: torch's copy_ would start OpenMP threads."""
 
@@ -378,13 +428,13 @@ class _Buffer:
     keep: Any = None  # keeps the host memory alive
 
 
-@dataclasses.dataclass
-class _Plan:
+class _Plan(NamedTuple):
     buffers: list[_Buffer]
     size: int
     guards: list[int]
     regions: list[tuple[int, int, str]]
-    args: list[tuple[str, Any]]
+    args: bytes  # the encoded kernel arguments (`_word`)
+    n_args: int
 
 
 def _span(t: torch.Tensor) -> tuple[int, int]:
@@ -442,7 +492,7 @@ def plan_launch(request: LaunchRequest, lib: NativeLibrary) -> _Plan:
     for key, (tensor, lo, hi) in groups.items():
         placed[key] = place(key + lo, hi - lo, True, tensor)
     regions: list[tuple[int, int, str]] = []
-    args: list[tuple[str, Any]] = []
+    args: list[bytes] = []
     pointers: dict[int, int] = {}
     for i, value, name in tensors:
         if value is None:
@@ -463,20 +513,25 @@ def plan_launch(request: LaunchRequest, lib: NativeLibrary) -> _Plan:
     for i, ctype in enumerate(lib.arg_ctypes):
         if ctype == "ptr":
             off = pointers.get(i, -1)
-            args.append(("ptr", None if off < 0 else off))
-        elif i < n_args:
-            args.append((ctype, _scalar(request.args[i], ctype)))
+            args.append(_ARG_NULL if off < 0 else _ARG_OFFSET.pack(1, off))
         else:
-            args.append((ctype, int(dyn[i - n_args])))
-    return _Plan(buffers, cursor + PAGE, guards, regions, args)
+            value = request.args[i] if i < n_args else dyn[i - n_args]
+            args.append(_word(value, ctype))
+    return _Plan(buffers, cursor + PAGE, guards, regions, b"".join(args), len(args))
 
 
-def _scalar(value: Any, ctype: str) -> Any:
+#: a kernel argument for the launcher: u8 kind (0 null pointer, 1 arena offset, 2 integer,
+#: 3 double), u64 word (launcher.hpp)
+_ARG_OFFSET = struct.Struct("<BQ")
+_ARG_DOUBLE = struct.Struct("<Bd")
+_ARG_NULL = _ARG_OFFSET.pack(0, 0)
+_WORD = (1 << 64) - 1
+
+
+def _word(value: Any, ctype: str) -> bytes:
     if ctype in ("float", "double"):
-        return float(value)
-    if ctype == "bool":
-        return bool(value)
-    return int(value)
+        return _ARG_DOUBLE.pack(3, float(value))
+    return _ARG_OFFSET.pack(2, int(bool(value) if ctype == "bool" else value) & _WORD)
 
 
 # ---------------------------------------------------------------- the worker process
@@ -492,38 +547,142 @@ class WorkerTimeout(Exception):
     pass
 
 
-class Worker:
-    """The persistent process that runs kernels (native_worker.py), restarted after a crash."""
+#: the launcher process (`include/launcher.hpp`): its file in the cache, its hello, its flags
+LAUNCHER = "pypto_native_launcher"
+LAUNCHER_HELLO = "pypto-launcher 1"
+LAUNCHER_FLAGS = ("-std=c++17", "-O2", "-pthread")
+_LAUNCHER_MAIN = "#include <launcher.hpp>\nint main() { return pypto_launcher::serve(); }\n"
+_U32 = struct.Struct("<I")
 
-    def __init__(self) -> None:
+
+def launcher_executable(cache: KernelCache, build: bool = True) -> Path | None:
+    """The launcher built with the host compiler: once per machine and compiler, through the
+    kernel cache (atomic; concurrent processes end with one good entry). `build=False`: None
+    unless it is built already."""
+    cxx = compiler()
+    h = hashlib.sha256()
+    for part in (f"native-launcher-{FORMAT}", _compiler_id(cxx), " ".join(LAUNCHER_FLAGS),
+                 _LAUNCHER_MAIN):
+        h.update(part.encode() + b"\0")
+    h.update((INCLUDE_DIR / "launcher.hpp").read_bytes())
+    key = h.hexdigest()
+    if not build:
+        path = cache.file_path(key, LAUNCHER)
+    else:
+        cmd = [cxx, *LAUNCHER_FLAGS, f"-I{INCLUDE_DIR}", "launcher_main.cpp", "-o", LAUNCHER,
+               "-ldl"]
+        path = cache.get_or_build(
+            key, lambda: {LAUNCHER: _run_cxx({"launcher_main.cpp": _LAUNCHER_MAIN}, cmd,
+                                             LAUNCHER, {}, None)},
+            meta={"backend": "native", "kernel": LAUNCHER}).file(LAUNCHER)
+    if path is not None and not os.access(path, os.X_OK):
+        os.chmod(path, 0o755)
+    return path
+
+
+def _str(text: str) -> bytes:
+    data = text.encode()
+    return _U32.pack(len(data)) + data
+
+
+def _read_str(data: bytes, pos: int) -> tuple[str, int]:
+    (n,) = _U32.unpack_from(data, pos)
+    return data[pos + 4:pos + 4 + n].decode("utf-8", "replace"), pos + 4 + n
+
+
+def _decode_answer(data: bytes) -> dict[str, Any]:
+    """A launcher answer (launcher.hpp) as {"ok", "error" | "fault", "printed"}."""
+    if not data or not data[0]:
+        return {"ok": False, "error": _read_str(data, 1)[0] if data else "empty answer"}
+    kind, line = struct.unpack_from("<ii", data, 1)
+    message, pos = _read_str(data, 9)
+    (n,) = _U32.unpack_from(data, pos)
+    pos += 4
+    printed = {}
+    for _ in range(n):
+        (block,) = struct.unpack_from("<i", data, pos)
+        printed[block], pos = _read_str(data, pos + 4)
+    return {"ok": True, "fault": (kind, line, message) if kind else None, "printed": printed}
+
+
+class Worker:
+    """The persistent launcher process that runs kernels, restarted after a crash."""
+
+    def __init__(self, cache: KernelCache) -> None:
         _remove_stale_files()
+        self.cache = cache
         self.proc: subprocess.Popen | None = None
         self.ready = False  # the running process said hello
         self.arena: SharedFile | None = None
         self.status = SharedFile(RECORDS * RECORD_SIZE + 64, "pypto_native_status_")
+        self._heads: dict[tuple, bytes] = {}
+        self._start_lock = threading.Lock()
+        self._spawning: threading.Thread | None = None  # the thread spawning the process
+        self._failure: BaseException | None = None  # what stopped it
 
     def start(self) -> None:
-        """Start the process if none runs, without waiting for it (it boots while the caller
-        looks the kernel up)."""
-        if self.proc is not None and self.proc.poll() is None:
-            return
-        env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
-        # -I -S: no site-packages or user paths to scan; the worker needs the stdlib only
-        self.proc = subprocess.Popen([sys.executable, "-I", "-S", "-u", str(WORKER_PATH)],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env,
-                                     close_fds=True)
-        self.ready = False
+        """Start the process if none runs, without waiting for it to boot (it does while the
+        caller looks the kernel up or compiles it). The first time on this machine a thread
+        builds the launcher and spawns it, so its g++ runs beside the kernel's."""
+        with self._start_lock:
+            if self._spawning is not None or (self.proc is not None and self.proc.poll() is None):
+                return
+            self.proc, self.ready, self._failure = None, False, None
+            built = launcher_executable(self.cache, build=False)
+            if built is not None:
+                self._spawn(built)
+                return
+            self._spawning = threading.Thread(target=self._spawn, name="pypto-native-launcher",
+                                              daemon=True)
+            self._spawning.start()
+
+    def _spawn(self, executable: Path | None = None) -> None:
+        try:
+            env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+            self.proc = subprocess.Popen([str(executable or launcher_executable(self.cache))],
+                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env,
+                                         close_fds=True)
+        except BaseException as e:  # noqa: BLE001 - raised in the caller's thread by ensure()
+            self._failure = e
+
+    def _started(self) -> None:
+        """Wait for the spawning thread, if any; a failure to spawn (e.g. no compiler) is
+        raised here, in the caller's thread."""
+        spawning = self._spawning
+        if spawning is not None:
+            spawning.join()
+            self._spawning = None
+        failure, self._failure = self._failure, None
+        if failure is not None:
+            raise failure
 
     def ensure(self) -> subprocess.Popen:
-        self.start()
+        """The running process, started and said hello (a ready one is not polled again: each
+        launch's `start` did, and if it died since, the call finds out)."""
         if not self.ready:
+            self.start()
+            self._started()
             hello = self._read(60.0)
-            if not isinstance(hello, dict) or "ready" not in hello:
-                raise RuntimeFailure("the native worker process did not start",
+            if hello[:1] != b"\1" or _read_str(hello, 1)[0] != LAUNCHER_HELLO:
+                raise RuntimeFailure("the native launcher process did not start",
                                      module="PRO_RUNTIME")
             self.ready = True
         assert self.proc is not None
         return self.proc
+
+    def message_head(self, library: Path, arena: SharedFile, soc: tuple) -> bytes:
+        """The first fields of a launch request (launcher.hpp), which change rarely."""
+        key = (library, arena.path, arena.size, soc)
+        head = self._heads.get(key)
+        if head is None:
+            sizes, aic, aiv = soc
+            head = self._heads[key] = b"".join((
+                _U32.pack(1), _str(str(library)), _str(arena.path), struct.pack("<Q", arena.size),
+                _str(self.status.path), struct.pack("<QII", self.status.size, RECORDS,
+                                                    RECORD_SIZE),
+                struct.pack(f"<I{len(sizes)}q", len(sizes), *sizes),
+                struct.pack("<ii", aic, aiv), _str(_torch_lib() or "")))
+        return head
 
     def arena_for(self, size: int) -> tuple[SharedFile, bool]:
         if self.arena is not None and self.arena.size >= size:
@@ -534,27 +693,25 @@ class Worker:
                                 "pypto_native_arena_")
         return self.arena, True
 
-    def call(self, request: dict, timeout: float) -> dict:
+    def call(self, request: bytes, timeout: float) -> dict[str, Any]:
         proc = self.ensure()
-        data = marshal.dumps(request)
         try:
-            proc.stdin.write(struct.pack("<I", len(data)) + data)
+            proc.stdin.write(_U32.pack(len(request)) + request)
             proc.stdin.flush()
         except (BrokenPipeError, OSError):
             raise WorkerDied(proc.wait()) from None
-        return self._read(timeout)
+        return _decode_answer(self._read(timeout))
 
-    def _read(self, timeout: float) -> Any:
+    def _read(self, timeout: float) -> bytes:
         proc = self.proc
         assert proc is not None and proc.stdout is not None
         fd = proc.stdout.fileno()
         deadline = time.monotonic() + timeout
-        head = self._read_exact(fd, 4, deadline)
-        (n,) = struct.unpack("<I", head)
-        return marshal.loads(self._read_exact(fd, n, deadline))
+        (n,) = _U32.unpack(self._read_exact(fd, 4, deadline))
+        return self._read_exact(fd, n, deadline)
 
     def _read_exact(self, fd: int, n: int, deadline: float) -> bytes:
-        out = bytearray()
+        out = b""
         while len(out) < n:
             left = deadline - time.monotonic()
             ready, _, _ = select.select([fd], [], [], max(0.0, left))
@@ -565,7 +722,7 @@ class Worker:
             if not chunk:
                 raise WorkerDied(self.proc.wait() if self.proc else -1)
             out += chunk
-        return bytes(out)
+        return out
 
     def kill(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
@@ -575,6 +732,8 @@ class Worker:
         self.ready = False
 
     def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self._started()
         self.kill()
         self.status.close()
         if self.arena is not None:
@@ -611,7 +770,7 @@ class NativeBackend:
     def _worker(self) -> Worker:
         with self._worker_lock:
             if self.worker is None:
-                self.worker = Worker()
+                self.worker = Worker(self.builder.cache)
             return self.worker
 
     def cached_launch(self, kernel_def: Any, spec: Any) -> dict[str, Any] | None:
@@ -651,15 +810,12 @@ class NativeBackend:
             if buf.nbytes:
                 ctypes.memmove(arena.address + buf.offset, buf.address, buf.nbytes)
         struct.pack_into("<iiQQ", worker.status.mm, RECORDS * RECORD_SIZE, -1, 0, 0, 0)
-        message = {
-            "op": "launch", "library": str(lib.path), "arena": arena.path,
-            "arena_size": arena.size, "status": worker.status.path,
-            "status_size": worker.status.size, "records": RECORDS,
-            "record_size": RECORD_SIZE, "guards": plan.guards, "regions": plan.regions,
-            "sizes": soc[0], "aic_cores": soc[1], "aiv_cores": soc[2],
-            "block_dim": request.block_dim, "args": plan.args,
-            "torch_lib": _torch_lib(),
-        }
+        message = b"".join((
+            worker.message_head(lib.path, arena, soc),
+            struct.pack(f"<I{len(plan.guards)}Q", len(plan.guards), *plan.guards),
+            _U32.pack(len(plan.regions)),
+            *(struct.pack("<QQ", lo, hi) + _str(name) for lo, hi, name in plan.regions),
+            struct.pack("<II", request.block_dim, plan.n_args), plan.args))
         try:
             answer = worker.call(message, self._timeout())
         except WorkerDied as died:
@@ -733,11 +889,12 @@ def _fault_error(lib: NativeLibrary, kind: int, line: int, message: str) -> Exce
 
 
 @functools.lru_cache(maxsize=16)
-def _soc_config(name: str) -> tuple[list[int], int, int]:
+def _soc_config(name: str) -> tuple[tuple[int, ...], int, int]:
     """(buffer bytes in pto::TileType order, AIC cores, AIV cores) of a simulator SoC table
     (remembered on disk: parsing the TOML tables costs a new process tens of milliseconds)."""
     sim = Path(__file__).resolve().parents[2] / "sim"
-    tables = [str(sim / "soc.py"), *sorted(str(p) for p in (sim / "soc").glob("*.toml"))]
+    tables = [str(sim / "soc.py"), *sorted(str(sim / "soc" / n) for n in os.listdir(sim / "soc")
+                                           if n.endswith(".toml"))]
 
     def read() -> tuple[list[int], int, int]:
         from ...sim.soc import soc as make_soc
@@ -750,7 +907,7 @@ def _soc_config(name: str) -> tuple[list[int], int, int]:
         return [int(soc.buffer_size(s)) for s in _SPACES], soc.aic_cores, soc.aiv_cores
 
     sizes, aic, aiv = file_memo(f"native_soc_{name}", tables, read)
-    return list(sizes), int(aic), int(aiv)
+    return tuple(sizes), int(aic), int(aiv)
 
 
 @functools.lru_cache(maxsize=1)

@@ -1,8 +1,8 @@
 """The native build through the on-disk cache, across processes: four processes launching the
-same kernel at once into an empty cache build it once and all get the right result; a new
-process then launches it from the launch descriptor without parsing, running passes or
-generating code (the compiler modules are never imported); a damaged `.so` is noticed and
-rebuilt."""
+same kernel at once into an empty cache build it (and the launcher) once and all get the right
+result; a new process then launches it from the launch descriptor without parsing, running
+passes or generating code (the compiler modules and the IR nodes are never imported); a damaged
+`.so` is noticed and rebuilt."""
 from __future__ import annotations
 
 import json
@@ -21,9 +21,11 @@ SCRIPT = textwrap.dedent('''
     import pypto_pro.language as pl
     from pypto_pro.runtime.backends import native
 
-    builds = []
+    builds, launchers = [], []
     real = native._compile
     native._compile = lambda *a, **k: builds.append(1) or real(*a, **k)
+    real_cxx = native._run_cxx
+    native._run_cxx = lambda *a: (a[2] == native.LAUNCHER and launchers.append(1)) or real_cxx(*a)
 
     T = pl.TileType([16, 16], pl.DT_FP32)
 
@@ -42,10 +44,11 @@ SCRIPT = textwrap.dedent('''
     with pypto_pro.use_backend("native"):
         double[None, 1](x, y)
     print(json.dumps({
-        "ok": bool(torch.equal(y, x * 2)), "builds": len(builds),
+        "ok": bool(torch.equal(y, x * 2)), "builds": len(builds), "launchers": len(launchers),
         "compiled_here": bool(double.compiled_variants),
         "compiler_imported": "pypto_pro.compiler" in sys.modules,
         "codegen_imported": "pypto_pro.codegen" in sys.modules,
+        "ir_nodes_imported": "pypto_pro.ir.nodes" in sys.modules,
     }))
 ''')
 
@@ -77,13 +80,15 @@ def test_concurrent_cold_processes_build_once(shared_cache):
     _, _, reports = shared_cache
     assert all(r["ok"] for r in reports)
     assert sum(r["builds"] for r in reports) == 1, reports
+    assert sum(r["launchers"] for r in reports) == 1, reports
 
 
 def test_a_new_process_launches_from_disk_without_compiling(shared_cache):
     cache, script, _ = shared_cache
     report = _report(_start(cache, script))
-    assert report == {"ok": True, "builds": 0, "compiled_here": False,
-                      "compiler_imported": False, "codegen_imported": False}
+    assert report == {"ok": True, "builds": 0, "launchers": 0, "compiled_here": False,
+                      "compiler_imported": False, "codegen_imported": False,
+                      "ir_nodes_imported": False}
 
 
 def test_a_damaged_library_is_rebuilt(shared_cache):

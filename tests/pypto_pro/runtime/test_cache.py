@@ -190,6 +190,18 @@ def test_put_file_and_get_file(tmp_path):
     assert cache.get_file(KEY, "missing.so") is None
 
 
+def test_reading_one_file_checks_only_that_file(tmp_path):
+    """A launch reads one file of an entry (the descriptor, the library): only that file is
+    hashed; a damaged one reads as missing, damage elsewhere does not hide an intact one."""
+    cache = KernelCache(tmp_path)
+    entry = cache.put(KEY, {**FILES, "lib.so": b"\x7fELF" * 64})
+    (entry.path / "kernel.cpp").write_text("// damaged")
+    assert cache.get(KEY) is None
+    assert cache.get_file(KEY, "lib.so") == b"\x7fELF" * 64
+    assert cache.file_path(KEY, "lib.so") == entry.path / "lib.so"
+    assert cache.get_file(KEY, "kernel.cpp") is None and cache.file_path(KEY, "kernel.cpp") is None
+
+
 @pytest.mark.parametrize("damage", ["truncate", "corrupt", "delete", "manifest", "garbage"])
 def test_damaged_entry_is_detected_and_rebuilt(tmp_path, damage):
     cache = KernelCache(tmp_path)
