@@ -184,6 +184,9 @@ def _mutex_ids(ctx: ParseContext, value: Any, node: ast.AST) -> tuple[tuple[int,
 def _id_list(ctx: ParseContext, value: Any, node: ast.AST, what: str, limit: int) -> list[int]:
     if value is None:
         return []
+    if not isinstance(value, (list, tuple)):
+        raise ctx.error(ParserTypeError, f"{what}: expected a list of ids in 0..{limit - 1}, "
+                                         f"got {type(value).__name__}", node)
     for i in value:
         if not isinstance(i, int) or not 0 <= i < limit:
             raise ctx.error(ParserTypeError, f"{what}: {i!r} is not an id in 0..{limit - 1}",

@@ -334,6 +334,9 @@ CASES = [
     Case("mutex_id_repeated_in_a_tile", """
         g = pl.make_tile_group(type=VEC, addrs=0, mutex_ids=[[1, 1], [2, 3]])  # !
         """, T),
+    Case("fwd_ids_not_a_list", """
+        g = pl.make_tile_group(type=VEC, addrs=0, mutex_ids=[0, 1], fwd_ids=VEC)  # !
+        """, T),
     Case("mutex_ids_uneven", """
         g = pl.make_tile_group(type=VEC, addrs=0, mutex_ids=[[1, 2], [3]])  # !
         """, T),
