@@ -35,9 +35,9 @@ from ..ir.types import PipeType
 from .calls_issue import Instr
 from .engine import Core, Engine, Pipe, _MutexReq
 from .ops import IMPLS
+from .program import NOTHING
 
 _S = PipeType.S
-_NOTHING: tuple = ()  # what `issue` returns when the scalar unit need not wait
 
 
 class FunctionalEngine(Engine):
@@ -89,7 +89,7 @@ class FunctionalCore(Core):
         self._check_done()
 
     def sync_scalar(self):
-        return _NOTHING  # no clock to catch up with
+        return NOTHING  # no clock to catch up with
 
     # ------------------------------------------------------------ issue
     def issue(self, instr: Instr):
@@ -107,11 +107,11 @@ class FunctionalCore(Core):
                 self._execute_op(instr)
             else:
                 self._sync_now(pipe, instr)
-            return _NOTHING
+            return NOTHING
         if len(queue) >= self.engine.queue_depth:
             return self._issue_when_room(pipe, instr)
         self._queue_behind(pipe, instr)
-        return _NOTHING
+        return NOTHING
 
     def _issue_when_room(self, pipe: Pipe, instr: Instr):
         depth = self.engine.queue_depth

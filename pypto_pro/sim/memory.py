@@ -264,8 +264,7 @@ class TileRef:
                 views.values.copy_(value.view(views.values.dtype).reshape(views.values.shape))
             else:
                 views.values.copy_(value)
-            if self.memory.track_init:
-                views.mask.fill_(views.mask_fill)
+            self._mark_written(views)
             return
         offs = self._window(offset[0], offset[1], rows, cols)
         buf, init = self.memory.buffer(self.space), self.memory.initialised[self.space]
@@ -290,6 +289,44 @@ class TileRef:
         buf[idx.reshape(-1)] = data.view(torch.uint8).reshape(-1)
         if track:
             init[idx.reshape(-1)] = True
+
+    def copy_from(self, src: TileRef) -> bool:
+        """Write `src`'s valid window at (0, 0) with one copy between the two buffers (no
+        logical intermediate), when this tile writes now, the dtypes agree, the tiles live in
+        different buffers (so nothing read is overwritten first) and both blocks have views of
+        one element shape. False when the caller must take `read` + `write`."""
+        if not self.writes_now or src.dtype is not self.dtype or \
+                src.memory.buffer(src.space) is self.memory.buffer(self.space):
+            return False
+        theirs = src._views(0, 0, src.valid_rows, src.valid_cols)
+        if theirs is None:
+            return False
+        mine = self._views(0, 0, src.valid_rows, src.valid_cols)
+        if mine is None or mine.values.shape != theirs.values.shape or \
+                mine.values.dtype is not theirs.values.dtype:
+            return False
+        mine.values.copy_(theirs.values)
+        self._mark_written(mine)
+        return True
+
+    def add_from(self, addend: torch.Tensor) -> bool:
+        """block[0:r, 0:c] = addend + block in place for an FP32 tile writing now (one pass over
+        the buffer instead of read, add, write; the same float32 sums). False when the caller
+        must take `read` + `write`."""
+        if not self.writes_now or self.dtype is not DataType.FP32 or \
+                addend.dtype is not torch.float32:
+            return False
+        views = self._views(0, 0, *addend.shape)
+        if views is None:
+            return False
+        block = views.values.view(torch.float32)
+        torch.add(addend.view(block.shape), block, out=block)
+        self._mark_written(views)
+        return True
+
+    def _mark_written(self, views: BlockViews) -> None:
+        if self.memory.track_init:
+            views.mask.fill_(views.mask_fill)
 
     def _views(self, r0: int, c0: int, rows: int, cols: int) -> BlockViews | None:
         g = self.geometry

@@ -217,7 +217,10 @@ class _Compiler:
 
         def run(fr: Frame):
             for p in parts:
-                sig = yield from p(fr)
+                step = p(fr)
+                if step is NOTHING:  # most statements: no generator to step through
+                    continue
+                sig = yield from step
                 if sig is not None:
                     return sig
             return None
@@ -329,7 +332,10 @@ class _Compiler:
             for _ in iterations(fr):
                 fr.core.time += 1
                 fr.core.count_iteration(span)
-                sig = yield from run_body(fr)
+                step = run_body(fr)
+                if step is NOTHING:
+                    continue
+                sig = yield from step
                 if sig == _BREAK:
                     break
                 if sig == _RETURN:

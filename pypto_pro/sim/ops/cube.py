@@ -89,6 +89,8 @@ def matmul_acc(args: list, kwargs: dict) -> None:
     _check_pair("block.matmul_acc", lhs, rhs, FLOAT_IN + INT_IN)
     _accumulator_for("block.matmul_acc", lhs, dst)
     product = _product("block.matmul_acc", lhs, rhs)
+    if acc.memory is dst.memory and acc.geometry == dst.geometry and dst.add_from(product):
+        return  # dst is acc: accumulated in place
     previous = to_compute(acc.read_block(0, 0, *product.shape), acc.dtype)
     _finish(dst, product + previous.to(product.dtype))
 

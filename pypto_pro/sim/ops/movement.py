@@ -122,6 +122,8 @@ def _move_from_acc(op: str, dst: object, src: TileRef, kwargs: dict,
 
 def _tile_to_tile(op: str, dst: TileRef, src: TileRef, offset: object) -> None:
     if offset is None:
+        if dst.copy_from(src):  # e.g. L1 -> L0A/L0B: buffer to buffer, no logical copy
+            return
         data = src.read()
     else:
         r0, c0 = _offsets(offset)

@@ -207,3 +207,35 @@ def test_gm_window_plans_are_reused_per_shape_and_still_checked():
     assert row.read_window(2, 1, 2).tolist() == [[2, 3]]  # a bare int offset
     with pytest.raises(ValueError, match="3 offsets for a rank-1"):
         row.read_window([0, 0, 0], 1, 2)
+
+
+@pytest.mark.parametrize("src_layout, dst_layout, copied", [
+    (L.NZ, L.NZ, True), (L.NZ, L.ZN, True), (L.ND, L.DN, True), (L.ND, L.NZ, False)])
+def test_copy_from_moves_buffer_to_buffer_like_read_then_write(src_layout, dst_layout, copied):
+    values = torch.randn(32, 32).half()
+    fast, slow = CoreMemory(soc(), "aic"), CoreMemory(soc(), "aic")
+    for mem in (fast, slow):
+        tile(mem, 32, 32, D.FP16, M.Mat, src_layout, addr=512).write(values)
+    src = tile(fast, 32, 32, D.FP16, M.Mat, src_layout, 512, (16, 32))
+    assert tile(fast, 32, 32, D.FP16, M.Left, dst_layout, 1024, (16, 32)).copy_from(src) is copied
+    if copied:
+        tile(slow, 32, 32, D.FP16, M.Left, dst_layout, 1024, (16, 32)).write(
+            tile(slow, 32, 32, D.FP16, M.Mat, src_layout, 512, (16, 32)).read())
+        assert torch.equal(fast.buffers[M.Left], slow.buffers[M.Left])
+        assert torch.equal(fast.initialised[M.Left], slow.initialised[M.Left])
+    same_buffer = tile(fast, 32, 32, D.FP16, M.Mat, src_layout, addr=8192)
+    assert not same_buffer.copy_from(src)  # may overlap: the caller reads first
+    assert not tile(fast, 32, 32, D.BF16, M.Left, dst_layout, 1024).copy_from(src)
+
+
+@pytest.mark.parametrize("layout", [L.NZ, L.ND])
+def test_add_from_accumulates_fp32_in_place_bit_for_bit(layout):
+    mem = CoreMemory(soc(), "aic")
+    acc = tile(mem, 32, 32, D.FP32, M.Acc, layout, fractal=1024)
+    before = torch.randn(32, 32)
+    acc.write(before)
+    addend = torch.randn(16, 32)
+    assert acc.add_from(addend)
+    assert torch.equal(acc.read_block(0, 0, 16, 32), addend + before[:16])
+    assert torch.equal(acc.read_block(16, 0, 16, 32), before[16:])
+    assert not tile(mem, 32, 32, D.FP16, M.Acc, layout, fractal=1024).add_from(addend)

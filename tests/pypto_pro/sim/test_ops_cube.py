@@ -112,3 +112,19 @@ def test_mx_matmul_applies_e8m0_scales_per_32_k():
     assert torch.equal(acc.read(), expect)
     IMPLS["block.matmul_mx_acc"]([acc, acc, lhs, rhs, sa, sb], {})
     assert torch.allclose(acc.read(), 2 * expect)
+
+
+@pytest.mark.parametrize("valid", [(32, 48, 32), (40, 50, 20)])  # whole fractals / tails
+def test_matmul_acc_in_place_matches_a_separate_destination(valid):
+    mem, lhs, rhs, acc = cube_tiles(D.FP16, valid=valid)
+    other = TileRef(mem, TileGeometry(48, 32, D.FP32, M.Acc, L.NZ, 1024, addr=8192),
+                    valid[0], valid[2])
+    a, b = operands(D.FP16, valid=valid)
+    lhs.write(a)
+    rhs.write(b)
+    start = torch.randn(valid[0], valid[2]) * 1e3
+    acc.write(start)
+    IMPLS["block.matmul_acc"]([other, acc, lhs, rhs], {})  # the read-add-write path
+    IMPLS["block.matmul_acc"]([acc, acc, lhs, rhs], {})  # in place when the block allows
+    assert torch.equal(acc.read().view(torch.int32), other.read().view(torch.int32))
+    assert torch.equal(acc.read(), (a.float() @ b.float()) + start)
