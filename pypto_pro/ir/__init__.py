@@ -14,10 +14,15 @@ _HOMES = ("nodes", "types", "dtype", "span", "ops")
 
 
 def __getattr__(name: str) -> Any:
+    if name.startswith("__"):  # probes (`__path__`, `__wrapped__`...) must not load everything
+        raise AttributeError(f"module 'pypto_pro.ir' has no attribute {name!r}")
+    try:  # a submodule (`from pypto_pro.ir import attrs`) loads alone
+        return importlib.import_module(f".{name}", __name__)
+    except ModuleNotFoundError as e:
+        if e.name != f"{__name__}.{name}":
+            raise
     for home in _HOMES:
         module = importlib.import_module(f".{home}", __name__)
-        if name == home:
-            return module
         if hasattr(module, name):
             return getattr(module, name)
     raise AttributeError(f"module 'pypto_pro.ir' has no attribute {name!r}")

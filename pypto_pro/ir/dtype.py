@@ -5,11 +5,10 @@ Owns the dtype table (bits, C++ spelling, torch mapping). Imports nothing from t
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from typing import NamedTuple
 
 
-@dataclass(frozen=True)
-class _DTypeInfo:
+class _DTypeInfo(NamedTuple):  # (not a dataclass: a new process creates it at import)
     bits: int
     ctype: str | None  # C++ spelling in generated code (None: storage only)
     torch_name: str | None  # torch dtype checked at launch (None: not checked)

@@ -2,14 +2,16 @@
 
 `pl.Tensor[[d0, d1], pl.DT_FP16]`, `pl.Ptr[pl.DT_FP32]`, `pl.Tile[[r, c], dtype]` produce spec
 objects that the parser turns into IR types and the runtime uses to check launch arguments.
-`pl.TileType(...)` is a plain dataclass (not IR), as in the real system.
+`pl.TileType(...)` is a plain value class (not IR), as in the real system. The classes are
+`Frozen` (immutable, compared field-wise) rather than dataclasses: a new process creates them
+on its way to a launch, and a frozen dataclass costs about 1 ms to create.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import InvalidShape, InvalidType
+from ..frozen import Frozen
 from ..ir.dtype import DataType
 from ..ir.types import MemorySpace, TileLayout, TilePad
 
@@ -32,26 +34,33 @@ DYNAMIC = _ShapePolicy("DYNAMIC")
 STATIC = _ShapePolicy("STATIC")
 
 
-@dataclass(frozen=True)
-class MemRef:
+class MemRef(Frozen):
     """An explicit placement: memory space, byte address, size (accepted in annotations)."""
 
+    __slots__ = ("memory_space", "addr", "size")
     memory_space: MemorySpace
-    addr: int = 0
-    size: int | None = None
+    addr: int
+    size: int | None
+
+    def __init__(self, memory_space: MemorySpace, addr: int = 0, size: int | None = None) -> None:
+        self._init(memory_space=memory_space, addr=addr, size=size)
 
 
-@dataclass(frozen=True)
-class TensorSpec:
+class TensorSpec(Frozen):
     """`pl.Tensor[[dims...], dtype(, layout)(, memref)]`: dims are ints, DYNAMIC, STATIC or ...
 
     A trailing `...` expands to STATIC for all remaining axes (rank ≥ explicit dims).
     """
 
+    __slots__ = ("dims", "dtype", "layout", "memref")
     dims: tuple[Any, ...]
     dtype: DataType
-    layout: TileLayout = TileLayout.ND
-    memref: MemRef | None = None
+    layout: TileLayout
+    memref: MemRef | None
+
+    def __init__(self, dims: tuple[Any, ...], dtype: DataType,
+                 layout: TileLayout = TileLayout.ND, memref: MemRef | None = None) -> None:
+        self._init(dims=dims, dtype=dtype, layout=layout, memref=memref)
 
     @property
     def has_ellipsis(self) -> bool:
@@ -62,25 +71,34 @@ class TensorSpec:
         return len(self.dims) - (1 if self.has_ellipsis else 0)
 
 
-@dataclass(frozen=True)
-class PtrSpec:
+class PtrSpec(Frozen):
+    __slots__ = ("dtype",)
     dtype: DataType
 
+    def __init__(self, dtype: DataType) -> None:
+        self._init(dtype=dtype)
 
-@dataclass(frozen=True)
-class TileSpec:
+
+class TileSpec(Frozen):
     """`pl.Tile[[r, c], dtype]`: the type of SIMT / helper tile parameters."""
 
+    __slots__ = ("shape", "dtype")
     shape: tuple[int, ...]
     dtype: DataType
 
+    def __init__(self, shape: tuple[int, ...], dtype: DataType) -> None:
+        self._init(shape=shape, dtype=dtype)
 
-@dataclass(frozen=True)
-class DirectionSpec:
+
+class DirectionSpec(Frozen):
     """Newer `pl.Input[...]` / `pl.Output[...]` wrappers: direction markers around a Tensor."""
 
+    __slots__ = ("direction", "inner")
     direction: str
     inner: TensorSpec
+
+    def __init__(self, direction: str, inner: TensorSpec) -> None:
+        self._init(direction=direction, inner=inner)
 
 
 def _check_dtype(value: Any, where: str) -> DataType:
@@ -158,25 +176,33 @@ Input = _DirectionAnnotation("input")
 Output = _DirectionAnnotation("output")
 
 
-@dataclass(frozen=True)
-class TileType:
+class TileType(Frozen):
     """`pl.TileType(shape, dtype, target_memory=Vec, valid_shape=None, layout=None, ...)`.
 
     Only 2-D compile-time shapes; a 1-D shape `[n]` means `[1, n]`. `valid_shape`: None
     (dynamic, set with `pl.set_validshape`), ints, or -1 per axis for runtime.
     """
 
+    __slots__ = ("shape", "dtype", "target_memory", "valid_shape", "layout", "fractal", "pad",
+                 "compact")
     shape: Any
     dtype: DataType
-    target_memory: MemorySpace = MemorySpace.Vec
-    valid_shape: Any = None
-    layout: TileLayout | None = None
-    fractal: int | None = None
-    pad: Any = None
-    compact: int | None = None
-    _checked: bool = field(default=False, repr=False, compare=False)
+    target_memory: MemorySpace
+    valid_shape: Any
+    layout: TileLayout | None
+    fractal: int | None
+    pad: Any
+    compact: int | None
 
-    def __post_init__(self) -> None:
+    def __init__(self, shape: Any, dtype: DataType, target_memory: MemorySpace = MemorySpace.Vec,
+                 valid_shape: Any = None, layout: TileLayout | None = None,
+                 fractal: int | None = None, pad: Any = None, compact: int | None = None) -> None:
+        self._init(shape=shape, dtype=dtype, target_memory=target_memory,
+                   valid_shape=valid_shape, layout=layout, fractal=fractal, pad=pad,
+                   compact=compact)
+        self._check()
+
+    def _check(self) -> None:
         shape = tuple(self.shape) if isinstance(self.shape, (list, tuple)) else (self.shape,)
         if len(shape) == 1:
             shape = (1, shape[0])

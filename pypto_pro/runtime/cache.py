@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import BadFd, KeyNotFound
+from ..frozen import Frozen
 
 ENV_CACHE_DIR = "PYPTOPRO_CACHE_DIR"
 MANIFEST = "manifest.json"
@@ -142,6 +143,9 @@ def fingerprint(value: Any, depth: int = 0) -> Any:
         return sorted((fingerprint(v, depth + 1) for v in value), key=repr)
     if isinstance(value, Mapping):
         return {str(k): fingerprint(v, depth + 1) for k, v in sorted(value.items(), key=str)}
+    if isinstance(value, Frozen):  # the value classes that were dataclasses: same keys
+        return {"dataclass": type(value).__qualname__,
+                **{k: fingerprint(v, depth + 1) for k, v in vars(value).items()}}
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {"dataclass": type(value).__qualname__,
                 **{f.name: fingerprint(getattr(value, f.name), depth + 1)
@@ -325,14 +329,18 @@ def atomic_write(path: Path, data: bytes | str) -> None:
             tmp.unlink()
 
 
-@dataclasses.dataclass(frozen=True)
-class CacheEntry:
+class CacheEntry(Frozen):
     """A valid cache entry: its directory and the files its manifest lists (name → sha256)."""
 
+    __slots__ = ("key", "path", "files", "meta")
     key: str
     path: Path
     files: dict[str, str]
-    meta: dict[str, Any] = dataclasses.field(default_factory=dict)
+    meta: dict[str, Any]
+
+    def __init__(self, key: str, path: Path, files: dict[str, str],
+                 meta: dict[str, Any] | None = None) -> None:
+        self._init(key=key, path=path, files=files, meta={} if meta is None else meta)
 
     def file(self, name: str) -> Path:
         return self.path / name

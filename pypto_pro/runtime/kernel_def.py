@@ -11,6 +11,7 @@ from collections import ChainMap
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from ..frozen import Frozen
 from ..ir.dtype import DataType
 
 
@@ -30,18 +31,27 @@ class ParamSpec:
     direction: str | None = None  # "input" / "output" from pl.Input / pl.Output
 
 
-@dataclass(frozen=True)
-class JitOptions:
+class JitOptions(Frozen):
     """The options of `@pl.jit(...)` (spec §1.1), normalised."""
 
-    arch: str | None = None
-    auto_mutex: bool = True
-    name: str | None = None
-    pipeline: Any = None  # PipelineConfig | None
-    tiling_key: Any = None  # the tiling-key class | None
-    datatype: dict[str, str] | None = None
-    compile_timeout: int | None = None
-    sanitizer: bool = False
+    __slots__ = ("arch", "auto_mutex", "name", "pipeline", "tiling_key", "datatype",
+                 "compile_timeout", "sanitizer")
+    arch: str | None
+    auto_mutex: bool
+    name: str | None
+    pipeline: Any  # PipelineConfig | None
+    tiling_key: Any  # the tiling-key class | None
+    datatype: dict[str, str] | None
+    compile_timeout: int | None
+    sanitizer: bool
+
+    def __init__(self, arch: str | None = None, auto_mutex: bool = True, name: str | None = None,
+                 pipeline: Any = None, tiling_key: Any = None,
+                 datatype: dict[str, str] | None = None, compile_timeout: int | None = None,
+                 sanitizer: bool = False) -> None:
+        self._init(arch=arch, auto_mutex=auto_mutex, name=name, pipeline=pipeline,
+                   tiling_key=tiling_key, datatype=datatype, compile_timeout=compile_timeout,
+                   sanitizer=sanitizer)
 
     def cache_fields(self) -> tuple:
         pipe = None if self.pipeline is None else (self.pipeline.preload, self.pipeline.sync_only)

@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import contextvars
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 _active: contextvars.ContextVar[tuple[Profile, ...]] = contextvars.ContextVar(
@@ -33,13 +32,13 @@ class LaunchObserver(Protocol):
     def launch_finished(self, name: str, request: Any, result: Any) -> None: ...
 
 
-@dataclass
 class Profile:
     """The launches recorded while the profiler was active, in launch order."""
 
-    results: list[Any] = field(default_factory=list)  # LaunchResult
-    kernels: list[str] = field(default_factory=list)
-    requests: list[Any] = field(default_factory=list)  # LaunchRequest (None if not given)
+    def __init__(self) -> None:
+        self.results: list[Any] = []  # LaunchResult
+        self.kernels: list[str] = []
+        self.requests: list[Any] = []  # LaunchRequest (None if not given)
 
     @property
     def traces(self) -> list[Any]:

@@ -9,36 +9,38 @@ the error classes.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from ..errors import InvalidArgument
+from ..frozen import Frozen
 
 MAX_TOTAL_BITS = 64
 
 
-@dataclass(frozen=True)
-class TilingKeyField:
+class TilingKeyField(Frozen):
     """One field of a tiling key: `bits` wide, one of `values` (encoded by index)."""
 
+    __slots__ = ("bits", "values")
     bits: int
     values: tuple[Any, ...]
 
     def __init__(self, bits: int, values: Iterable[Any]) -> None:
-        object.__setattr__(self, "bits", bits)
-        object.__setattr__(self, "values", tuple(values))
+        self._init(bits=bits, values=tuple(values))
 
 
 def _fail(message: str) -> InvalidArgument:
     return InvalidArgument(message, module="PRO_RUNTIME")
 
 
-@dataclass(frozen=True)
-class TilingKeySchema:
+class TilingKeySchema(Frozen):
     """The checked fields of a tiling-key class, in declaration order."""
 
+    __slots__ = ("cls", "fields")
     cls: type
     fields: tuple[tuple[str, TilingKeyField], ...]
+
+    def __init__(self, cls: type, fields: tuple[tuple[str, TilingKeyField], ...]) -> None:
+        self._init(cls=cls, fields=fields)
 
     @property
     def total_bits(self) -> int:
@@ -73,14 +75,14 @@ class TilingKeySchema:
         if check is None:
             return
         instance = self.cls.__new__(self.cls)
-        if not getattr(instance, "is_valid")(dict(ordered)):
+        if not instance.is_valid(dict(ordered)):
             raise _fail(f"tiling key {dict(ordered)} rejected by "
                         f"{self.cls.__name__}.is_valid")
 
     def pack(self, key: Any) -> int:
         """The packed integer of a key: each value's index, first field in the lowest bits."""
         packed, shift = 0, 0
-        for (name, fld), (_, value) in zip(self.fields, self.validate(key)):
+        for (_, fld), (_, value) in zip(self.fields, self.validate(key)):
             packed |= _index_of(fld.values, value) << shift
             shift += fld.bits
         return packed

@@ -27,10 +27,10 @@ import importlib
 import os
 import threading
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ...errors import InvalidArgument, RuntimeFailure
+from ...frozen import Frozen
 from ..arch import npu_available
 
 ENV_BACKEND = "PYPTOPRO_BACKEND"
@@ -41,28 +41,38 @@ BUILTIN_BACKENDS: dict[str, str] = {
 }
 
 
-@dataclass(frozen=True)
-class LaunchRequest:
+class LaunchRequest(Frozen):
     """Everything a backend needs to run one launch (see the module docstring)."""
 
+    __slots__ = ("compiled", "block_dim", "stream", "args", "dyn_dims", "tiling_bytes")
     compiled: Any
     block_dim: int
     stream: Any
     args: tuple[Any, ...]
-    dyn_dims: tuple[int, ...] = ()
-    tiling_bytes: bytes | None = None
+    dyn_dims: tuple[int, ...]
+    tiling_bytes: bytes | None
+
+    def __init__(self, compiled: Any, block_dim: int, stream: Any, args: tuple[Any, ...],
+                 dyn_dims: tuple[int, ...] = (), tiling_bytes: bytes | None = None) -> None:
+        self._init(compiled=compiled, block_dim=block_dim, stream=stream, args=args,
+                   dyn_dims=dyn_dims, tiling_bytes=tiling_bytes)
 
 
-@dataclass(frozen=True)
-class LaunchResult:
+class LaunchResult(Frozen):
     """What a launch produced: which backend ran it, how long it took on the host, its Trace
     (or None), the text printed per block, and the sanitizer's report (sanitized launches only)."""
 
+    __slots__ = ("backend", "wall_seconds", "trace", "printed", "sanitizer")
     backend: str
     wall_seconds: float
-    trace: Any = None
-    printed: dict[int, str] = field(default_factory=dict)
-    sanitizer: Any = None  # pypto_pro.sanitizer.SanitizerReport of a sanitized launch
+    trace: Any
+    printed: dict[int, str]
+    sanitizer: Any  # pypto_pro.sanitizer.SanitizerReport of a sanitized launch
+
+    def __init__(self, backend: str, wall_seconds: float, trace: Any = None,
+                 printed: dict[int, str] | None = None, sanitizer: Any = None) -> None:
+        self._init(backend=backend, wall_seconds=wall_seconds, trace=trace,
+                   printed={} if printed is None else printed, sanitizer=sanitizer)
 
 
 class Backend(Protocol):

@@ -39,7 +39,6 @@ from __future__ import annotations
 import atexit
 import contextlib
 import ctypes
-import dataclasses
 import functools
 import hashlib
 import json
@@ -68,6 +67,7 @@ from ...errors import (
     RuntimeFailure,
     SimulationError,
 )
+from ...frozen import Frozen
 from ...ir.types import MemorySpace
 from ..cache import KernelCache, cache_key, file_memo
 from . import LaunchRequest, LaunchResult, register_backend
@@ -99,17 +99,23 @@ _SIGNALS = {int(s): s.name for s in signal.Signals}
 # ---------------------------------------------------------------- the library
 
 
-@dataclasses.dataclass(frozen=True)
-class NativeLibrary:
+class NativeLibrary(Frozen):
     """A built kernel: its .so and everything a launch needs besides (the launch descriptor):
     the `call_kernel` argument C types, the line map, the kernel parameter names."""
 
+    __slots__ = ("path", "arg_ctypes", "line_map", "kernel_name", "kernel_type", "param_names")
     path: Path
     arg_ctypes: tuple[str, ...]  # after (blockDim, stream): "ptr" | "float" | "int32_t" | ...
     line_map: dict[int, tuple[str, int]]  # kernel.cpp line -> (source file, line)
     kernel_name: str
-    kernel_type: str = "aiv"  # "aiv" | "aic" | "mix"
-    param_names: tuple[str, ...] = ()  # the kernel's parameters, in order
+    kernel_type: str  # "aiv" | "aic" | "mix"
+    param_names: tuple[str, ...]  # the kernel's parameters, in order
+
+    def __init__(self, path: Path, arg_ctypes: tuple[str, ...],
+                 line_map: dict[int, tuple[str, int]], kernel_name: str,
+                 kernel_type: str = "aiv", param_names: tuple[str, ...] = ()) -> None:
+        self._init(path=path, arg_ctypes=arg_ctypes, line_map=line_map,
+                   kernel_name=kernel_name, kernel_type=kernel_type, param_names=param_names)
 
     def descriptor(self, build_key: str) -> dict[str, Any]:
         """The JSON form stored in the disk cache (`Builder.cached`)."""

@@ -1,41 +1,56 @@
 """A new process's start (issue 4: warm launch ≤ 50 ms): `import pypto_pro.language` and the jit
 layer build nothing only the compiler needs (no IR nodes, op table, value-type dataclasses or
-attribute enums until used); decoration finds a kernel's source from its bytecode's lines the
-same way `inspect` does; the compiled launcher is built once per cache, answers a bad request
-with an error and stays up, and calls any kernel signature through `pypto_native_call_packed`.
+attribute enums until used, and no dataclass beyond the five listed); the `Frozen` value classes
+behave like the frozen dataclasses they replace; decoration finds a kernel's source from its
+bytecode's lines the same way `inspect` does; the compiled launcher is built once per cache,
+answers a bad request with an error and stays up, and calls any kernel signature through
+`pypto_native_call_packed`.
 Crashes inside the launcher are covered by `test_native_faults.py`, the launch from the disk
 cache in a new process by `test_native_cache.py`."""
 from __future__ import annotations
 
+import copy
+import dataclasses
 import inspect
 import json
 import os
+import pickle
 import struct
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from pypto_pro.errors import InvalidArgument
 from pypto_pro.runtime import jit as jit_mod
-from pypto_pro.runtime.backends import native
-from pypto_pro.runtime.cache import KernelCache
+from pypto_pro.runtime.backends import LaunchRequest, LaunchResult, native
+from pypto_pro.runtime.cache import KernelCache, fingerprint
 
 SLIM = textwrap.dedent('''
     import json, sys
     import pypto_pro.language as pl
     from pypto_pro.runtime.jit import JitKernel
-    import pypto_pro.ir.attrs as attrs
+    import pypto_pro.ir as ir
+    from pypto_pro.ir import attrs
     import pypto_pro.ir.types as types
+    probed = hasattr(ir, "__wrapped__")  # a probe must not load every IR module
     loaded = {m: m in sys.modules for m in ("pypto_pro.ir.nodes", "pypto_pro.ir.ops",
                                              "pypto_pro.compiler", "pypto_pro.codegen")}
+    dataclasses = sorted(f"{m.__name__}.{c.__name__}" for m in list(sys.modules.values())
+                         if getattr(m, "__name__", "").startswith("pypto_pro")
+                         for c in vars(m).values()
+                         if isinstance(c, type) and "__dataclass_fields__" in vars(c)
+                         and c.__module__ == m.__name__)
     made = {"value types": "TileType" in vars(types),
             "attribute enums": any(n in vars(attrs) for n in attrs.NAMES)}
     lazy = {"vf": "vf" in vars(pl), "FunctionType": "FunctionType" in vars(pl)}
     missing = [n for n in pl.__all__ if n not in dir(pl)]
     same = pl.vf is pl.Vf and pl.RoundMode is attrs.RoundMode and pl.FunctionType.__name__
-    print(json.dumps({**loaded, **made, **lazy, "missing": missing, "same": bool(same)}))
+    print(json.dumps({**loaded, **made, **lazy, "probed": probed, "missing": missing,
+                      "same": bool(same), "dataclasses": dataclasses}))
 ''')
 
 
@@ -44,6 +59,12 @@ def test_the_language_import_builds_nothing_only_the_compiler_needs():
                          check=True, timeout=300)
     report = json.loads(out.stdout.strip().splitlines()[-1])
     assert report.pop("missing") == [] and report.pop("same") is True
+    # each dataclass costs about 1 ms to create in a new process: the value classes on the way
+    # to a launch are `Frozen`; these few remain (their users call `dataclasses.replace`)
+    assert report.pop("dataclasses") == [
+        "pypto_pro.runtime.binding.BoundLaunch", "pypto_pro.runtime.kernel_def.KernelDef",
+        "pypto_pro.runtime.kernel_def.ParamSpec", "pypto_pro.runtime.kernel_def.Specialization",
+        "pypto_pro.runtime.tiling_data.TilingField"]
     assert not any(report.values()), report
 
 
@@ -141,3 +162,45 @@ def test_packed_entry_converts_each_argument():
     assert native._word(-3, "int32_t") == struct.pack("<BQ", 2, (1 << 64) - 3)
     assert native._word(True, "bool") == struct.pack("<BQ", 2, 1)
     assert native._word(0.5, "float") == struct.pack("<Bd", 3, 0.5)
+
+
+# ---------------------------------------------------------------- Frozen value classes
+
+
+@dataclasses.dataclass(frozen=True)
+class _AsDataclass:  # what `MemRef` was: the `Frozen` version must behave the same
+    memory_space: Any
+    addr: int = 0
+    size: int | None = None
+
+
+def test_frozen_value_classes_behave_like_the_frozen_dataclasses_they_replace():
+    import pypto_pro.language as pl
+    from pypto_pro.language.types import MemRef
+
+    ref, twin = MemRef(pl.MemorySpace.Vec, 64), _AsDataclass(pl.MemorySpace.Vec, 64)
+    assert repr(ref) == repr(twin).replace("_AsDataclass", "MemRef")
+    assert vars(ref) == dataclasses.asdict(twin)
+    assert ref == MemRef(pl.MemorySpace.Vec, 64, None) and hash(ref) == hash(twin)
+    assert ref != MemRef(pl.MemorySpace.Vec, 128) and ref != twin
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        ref.addr = 1
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        del ref.addr
+    assert pickle.loads(pickle.dumps(ref)) == ref and copy.deepcopy(ref) == ref
+    assert ref.replace(addr=128) == MemRef(pl.MemorySpace.Vec, 128)
+    with pytest.raises(TypeError, match="no field"):
+        ref.replace(address=1)
+    # checks in __init__ run again on replace, as `__post_init__` did
+    with pytest.raises(InvalidArgument, match="preload"):
+        pl.pipeline.PipelineConfig().replace(preload=-1)
+    tile = pl.TileType([16], pl.DT_FP16, valid_shape=[8])
+    assert (tile.shape, tile.valid_shape) == ((1, 16), (1, 8))
+    # the cache key describes them as it described the dataclasses
+    assert fingerprint(ref) == {"dataclass": "MemRef", **fingerprint(vars(ref))}
+
+
+def test_launch_result_defaults_are_not_shared():
+    first, second = LaunchResult("sim", 0.0), LaunchResult("sim", 0.0)
+    first.printed[0] = "x"
+    assert second.printed == {} and LaunchRequest(None, 1, None, ()).dyn_dims == ()
