@@ -92,7 +92,7 @@ def bind(kdef: KernelDef, args: Sequence[Any], kwargs: Mapping[str, Any],
     dtypes = dict(launch.datatype)
     static: list[tuple[int, int, int]] = []
     ranks: list[tuple[int, int]] = []
-    dyn: dict[tuple[int, int], int] = {}
+    dyn: list[int] = []  # DYNAMIC dims in `dynamic_dims` order
     out: list[Any] = []
     tiling_bytes = None
     for p, value in zip(kdef.params, values):
@@ -108,8 +108,7 @@ def bind(kdef: KernelDef, args: Sequence[Any], kwargs: Mapping[str, Any],
             tiling_bytes = to_bytes(value)
         out.append(value)
     spec = dataclasses.replace(launch, static_dims=tuple(static), ranks=tuple(ranks))
-    dyn_values = tuple(dyn.get((i, axis), 0) for i, axis, _ in dynamic_dims(kdef.params))
-    return BoundLaunch(spec, tuple(out), dyn_values, tiling_bytes)
+    return BoundLaunch(spec, tuple(out), tuple(dyn), tiling_bytes)
 
 
 def _param_dtype(p: ParamSpec, chosen: Mapping[str, DataType]) -> DataType | None:
@@ -172,9 +171,10 @@ def _check_tensor_value(p: ParamSpec, value: Any, dtype: DataType | None) -> Non
 
 
 def _bind_tensor(p: ParamSpec, value: Any, dtype: DataType, static: list, ranks: list,
-                 dyn: dict) -> None:
+                 dyn: list) -> None:
     _check_tensor_value(p, value, dtype)
-    if value is None:
+    if value is None:  # a null pointer passes 0 for its DYNAMIC dims
+        dyn.extend(0 for d in p.spec.dims if d is DYNAMIC)
         return
     spec = p.spec
     rank, explicit = value.dim(), spec.explicit_rank
@@ -188,7 +188,7 @@ def _bind_tensor(p: ParamSpec, value: Any, dtype: DataType, static: list, ranks:
             if size > _INT32_MAX:
                 raise OutOfRange(f"{_where(p)}: dynamic dim {axis} = {size} does not fit the "
                                  "int32 launch argument", module="PRO_RUNTIME")
-            dyn[(p.index, axis)] = int(size)
+            dyn.append(int(size))
         elif d is STATIC:
             static.append((p.index, axis, int(size)))
         elif size != d:

@@ -7,6 +7,7 @@ physical slot (a new block sees what the last one left).
 """
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -61,11 +62,16 @@ class _SyncAllGroup:
 class Launch:
     def __init__(self, programs: dict[str, CompiledProgram], kernel_type: str, block_dim: int,
                  params: dict[str, list[Any]], soc: Any, log: EventLog | None,
-                 functional_only: bool = False, timing_only: bool = False) -> None:
+                 functional_only: bool = False, timing_only: bool = False,
+                 observer: Any = None) -> None:
         self.programs, self.kernel_type, self.block_dim = programs, kernel_type, block_dim
         self.params = params  # target → parameter values in the program's param order
         self.soc = soc
-        self.engine = Engine(soc, log, functional_only, timing_only)
+        if functional_only and observer is None:  # values only: program order, no clock
+            self.engine: Engine = FunctionalEngine(soc)
+        else:
+            self.engine = Engine(soc, log, functional_only, timing_only)
+            self.engine.observer = observer  # the sanitizer watches the timed engine
         n_slots = soc.aiv_cores if kernel_type == "aiv" else soc.aic_cores
         self.slots = [self._new_slot(i) for i in range(min(n_slots, block_dim))]
         self.pending = list(range(block_dim))
@@ -83,8 +89,6 @@ class Launch:
 
     # ------------------------------------------------------------ running
     def run(self) -> list[_Block]:
-        if self.engine.functional_only and self.engine.observer is None:
-            self.engine = FunctionalEngine(self.soc)  # values only: program order, no clock
         for slot in self.slots:
             self._start_next(slot, 0)
         self.engine.run()
@@ -246,6 +250,12 @@ class Launch:
 #: small launch, copying them a fraction of it
 _IDLE_CORE_MEMORY: dict[tuple[str, str], list[CoreMemory]] = {}
 _PRISTINE_CORE_MEMORY: dict[tuple[str, str], CoreMemory] = {}
+#: memory → space → the version counters of its buffer and init mask when they last held what
+#: a new core's do. Every write to a buffer is a torch in-place op on it or on a view of it,
+#: which bumps the counter it shares with its views: an unchanged counter means nothing to reset
+#: (a 1-tile launch leaves most of an AIC's buffers untouched)
+_AS_NEW: weakref.WeakKeyDictionary[CoreMemory, dict[MemorySpace, tuple[int, int]]] = \
+    weakref.WeakKeyDictionary()
 
 
 def _core_memory(soc: Any, kind: str) -> CoreMemory:
@@ -256,14 +266,26 @@ def _core_memory(soc: Any, kind: str) -> CoreMemory:
         memory = idle.pop()
         if memory.soc is not soc:  # a SoC table with other overrides under the same name
             continue
-        pristine = _PRISTINE_CORE_MEMORY.get(key)
-        if pristine is None or pristine.soc is not soc:
-            pristine = _PRISTINE_CORE_MEMORY[key] = CoreMemory(soc, kind)
+        clean = _AS_NEW.get(memory, {})
         for space, buf in memory.buffers.items():
+            mask = memory.initialised[space]
+            if clean.get(space) == (buf._version, mask._version):
+                continue
+            pristine = _PRISTINE_CORE_MEMORY.get(key)
+            if pristine is None or pristine.soc is not soc:
+                pristine = _PRISTINE_CORE_MEMORY[key] = CoreMemory(soc, kind)
             buf.copy_(pristine.buffers[space])
-            memory.initialised[space].zero_()
+            mask.zero_()
+        _AS_NEW[memory] = _versions(memory)
         return memory
-    return CoreMemory(soc, kind)
+    memory = CoreMemory(soc, kind)
+    _AS_NEW[memory] = _versions(memory)
+    return memory
+
+
+def _versions(memory: CoreMemory) -> dict[MemorySpace, tuple[int, int]]:
+    return {space: (buf._version, memory.initialised[space]._version)
+            for space, buf in memory.buffers.items()}
 
 
 def _geometry(block_idx: int, block_num: int, subblock_idx: int, subblock_num: int

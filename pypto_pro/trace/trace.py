@@ -32,12 +32,12 @@ class Trace:
     def __init__(self, events: EventSource, meta: TraceMeta, *,
                  launch_metas: Mapping[int, TraceMeta] | None = None) -> None:
         # An EventLog (what a backend records) becomes the DataFrame on first use: building
-        # it costs more than a small launch, and many launches are never looked at. Its
-        # rows are checked then; a DataFrame from a user is checked here.
+        # it (and importing pandas, half a second in a new process) costs more than a small
+        # launch, and many launches are never looked at. Its rows are checked then; a
+        # DataFrame from a user is checked here.
         self._frame: pd.DataFrame | None = None
         self._log: EventLog | None = None
         if isinstance(events, EventLog):
-            require_pandas()
             self._log = events
             present = sorted(events.launches())
         else:

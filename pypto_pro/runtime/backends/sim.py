@@ -115,13 +115,14 @@ class SimBackend:
         soc = self.soc
         compiled = request.compiled
         programs = _programs(compiled)
-        params = {t: _param_values(p.function, request) for t, p in programs.items()}
+        views = _gm_views(compiled)
+        params = {t: _param_values(p.function, request, views.setdefault(t, {}))
+                  for t, p in programs.items()}
         log = None if self.functional_only else EventLog()
+        sanitizer = self._sanitizer(compiled)
         t0 = time.perf_counter()
         run = Launch(programs, compiled.kernel_type, request.block_dim, params, soc, log,
-                     self.functional_only, self.timing_only)
-        sanitizer = self._sanitizer(compiled)
-        run.engine.observer = sanitizer
+                     self.functional_only, self.timing_only, sanitizer)
         try:
             blocks = run.run()
         except PyptoError as err:
@@ -182,26 +183,36 @@ def _programs(compiled: Any) -> dict[str, CompiledProgram]:
     return cached
 
 
-def _param_values(fn: Any, request: LaunchRequest) -> list[Any]:
+#: parameter index → (the GMRef of the last launch's tensor, what it was made from)
+_GMViews = dict[int, tuple[GMRef, tuple]]
+
+
+def _gm_views(compiled: Any) -> dict[str, _GMViews]:
+    """target → the GM views of its last launch (see `_gm_view`), kept on the compiled kernel."""
+    views = getattr(compiled, "_sim_gm_views", None)
+    if views is None:
+        views = compiled._sim_gm_views = {}
+    return views
+
+
+def _param_values(fn: Any, request: LaunchRequest, views: _GMViews) -> list[Any]:
     args = list(request.args)
     dyn = list(request.dyn_dims)
     values = []
     for i, p in enumerate(fn.params):
         if i < len(args):
-            values.append(_param_value(p, args[i]))
+            values.append(_param_value(p, args[i], views, i))
         else:
             values.append(int(dyn[i - len(args)]))
     return values
 
 
-def _param_value(p: Any, value: Any) -> Any:
+def _param_value(p: Any, value: Any, views: _GMViews, index: int) -> Any:
     t = p.type
     if isinstance(t, TensorType):
         if value is None:
             return None
-        _check_device(p.name, value)
-        shape = tuple(int(s) for s in value.shape)
-        return GMRef(value, shape, tuple(value.stride()), t.dtype)
+        return _gm_view(p.name, value, t.dtype, views, index)
     if isinstance(t, PtrType):
         if value is None:
             return None
@@ -210,6 +221,29 @@ def _param_value(p: Any, value: Any) -> Any:
     if isinstance(t, StructType):
         return {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
     return value
+
+
+def _gm_view(name: str, value: torch.Tensor, dtype: Any, views: _GMViews,
+             index: int) -> GMRef:
+    """The GMRef of tensor argument `value`. A relaunch with the same tensor, unchanged in
+    shape, strides and storage, gets the last launch's GMRef back: the typed views and window
+    plans it memoises cost more than a small launch's simulation. The GMRef keeps the tensor
+    alive until a launch of this kernel passes another one."""
+    shape, strides, where = tuple(value.shape), value.stride(), _storage_key(value)
+    last = views.get(index)
+    if last is not None:
+        gm, key = last
+        if gm.tensor is value and key == (shape, strides, dtype, where):
+            return gm
+    _check_device(name, value)
+    gm = GMRef(value, shape, strides, dtype)
+    views[index] = gm, (shape, strides, dtype, where)
+    return gm
+
+
+def _storage_key(value: torch.Tensor) -> tuple[int, int, int]:
+    """Where the tensor's storage is and how large: `set_` / `resize_` change one of them."""
+    return value.data_ptr(), value.storage_offset(), value.untyped_storage().nbytes()
 
 
 def _check_device(name: str, value: torch.Tensor) -> None:

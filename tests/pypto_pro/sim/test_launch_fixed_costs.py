@@ -1,0 +1,140 @@
+"""A relaunch with the same tensors reuses the last launch's GM views (issue 9): only while the
+tensor is the same object with the same shape, strides and storage, and always giving the
+values a fresh view gives. Functional launches build their FunctionalEngine directly; a pooled
+on-chip memory is reset where it was written, and only there; pandas waits for the Trace's
+first read."""
+from __future__ import annotations
+
+import gc
+import os
+import subprocess
+import sys
+import weakref
+from pathlib import Path
+
+import torch
+
+from pypto_pro.examples import load
+from pypto_pro.ir.dtype import DataType
+from pypto_pro.ir.types import MemorySpace
+from pypto_pro.runtime.backends import LaunchRequest, register_backend, use_backend
+from pypto_pro.runtime.backends import sim as sim_backend
+from pypto_pro.runtime.binding import bind
+from pypto_pro.sanitizer import sanitize
+from pypto_pro.sim import launch as launch_mod
+from pypto_pro.sim.functional import FunctionalEngine
+from pypto_pro.sim.launch import Launch
+from pypto_pro.sim.memory import CoreMemory, TileGeometry, TileRef
+from pypto_pro.sim.soc import soc
+
+ROOT = Path(__file__).resolve().parents[3]
+register_backend("sim-func-gm-test", lambda: sim_backend.SimBackend(functional_only=True))
+
+
+def _views(kernel) -> dict:
+    (compiled,) = kernel.compiled_variants.values()
+    return {i: gm for i, (gm, _) in compiled._sim_gm_views["vector"].items()}
+
+
+def test_same_tensors_reuse_their_views_and_see_new_values() -> None:
+    ex = load("vector_add")
+    x, y, z = ex.make_inputs(128, 128, seed=0)
+    with use_backend("sim"):
+        ex.add_kernel[None, 1](x, y, z)
+        first = _views(ex.add_kernel)
+        x.mul_(3)  # in place: the reused view must read the new values
+        ex.add_kernel[None, 1](x, y, z)
+    assert all(first[i] is gm for i, gm in _views(ex.add_kernel).items())
+    assert torch.equal(z, x + y)
+
+
+def test_a_changed_storage_or_another_tensor_gets_a_new_view() -> None:
+    ex = load("vector_add")
+    x, y, z = ex.make_inputs(128, 128, seed=0)
+    with use_backend("sim-func-gm-test"):
+        ex.add_kernel[None, 1](x, y, z)
+        old_z = _views(ex.add_kernel)[2]
+        z.set_(torch.full((128, 128), 7.0, dtype=z.dtype))  # same object, new storage
+        ex.add_kernel[None, 1](x, y, z)
+        assert _views(ex.add_kernel)[2] is not old_z
+        assert torch.equal(z, x + y)
+        y2 = y.clone()
+        alive = weakref.ref(y2)
+        ex.add_kernel[None, 1](x, y2, z)
+        assert _views(ex.add_kernel)[1].tensor is y2
+        ex.add_kernel[None, 1](x, y, z)  # the kernel lets go of y2's view
+    del y2
+    gc.collect()
+    assert alive() is None
+    assert torch.equal(z, x + y)
+
+
+def test_a_view_of_a_strided_tensor_is_not_taken_for_its_base() -> None:
+    ex = load("vector_add")
+    x, y, z = ex.make_inputs(128, 128, seed=0)
+    big = torch.zeros(128, 256, dtype=z.dtype)
+    with use_backend("sim"):
+        ex.add_kernel[None, 1](x, y, z)
+        out = big[:, :128]
+        ex.add_kernel[None, 1](x, y, out)
+    assert torch.equal(out, x + y) and torch.equal(z, x + y)
+    assert not big[:, 128:].any()
+
+
+def test_functional_launches_build_the_functional_engine_once() -> None:
+    ex = load("vector_add")
+    x, y, z = ex.make_inputs(128, 128, seed=0)
+    with use_backend("sim-func-gm-test"):
+        ex.add_kernel[None, 1](x, y, z)  # compile
+    (compiled,) = ex.add_kernel.compiled_variants.values()
+    bound = bind(ex.add_kernel.kernel_def, (x, y, z), {}, compiled.spec)
+    request = LaunchRequest(compiled, 1, None, bound.args, bound.dyn_dims)
+    programs = sim_backend._programs(compiled)
+    params = {t: sim_backend._param_values(p.function, request, {})
+              for t, p in programs.items()}
+    table = sim_backend.SimBackend().soc
+    plain = Launch(programs, compiled.kernel_type, 1, params, table, None, functional_only=True)
+    assert type(plain.engine) is FunctionalEngine
+    watcher = object()
+    watched = Launch(programs, compiled.kernel_type, 1, params, table, None,
+                     functional_only=True, observer=watcher)
+    assert type(watched.engine) is not FunctionalEngine and watched.engine.observer is watcher
+    plain.release()
+    watched.release()
+    with use_backend("sim-func-gm-test"), sanitize():
+        ex.add_kernel[None, 1](x, y, z)
+    assert ex.add_kernel.last_result.sanitizer is not None
+    assert torch.equal(z, x + y)
+
+
+def test_a_reused_memory_is_reset_where_it_was_written_only() -> None:
+    table = soc()
+    fresh = CoreMemory(table, "aic")
+    mem = launch_mod._core_memory(table, "aic")
+    g = TileGeometry(16, 16, DataType.FP16, MemorySpace.Mat, addr=512)
+    TileRef(mem, g, 16, 16).write(torch.ones(16, 16, dtype=torch.float16))
+    mem.buffers[MemorySpace.Acc].view(torch.int32)[7] = 5  # through a view of the buffer
+    assert not torch.equal(mem.buffers[MemorySpace.Mat], fresh.buffers[MemorySpace.Mat])
+    untouched = mem.buffers[MemorySpace.Left]._version
+    launch_mod._IDLE_CORE_MEMORY.setdefault((table.name, "aic"), []).append(mem)
+    assert launch_mod._core_memory(table, "aic") is mem
+    assert mem.buffers[MemorySpace.Left]._version == untouched  # not copied again
+    for space, buf in mem.buffers.items():
+        assert torch.equal(buf, fresh.buffers[space]), space
+        assert not mem.initialised[space].any(), space
+
+
+def test_a_launch_imports_no_pandas_until_its_trace_is_read() -> None:
+    script = (
+        "import sys\n"
+        "from pypto_pro.examples import load\n"
+        "ex = load('vector_add')\n"
+        "ex.add_kernel[None, 1](*ex.make_inputs(128, 128, seed=0))\n"
+        "print('pandas' in sys.modules)\n"
+        "ex.add_kernel.last_trace.events\n"
+        "print('pandas' in sys.modules)\n")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                          text=True, timeout=120, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["False", "True"]
