@@ -135,7 +135,7 @@ def _matmul(m: int, k: int, n: int):
 
 def _fused(m: int, n: int):
     def make(scale: int) -> tuple:
-        mm, nn = (m, n) if scale else (128, 256)
+        mm, nn = (m, n) if scale else (128, n)
         return (dk.rand((mm, dk.FK), torch.float16, 0, 0.25),
                 dk.rand((dk.FK, nn), torch.float16, 1, 0.25), torch.zeros(mm, nn),
                 torch.zeros(mm, nn))

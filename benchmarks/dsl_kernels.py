@@ -12,11 +12,12 @@ the issue's sizes. Each has a twin in `triton_kernels.py` with the same tiling.
 * `matmul_k_kernel`: C[M, N] FP32 = A[M, K] FP16 · B[K, N] FP16 with 128×128×128 blocks (the
   sweep factory `pypto_pro.examples.tunable.make_matmul`): output tiles dealt round-robin to the
   blocks, each walking K with `matmul_acc`.
-* `matmul_softmax_kernel`: softmax(A·B) row-wise for A [M, 512], B [512, N] as a Cube+Vector
+* `matmul_softmax_kernel`: softmax(A·B) row-wise for A [M, 512], B [512, 1024] as a Cube+Vector
   mix kernel. Per 64-row block the cube keeps the A panel [64, 512] in L1, computes S in
-  [64, 128] pieces (K in 4 steps of 128) into the GM workspace and raises one cross-core event;
-  each AIV waits for it and normalises its 32 rows in three passes over the workspace (row max,
-  sum of exp, exp / sum), like `pypto_pro.examples.matmul_softmax` with an M loop and a K loop.
+  [64, 128] pieces (K in 4 steps of 128; L0B holds at most a [128, 128] FP16 piece of B) into the
+  GM workspace and raises one cross-core event; each AIV waits for it and normalises its 32 rows
+  as two whole-row [16, 1024] tiles with the softmax kernel's body (load, one pass in UB, store),
+  like `pypto_pro.examples.matmul_softmax` with an M loop and a K loop.
 """
 from __future__ import annotations
 
@@ -58,6 +59,15 @@ ROW_T = pl.TileType([ROWS, COLS], pl.DT_FP32)  # 64 KiB
 RED_T = pl.TileType([ROWS, 1], pl.DT_FP32, layout=pl.DN)
 
 
+def _softmax_rows(s, red, tmp):
+    """Row softmax of the [ROWS, COLS] tile `s` in place (`red` [ROWS, 1], `tmp` scratch)."""
+    pl.row_max(red, s, tmp)
+    pl.row_expand_sub(s, s, red)
+    pl.exp(s, s)
+    pl.row_sum(red, s, tmp)
+    pl.row_expand_div(s, s, red)
+
+
 @pl.jit(arch="a5")
 def softmax_1k_kernel(x: pl.Tensor[[pl.DYNAMIC, COLS], pl.DT_FP32],
                       y: pl.Tensor[[pl.DYNAMIC, COLS], pl.DT_FP32]):
@@ -68,11 +78,7 @@ def softmax_1k_kernel(x: pl.Tensor[[pl.DYNAMIC, COLS], pl.DT_FP32],
         for t in pl.range(pl.get_block_idx(), x.shape[0] // ROWS, pl.get_block_num()):
             s = rows.next()
             pl.load(s, x, [t * ROWS, 0])
-            pl.row_max(red, s, tmp)
-            pl.row_expand_sub(s, s, red)
-            pl.exp(s, s)
-            pl.row_sum(red, s, tmp)
-            pl.row_expand_div(s, s, red)
+            _softmax_rows(s, red, tmp)
             pl.store(y, s, [t * ROWS, 0])
 
 
@@ -128,21 +134,18 @@ matmul_k_kernel, _ = make_matmul(T, T, 2)
 
 FM, FK, FN = 64, 512, 128  # row block, K (whole panel), N piece
 HALF = FM // 2  # rows per AIV
-NEG_BIG = -3.0e38
 PANEL_L1 = pl.TileType([FM, FK], pl.DT_FP16, pl.MemorySpace.Mat)  # 64 KiB
 BF_L1 = pl.TileType([T, FN], pl.DT_FP16, pl.MemorySpace.Mat)  # 32 KiB
 AF_L0 = pl.TileType([FM, T], pl.DT_FP16, pl.MemorySpace.Left)  # 16 KiB
 BF_L0 = pl.TileType([T, FN], pl.DT_FP16, pl.MemorySpace.Right)
 CF_L0 = pl.TileType([FM, FN], pl.DT_FP32, pl.MemorySpace.Acc)  # 32 KiB
-S_UB = pl.TileType([HALF, FN], pl.DT_FP32)  # 16 KiB
-RS_UB = pl.TileType([HALF, 1], pl.DT_FP32, layout=pl.DN)
 
 
 @pl.jit(arch="a5")
 def matmul_softmax_kernel(a: pl.Tensor[[pl.DYNAMIC, FK], pl.DT_FP16],
-                          b: pl.Tensor[[FK, pl.DYNAMIC], pl.DT_FP16],
-                          ws: pl.Tensor[[pl.DYNAMIC, pl.DYNAMIC], pl.DT_FP32],
-                          out: pl.Tensor[[pl.DYNAMIC, pl.DYNAMIC], pl.DT_FP32]):
+                          b: pl.Tensor[[FK, COLS], pl.DT_FP16],
+                          ws: pl.Tensor[[pl.DYNAMIC, COLS], pl.DT_FP32],
+                          out: pl.Tensor[[pl.DYNAMIC, COLS], pl.DT_FP32]):
     m_blocks = a.shape[0] // FM
     n_blocks = b.shape[1] // FN
     with pl.section_cube():
@@ -171,40 +174,19 @@ def matmul_softmax_kernel(a: pl.Tensor[[pl.DYNAMIC, FK], pl.DT_FP16],
             pl.system.set_cross_core(pipe=pl.PipeType.FIX, event_id=0)
 
     with pl.section_vector():
-        s_ring = pl.make_tile_group(type=S_UB, addrs=[0x00000, 0x04000], mutex_ids=[0, 1])
-        e_ring = pl.make_tile_group(type=S_UB, addrs=[0x08000, 0x0C000], mutex_ids=[2, 3])
-        e = pl.make_tile(S_UB, addr=0x10000)
-        tmp = pl.make_tile(S_UB, addr=0x14000)
-        row_max = pl.make_tile(RS_UB, addr=0x18000)
-        row_sum = pl.make_tile(RS_UB, addr=0x18100)
-        blk = pl.make_tile(RS_UB, addr=0x18200)
+        rows = pl.make_tile_group(type=ROW_T, addrs=[0x00000, 0x10000], mutex_ids=[0, 1])
+        tmp = pl.make_tile(ROW_T, addr=0x20000)
+        red = pl.make_tile(RED_T, addr=0x30000)
         half0 = pl.get_subblock_idx() * HALF
         block = pl.get_block_idx() // pl.get_subblock_num()  # AIV: 2·block + subblock
         for r in pl.range(block, m_blocks, pl.get_block_num()):
-            row0 = r * FM + half0
             pl.system.wait_cross_core(pipe=pl.PipeType.MTE2, event_id=0)
-            pl.expands(row_max, NEG_BIG)
-            pl.expands(row_sum, 0.0)
-            for j in pl.range(n_blocks):  # pass 1: running row max
-                s = s_ring.next()
-                pl.load(s, ws, [row0, j * FN])
-                pl.row_max(blk, s, tmp)
-                pl.maximum(row_max, row_max, blk)
-            for j in pl.range(n_blocks):  # pass 2: sum of exp(s − max)
-                s = s_ring.next()
-                pl.load(s, ws, [row0, j * FN])
-                pl.row_expand_sub(e, s, row_max)
-                pl.exp(e, e)
-                pl.row_sum(blk, e, tmp)
-                pl.add(row_sum, row_sum, blk)
-            for j in pl.range(n_blocks):  # pass 3: normalise and store
-                s = s_ring.next()
-                o = e_ring.next()
-                pl.load(s, ws, [row0, j * FN])
-                pl.row_expand_sub(o, s, row_max)
-                pl.exp(o, o)
-                pl.row_expand_div(o, o, row_sum)
-                pl.store(out, o, [row0, j * FN])
+            for h in pl.range(HALF // ROWS):  # the AIV's rows of S, whole rows at a time
+                s = rows.next()
+                row0 = r * FM + half0 + h * ROWS
+                pl.load(s, ws, [row0, 0])
+                _softmax_rows(s, red, tmp)
+                pl.store(out, s, [row0, 0])
 
 
 # ---------------------------------------------------------------- inputs

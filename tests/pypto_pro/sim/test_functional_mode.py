@@ -105,8 +105,8 @@ BENCH_CASES = {
         _rand(256, 384, dtype=torch.float16), _rand(384, 256, dtype=torch.float16, seed=1),
         torch.zeros(256, 256))),
     "matmul_softmax": (dk.matmul_softmax_kernel, 2, lambda: (
-        _rand(192, dk.FK, dtype=torch.float16), _rand(dk.FK, 256, dtype=torch.float16, seed=1),
-        torch.zeros(192, 256), torch.zeros(192, 256))),
+        _rand(192, dk.FK, dtype=torch.float16), _rand(dk.FK, dk.COLS, dtype=torch.float16, seed=1),
+        torch.zeros(192, dk.COLS), torch.zeros(192, dk.COLS))),
 }
 
 
