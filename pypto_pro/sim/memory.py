@@ -227,8 +227,7 @@ class TileRef:
         views = self._views(r0, c0, rows, cols)
         if views is None or views.dtype is dtype:
             return self.read_block(r0, c0, rows, cols).to(dtype)
-        values = views.values.view(views.dtype) if views.fractal else views.values
-        return values.to(dtype, memory_format=torch.contiguous_format).view(rows, cols)
+        return views.typed.to(dtype, memory_format=torch.contiguous_format).view(rows, cols)
 
     def read_block(self, r0: int, c0: int, rows: int, cols: int) -> torch.Tensor:
         views = self._views(r0, c0, rows, cols)
@@ -249,9 +248,10 @@ class TileRef:
 
     def write(self, value: torch.Tensor, offset: tuple[int, int] | None = None) -> None:
         """Write `value` ([r, c]) at `offset` (default: the valid window at (0, 0))."""
-        value = torch.as_tensor(value)
+        if not isinstance(value, torch.Tensor):
+            value = torch.as_tensor(value)
         if offset is None:
-            if tuple(value.shape) != self.valid:
+            if value.shape != (self.valid_rows, self.valid_cols):
                 raise ValueError(f"write of shape {list(value.shape)} into a tile with valid "
                                  f"shape {list(self.valid)}")
             offset = (0, 0)
@@ -319,10 +319,39 @@ class TileRef:
         views = self._views(0, 0, *addend.shape)
         if views is None:
             return False
-        block = views.values.view(torch.float32)
+        block = views.typed
         torch.add(addend.view(block.shape), block, out=block)
         self._mark_written(views)
         return True
+
+    def compute_target(self, sources: tuple[TileRef, ...], same_ok: bool
+                       ) -> torch.Tensor | None:
+        """The valid window of an ND/DN tile writing now, as a view of the buffer for an
+        element-wise op to write its result into (`out=`), marked written. `sources` are the
+        tiles whose same-shaped top-left blocks the op reads (`peek_block`). None when the
+        caller must compute a new tensor and `write` it: deferred writes, no view, or a source
+        block overlapping the window other than exactly (exactly: only if `same_ok`)."""
+        rows, cols = self.valid_rows, self.valid_cols
+        if not self.writes_now or not rows or not cols:
+            return None
+        views = self._views(0, 0, rows, cols)
+        if views is None or views.fractal:
+            return None
+        memory, space = self.memory, self.geometry.space
+        lo, hi = views.place[0], views.place[1]
+        for src in sources:
+            if src.memory is not memory or src.geometry.space is not space:
+                continue  # another buffer
+            theirs = src._views(0, 0, rows, cols)
+            if theirs is None or theirs.fractal:
+                continue  # `peek_block` reads it as a copy
+            place = theirs.place
+            if place[1] <= lo or hi <= place[0]:
+                continue
+            if not (same_ok and place == views.place):
+                return None
+        self._mark_written(views)
+        return views.values
 
     def _mark_written(self, views: BlockViews) -> None:
         if self.memory.track_init:
@@ -391,6 +420,9 @@ class BlockViews:
     mask_fill: int | bool
     dtype: torch.dtype
     fractal: bool
+    typed: torch.Tensor  # `values` reinterpreted as `dtype` (the same tensor for ND/DN)
+    #: ND/DN: (first byte, end byte, outer stride, is ND) in the buffer, equal for equal views
+    place: tuple = ()
 
 
 def _block_views(memory: CoreMemory, g: TileGeometry, r0: int, c0: int, rows: int, cols: int
@@ -418,7 +450,8 @@ def _block_views(memory: CoreMemory, g: TileGeometry, r0: int, c0: int, rows: in
     else:
         values = typed.as_strided((rows, cols), (1, stride), base)
         mask = init.as_strided((cols, rows * size), (stride * size, 1), base * size)
-    return BlockViews(values, mask, True, typed.dtype, False)
+    place = (g.addr + first * size, g.addr + (last + 1) * size, stride, nd)
+    return BlockViews(values, mask, True, typed.dtype, False, values, place)
 
 
 def _fractal_views(buf: torch.Tensor, init: torch.Tensor, g: TileGeometry, r0: int, c0: int,
@@ -445,7 +478,9 @@ def _fractal_views(buf: torch.Tensor, init: torch.Tensor, g: TileGeometry, r0: i
     base = g.addr // size + first
     values = buf.view(word).as_strided(shape, strides, base)
     mask = init.view(torch.uint8).view(word).as_strided(shape, strides, base)
-    return BlockViews(values, mask, _ALL_INITIALISED[size], storage_dtype(g.dtype), True)
+    dtype = storage_dtype(g.dtype)
+    return BlockViews(values, mask, _ALL_INITIALISED[size], dtype, True,
+                      buf.view(dtype).as_strided(shape, strides, base))
 
 
 class GMRef:

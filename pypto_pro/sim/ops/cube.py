@@ -23,6 +23,7 @@ from .operands import encode, tile_arg
 FLOAT_IN = (DataType.FP16, DataType.BF16, DataType.FP32, DataType.FP8E4M3FN, DataType.FP8E5M2,
             DataType.HF8)
 INT_IN = (DataType.INT8, DataType.INT4)
+MATMUL_IN = FLOAT_IN + INT_IN
 MX_IN = (DataType.FP8E4M3FN, DataType.FP8E5M2, DataType.FP4E2M1, DataType.FP4E1M2, DataType.FP4)
 MX_BLOCK = 32
 _FP8 = (DataType.FP8E4M3FN, DataType.FP8E5M2)
@@ -78,7 +79,7 @@ def _operands(op: str, args: list, count: int) -> list[TileRef]:
 def matmul(args: list, kwargs: dict) -> None:
     """`matmul(dst, lhs, rhs)`: dst = lhs @ rhs."""
     dst, lhs, rhs = _operands("block.matmul", args, 3)
-    _check_pair("block.matmul", lhs, rhs, FLOAT_IN + INT_IN)
+    _check_pair("block.matmul", lhs, rhs, MATMUL_IN)
     _accumulator_for("block.matmul", lhs, dst)
     _finish(dst, _product("block.matmul", lhs, rhs))
 
@@ -86,10 +87,11 @@ def matmul(args: list, kwargs: dict) -> None:
 def matmul_acc(args: list, kwargs: dict) -> None:
     """`matmul_acc(dst, acc, lhs, rhs)`: dst = acc + lhs @ rhs."""
     dst, acc, lhs, rhs = _operands("block.matmul_acc", args, 4)
-    _check_pair("block.matmul_acc", lhs, rhs, FLOAT_IN + INT_IN)
+    _check_pair("block.matmul_acc", lhs, rhs, MATMUL_IN)
     _accumulator_for("block.matmul_acc", lhs, dst)
     product = _product("block.matmul_acc", lhs, rhs)
-    if acc.memory is dst.memory and acc.geometry == dst.geometry and dst.add_from(product):
+    if acc.memory is dst.memory and (acc.geometry is dst.geometry or acc.geometry == dst.geometry) \
+            and dst.add_from(product):
         return  # dst is acc: accumulated in place
     previous = to_compute(acc.read_block(0, 0, *product.shape), acc.dtype)
     _finish(dst, product + previous.to(product.dtype))
@@ -98,7 +100,7 @@ def matmul_acc(args: list, kwargs: dict) -> None:
 def matmul_bias(args: list, kwargs: dict) -> None:
     """`matmul_bias(dst, lhs, rhs, bias)`: dst = lhs @ rhs + bias[0, :] (bias [1, N])."""
     dst, lhs, rhs, bias = _operands("block.matmul_bias", args, 4)
-    _check_pair("block.matmul_bias", lhs, rhs, FLOAT_IN + INT_IN)
+    _check_pair("block.matmul_bias", lhs, rhs, MATMUL_IN)
     _accumulator_for("block.matmul_bias", lhs, dst)
     product = _product("block.matmul_bias", lhs, rhs)
     row = to_compute(bias.read_block(0, 0, 1, product.shape[1]), bias.dtype)

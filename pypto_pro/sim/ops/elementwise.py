@@ -8,6 +8,8 @@ two's-complement into the output dtype. Scalars are first rounded to the tile dt
 hardware receives them. The binary ops in `NATIVE` on FP16/BF16 tiles run in the storage dtype
 instead, which gives the same bits faster (torch widens each element to float32 and rounds once:
 the same computation); a NaN result falls back to the float32 path, whose NaN bits may differ.
+Those ops (and the same ops on FP32 tiles) write their result straight into the output's buffer
+(`TileRef.compute_target`) when no operand overlaps it in a way that would change what they read.
 """
 from __future__ import annotations
 
@@ -100,8 +102,9 @@ BINARY: dict[str, tuple[Binary, tuple[DataType, ...]]] = {
     "add_relu": (lambda a, b: torch.relu(a + b), NUMERIC),
     "sub_relu": (lambda a, b: torch.relu(a - b), NUMERIC),
 }
-#: binary ops computed in the FP16/BF16 storage dtype (module docstring)
-NATIVE = frozenset({"add", "sub", "mul", "div", "maximum", "minimum"})
+#: binary ops computed in the FP16/BF16 storage dtype (module docstring), as `out=` functions
+NATIVE = {"add": torch.add, "sub": torch.sub, "mul": torch.mul, "div": torch.div,
+          "maximum": torch.maximum, "minimum": torch.minimum}
 NATIVE_DTYPES = (DataType.FP16, DataType.BF16)
 #: tile-scalar op -> the binary it applies with the scalar on the right
 SCALAR = {"adds": "add", "subs": "sub", "muls": "mul", "divs": "div", "maxs": "maximum",
@@ -112,18 +115,31 @@ SCALAR = {"adds": "add", "subs": "sub", "muls": "mul", "divs": "div", "maxs": "m
 def _apply_binary(name: str, out: TileRef, lhs: TileRef, rhs: TileRef | torch.Tensor) -> None:
     """out = BINARY[name](lhs, rhs) over out's valid window; `rhs` a tile or a 0-d scalar from
     `scalar_in_dtype`."""
-    fn = BINARY[name][0]
     shape = out.valid
-    if name in NATIVE and out.dtype in NATIVE_DTYPES:
-        b = rhs if isinstance(rhs, torch.Tensor) else rhs.peek_block(0, 0, *shape)
-        result = fn(lhs.peek_block(0, 0, *shape), b)
-        # a NaN makes the sum NaN (so do infinities of both signs: the float32 path is right
-        # for them too); a sum costs a quarter of an isnan mask on FP16
-        if not bool(result.sum().isnan()):
-            out.write(result)
-            return
+    native = NATIVE.get(name)
+    dtype = out.dtype
+    if native is not None and (dtype is DataType.FP32 or dtype in NATIVE_DTYPES):
+        a = lhs.peek_block(0, 0, *shape)
+        scalar = isinstance(rhs, torch.Tensor)
+        b = rhs if scalar else rhs.peek_block(0, 0, *shape)
+        sources = (lhs,) if scalar else (lhs, rhs)
+        if dtype is DataType.FP32:  # storage = compute dtype: the float32 path, in place
+            target = out.compute_target(sources, same_ok=True)
+            if target is not None:
+                native(a, b, out=target)
+                return
+        else:
+            # the sources stay intact for the NaN fallback below
+            target = out.compute_target(sources, same_ok=False)
+            result = native(a, b) if target is None else native(a, b, out=target)
+            # a NaN makes the max NaN (infinities have the same bits on both paths); a max
+            # costs a small fraction of an isnan mask on FP16
+            if not result.numel() or not math.isnan(result.max().item()):
+                if target is None:
+                    out.write(result)
+                return
     b = rhs if isinstance(rhs, torch.Tensor) else block_operand(rhs, shape)
-    store(out, fn(block_operand(lhs, shape), b))
+    store(out, BINARY[name][0](block_operand(lhs, shape), b))
 
 
 def _binary_impl(name: str) -> Callable[[list, dict], None]:
@@ -131,7 +147,8 @@ def _binary_impl(name: str) -> Callable[[list, dict], None]:
     op = f"block.{name}"
 
     def impl(args: list, kwargs: dict) -> None:
-        out, lhs, rhs = (tile_arg(a, op=op, position=i) for i, a in enumerate(args[:3]))
+        out = tile_arg(args[0], op=op, position=0)
+        lhs, rhs = tile_arg(args[1], op=op, position=1), tile_arg(args[2], op=op, position=2)
         require_same_dtype(op, out, lhs, rhs)
         require_dtype(op, (out,), allowed)
         _apply_binary(name, out, lhs, rhs)

@@ -239,3 +239,24 @@ def test_add_from_accumulates_fp32_in_place_bit_for_bit(layout):
     assert torch.equal(acc.read_block(0, 0, 16, 32), addend + before[:16])
     assert torch.equal(acc.read_block(16, 0, 16, 32), before[16:])
     assert not tile(mem, 32, 32, D.FP16, M.Acc, layout, fractal=1024).add_from(addend)
+
+
+def test_compute_target_is_the_window_unless_a_source_overlaps_it_partly():
+    mem = CoreMemory(soc(), "aiv")
+    out = tile(mem, 8, 16, D.FP32, valid=(5, 9))
+    apart = tile(mem, 8, 16, D.FP32, addr=8 * 16 * 4)
+    shifted = tile(mem, 8, 16, D.FP32, addr=16 * 4)  # one row further: a partial overlap
+    same = tile(mem, 8, 16, D.FP32, valid=(5, 9))  # another ref of the same window
+    target = out.compute_target((apart,), same_ok=False)
+    assert target is not None and target.shape == (5, 9)
+    target.fill_(2.5)
+    assert torch.equal(out.read(), torch.full((5, 9), 2.5))
+    assert out.compute_target((same,), same_ok=True) is not None
+    assert out.compute_target((same,), same_ok=False) is None
+    assert out.compute_target((shifted,), same_ok=True) is None
+    other_core = tile(CoreMemory(soc(), "aiv"), 8, 16, D.FP32, valid=(5, 9))
+    assert out.compute_target((other_core,), same_ok=False) is not None
+    assert tile(mem, 16, 16, D.FP32, layout=L.NZ).compute_target((), same_ok=True) is None
+    deferred = tile(mem, 8, 16, D.FP32)
+    deferred.writes_now = False  # the engine's per-instruction copies write at the end
+    assert deferred.compute_target((), same_ok=True) is None

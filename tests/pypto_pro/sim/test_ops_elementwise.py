@@ -219,3 +219,28 @@ def test_dtype_mismatch_and_unsupported_dtypes_raise():
         IMPLS["block.add"]([out, a, f32], {})
     with pytest.raises(SimOpError, match="block.and"):
         IMPLS["block.and"]([out, a, a], {})
+
+
+@pytest.mark.parametrize("dtype", [D.FP16, D.FP32])
+@pytest.mark.parametrize("name", ["add", "div", "maximum"])
+@pytest.mark.parametrize("alias", ["lhs", "rhs", "shifted"])
+def test_binary_ops_into_an_aliased_output_read_their_operands_first(dtype, name, alias):
+    """The result is written into the output's buffer only when no operand overlaps it partly
+    (and, on 16-bit tiles, not at all: a NaN falls back to the float32 path, which rereads
+    them); every aliasing gives the float32 path's bits of the values before the op."""
+    rows, cols = 16, 64
+    mem = CoreMemory(soc(), "aiv")
+    size = rows * cols * dtype.itemsize
+
+    def at(addr):
+        return TileRef(mem, TileGeometry(rows, cols, dtype, M.Vec, L.ND, addr=addr))
+
+    a, b = at(0), at(4 * size)
+    out = {"lhs": at(0), "rhs": at(4 * size), "shifted": at(cols * dtype.itemsize)}[alias]
+    x, y = random(dtype, (rows, cols), seed=1), random(dtype, (rows, cols), seed=2)
+    if dtype is D.FP16:
+        x[3, 4], y[5, 6] = float("nan"), float("inf")
+    a.write(x)
+    b.write(y)
+    IMPLS[f"block.{name}"]([out, a, b], {})
+    assert torch.equal(out.read().view(torch.uint8), _float32_path(name, x, y).view(torch.uint8))
