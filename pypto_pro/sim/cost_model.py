@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from pypto_pro.ir.dtype import DataType
 from pypto_pro.ir.ops import REGISTRY
@@ -35,8 +35,9 @@ from .soc import SoC
 Space = MemorySpace
 
 
-@dataclass(frozen=True)
-class OpCost:
+class OpCost(NamedTuple):
+    """The cost of one instruction (a named tuple: one is made per GM instruction)."""
+
     cycles: int
     bytes: int  # bytes moved (MTE/FIX), processed (V: read + written) or read from L0 (M)
     flops: int
@@ -245,6 +246,8 @@ def simt_launch_cost(args: list, kwargs: dict, soc: SoC) -> OpCost:
 #: ops whose cost involves their GM operand (a window of lines per call): never memoised
 _GM_OPS = frozenset({"block.load", "block.store", "block.store_fp", "block.init_output",
                      "block.getval", "block.setval"})
+#: ... except the on-chip part of a tile load or store (`_window_op_cost`)
+_WINDOW_OPS = frozenset({"block.load", "block.store", "block.store_fp"})
 #: id(SoC) → (the SoC, {(op, operand shapes): (OpCost, the tile geometries named)}); see
 #: `op_cost`. A key names a geometry by its id (hashing the dataclass costs more than the cost
 #: formulas), so the entry keeps the geometry alive: its id is not reused while the key exists.
@@ -256,17 +259,38 @@ def op_cost(op_name: str, args: list, kwargs: dict, soc: SoC) -> OpCost:
     """The cost of one instruction `op_name` with resolved operands `args` on `soc`.
 
     Pure in (op, each tile operand's geometry and valid shape) for every op but the GM
-    accesses, VF sections and SIMT launches, so those costs are computed once per SoC."""
-    if op_name in _GM_OPS or op_name == VF_SECTION or op_name == "simt.launch":
+    accesses, VF sections and SIMT launches, so those costs are computed once per SoC; a tile
+    load or store has its on-chip part computed once and its GM window added per call."""
+    window_op = op_name in _WINDOW_OPS
+    if not window_op and (op_name in _GM_OPS or op_name == VF_SECTION or
+                          op_name == "simt.launch"):
         return _op_cost(op_name, args, kwargs, soc)
     entry = _MEMO.get(id(soc))
     if entry is None or entry[0] is not soc or len(entry[1]) > _MEMO_LIMIT:
         entry = _MEMO[id(soc)] = (soc, {})
+    if window_op:
+        return _window_op_cost(op_name, args, kwargs, soc, entry[1])
     key = (op_name, *[_shape_key(a) for a in args])
     found = entry[1].get(key)
     if found is None:
         found = entry[1][key] = (_op_cost(op_name, args, kwargs, soc), _geometries(args))
     return found[0]
+
+
+def _window_op_cost(op_name: str, args: list, kwargs: dict, soc: SoC, memo: dict) -> OpCost:
+    """`_movement_cost` of a tile load or store: its on-chip part depends only on the tile (its
+    geometry and valid shape) and the GM dtype, its GM window on the offsets."""
+    load = op_name == "block.load"
+    gm, tile = (args[1], args[0]) if load else (args[0], args[1])
+    if not isinstance(tile, TileRef) or not isinstance(gm, GMRef):
+        return _op_cost(op_name, args, kwargs, soc)  # (the op itself reports the bad operand)
+    key = (op_name, id(tile.geometry), tile.valid_rows, tile.valid_cols, gm.dtype)
+    found = memo.get(key)
+    if found is None:
+        found = memo[key] = (_op_cost(op_name, args, kwargs, soc)._replace(gm=None),
+                             [tile.geometry])
+    return found[0]._replace(gm=_window(gm, args[2], tile.valid_rows, tile.valid_cols, kwargs,
+                                        write=not load))
 
 
 def _shape_key(arg: object) -> object:

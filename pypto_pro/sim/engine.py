@@ -10,11 +10,11 @@ ends with a `DeadlockError` naming every stuck core, pipe and id.
 """
 from __future__ import annotations
 
-import dataclasses
 import functools
 import heapq
 import itertools
 from collections import deque
+from heapq import heappush
 from typing import Any, Callable
 
 from ..errors import DeadlockError, SimulationError
@@ -33,6 +33,8 @@ AIV_PIPES = (PipeType.MTE2, PipeType.MTE3, PipeType.V)
 _S = PipeType.S
 _SYNC_OP = {"set_flag": "set_flag", "wait_flag": "wait_flag", "lock": "get_buf",
             "unlock": "rls_buf", "xset": "set_intra_block", "xwait": "wait_intra_block"}
+#: operand types `_defer` passes through unchanged (checked first: most operands are scalars)
+_PLAIN = frozenset({int, float, bool, str, type(None), list})
 _WRITERS = ("write", "write_linear", "write_window", "atomic_add_window", "fill_logical")
 #: SoC name → (SoC, MemorySystem) of the last finished launch: allocating the L2 arrays (MiBs
 #: of fresh pages) costs more than a small launch, refilling them a fraction of it
@@ -120,6 +122,9 @@ class Pipe:
 
     def __init__(self, core: Core, kind: PipeType) -> None:
         self.core, self.kind = core, kind
+        self.engine = core.engine
+        # bound once: the heap holds one per event (a fresh bound method each time costs)
+        self._step, self._finish = self.step, self.finish
         self.queue: deque[Instr] = deque()
         self.busy_until = 0
         self.running = False
@@ -132,25 +137,30 @@ class Pipe:
         return not self.running and not self.queue
 
     def kick(self) -> None:
+        """Schedule a step when the head can next start (unless one is scheduled already)."""
         if not self._scheduled and not self.running and self.queue:
             self._scheduled = True
-            eng = self.core.engine
+            eng = self.engine
             t = eng.now
             if self.busy_until > t:
                 t = self.busy_until
             if self.queue[0].issue_time > t:
                 t = self.queue[0].issue_time
-            eng.at(t, self.step)
+            heappush(eng._heap, (t, next(eng._seq), self._step))
 
     def step(self) -> None:
         self._scheduled = False
-        eng = self.core.engine
+        eng = self.engine
         queue, execute = self.queue, self.core.execute
         while queue and not self.running:
             instr = queue[0]
             now = eng.now
-            if self.busy_until > now or instr.issue_time > now:
-                self.kick()
+            t, issued = self.busy_until, instr.issue_time
+            if t > now or issued > now:  # `kick`, inlined: the head starts later
+                if not self._scheduled:  # (a sync run above may have kicked this pipe)
+                    self._scheduled = True
+                    heappush(eng._heap, (issued if issued > t else t, next(eng._seq),
+                                         self._step))
                 return
             if not execute(self, instr):
                 return  # blocked on a sync condition; re-kicked when it may be satisfied
@@ -241,7 +251,8 @@ class Core:
     def poke(self) -> None:
         if self.waiting is not None and self.waiting():
             self.engine.at(self.engine.now, self.resume)
-        self._check_done()
+        if self.scalar_done and not self.done:
+            self._check_done()
 
     def count_iteration(self, span: Span) -> None:
         self.iterations += 1
@@ -319,7 +330,8 @@ class Core:
             self.mutex.setdefault(instr.key, deque()).append(req)
             instr.kwargs["req"] = req
         pipe.queue.append(instr)
-        pipe.kick()
+        if not pipe._scheduled and not pipe.running:
+            pipe.kick()
 
     def _scalar_sync(self, instr: Instr):
         """Sync instructions on pipe S run in the scalar unit itself."""
@@ -350,6 +362,15 @@ class Core:
         if kind == "op":
             self._run_op(pipe, instr, now)
             return True
+        if kind == "unlock":  # never blocked: the most frequent sync, without the dispatch
+            pipe.queue.popleft()
+            if eng.observer is not None:
+                eng.observer.sync(self, pipe.kind, instr)
+            self._unlock(pipe, instr)
+            self._event(pipe.kind, "sync", "rls_buf", instr.ir_op, instr.span, now, now + 1, 0,
+                        0, str(instr.key), "")
+            pipe.busy_until = now + 1
+            return True
         blocked = self._sync_blocked(pipe, instr)
         if blocked is not None:
             if pipe.blocked is None:
@@ -372,7 +393,7 @@ class Core:
         writes: list = []
         obs, skip = eng.observer, False
         if not eng.timing_only:
-            deferred = [_defer(a, writes) for a in instr.args]
+            deferred = [a if type(a) in _PLAIN else _defer(a, writes) for a in instr.args]
             if obs is not None:
                 obs.watch(deferred)
             try:
@@ -388,7 +409,7 @@ class Core:
             skip = not obs.op(self, pipe, instr, writes)
         if skip:  # the sanitizer reported a memory fault: the instruction does nothing
             writes.clear()
-            cost = dataclasses.replace(cost, gm=None)
+            cost = cost._replace(gm=None)
         end = now + max(1, cost.cycles)
         reason = ""
         if cost.gm is not None and not eng.functional_only:
@@ -401,7 +422,7 @@ class Core:
         pipe.pending_writes = writes
         self._event(pipe.kind, "instr", hw_op(instr.ir_op, "op"), instr.ir_op, instr.span, now,
                     end, cost.bytes, cost.flops, "", reason)
-        eng.at(end, pipe.finish)
+        heappush(eng._heap, (end, next(eng._seq), pipe._finish))
 
     def _sync_blocked(self, pipe: Pipe, instr: Instr) -> tuple[str, str] | None:
         """(reason, ids) when the sync instruction at the head of `pipe` cannot run yet."""
@@ -504,7 +525,7 @@ class Core:
 
     def kick_blocked(self) -> None:
         for p in self.pipes.values():
-            if p.queue and not p.running:
+            if p.queue and not p.running and not p._scheduled:
                 p.kick()
         self.poke()
 

@@ -23,17 +23,18 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
 from .soc import SoC
 
 
-@dataclass(frozen=True)
-class GMAccess:
+class GMAccess(NamedTuple):
     """The GM side of one instruction: `lines(line_bytes)` gives the lines it touches in its
     tensor's storage (unique int64 byte offset // line_bytes; computed only when timed);
-    `storage` = (identity, bytes) of that storage."""
+    `storage` = (identity, bytes) of that storage. (A named tuple: one is made per GM
+    instruction, and a frozen dataclass costs more to make.)"""
 
     lines: Callable[[int], np.ndarray]
     write: bool

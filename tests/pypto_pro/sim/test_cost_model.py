@@ -113,3 +113,23 @@ def test_scalar_and_sync_costs():
     assert op_cost("get_block_idx", [], {}, PR).cycles == 1
     with pytest.raises(ValueError, match="unknown op"):
         op_cost("block.frobnicate", [], {}, PR)
+
+
+def test_memoised_load_and_store_costs_keep_their_own_gm_window():
+    """A tile load/store has its on-chip cost memoised per tile; its GM window is per call."""
+    from pypto_pro.sim.cost_model import _op_cost
+
+    gm = GMRef(torch.zeros(256, 512, dtype=torch.float16))
+    ub = tile(128, 128, D.FP16)
+    for op, args in (("block.load", lambda o: [ub, gm, o]),
+                     ("block.store", lambda o: [gm, ub, o])):
+        costs = [op_cost(op, args(o), {}, PR) for o in ((0, 0), (128, 384), (0, 0))]
+        for o, cost in zip(((0, 0), (128, 384), (0, 0)), costs):
+            fresh = _op_cost(op, args(o), {}, PR)
+            assert cost._replace(gm=None) == fresh._replace(gm=None)
+            assert list(cost.gm.lines(512)) == list(fresh.gm.lines(512))
+            assert (cost.gm.write, cost.gm.storage) == (fresh.gm.write, fresh.gm.storage)
+        assert list(costs[0].gm.lines(512)) != list(costs[1].gm.lines(512))
+    full = op_cost("block.load", [ub, gm, (0, 0)], {}, PR)
+    short = op_cost("block.load", [tile(128, 128, D.FP16, valid=(7, 128)), gm, (0, 0)], {}, PR)
+    assert short.cycles < full.cycles and short.gm.lines(512).size == 7
