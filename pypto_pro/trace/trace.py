@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import html
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from .events import require_pandas, to_frame
@@ -33,27 +33,42 @@ class Trace:
                  launch_metas: Mapping[int, TraceMeta] | None = None) -> None:
         # An EventLog (what a backend records) becomes the DataFrame on first use: building
         # it (and importing pandas, half a second in a new process) costs more than a small
-        # launch, and many launches are never looked at. Its rows are checked then; a
-        # DataFrame from a user is checked here.
+        # launch, and many launches are never looked at. Its rows are checked then, and the
+        # launch numbers in them read when first needed (with no `launch_metas` none can
+        # lack a TraceMeta); a DataFrame from a user is checked here.
         self._frame: pd.DataFrame | None = None
         self._log: EventLog | None = None
+        self._meta = meta
+        self._given_metas = launch_metas
+        self._known_metas: dict[int, TraceMeta] | None = None
         if isinstance(events, EventLog):
             self._log = events
-            present = sorted(events.launches())
+            if launch_metas is not None:
+                self._known_metas = self._launch_metas(events.launches())
         else:
             self._frame = to_frame(events)
-            present = sorted(int(k) for k in self._frame["launch"].unique())
-        if launch_metas is None:
-            self._metas = {k: meta for k in present} or {meta.launch: meta}
-        else:
-            missing = sorted(set(present) - set(launch_metas))
-            if missing:
-                raise ValueError(f"no TraceMeta for launches {missing}")
-            self._metas = dict(launch_metas)
-        self._meta = meta
+            self._known_metas = self._launch_metas(_launch_numbers(self._frame))
         self._launches: pd.DataFrame | None = None
         #: the sanitizer's report when the launch ran sanitized (the backend sets it)
         self.sanitizer: SanitizerReport | None = None
+
+    def _launch_metas(self, present: Iterable[int]) -> dict[int, TraceMeta]:
+        """Launch number → TraceMeta for the launch numbers `present` in the events."""
+        present = sorted(present)
+        if self._given_metas is None:
+            return {k: self._meta for k in present} or {self._meta.launch: self._meta}
+        missing = sorted(set(present) - set(self._given_metas))
+        if missing:
+            raise ValueError(f"no TraceMeta for launches {missing}")
+        return dict(self._given_metas)
+
+    @property
+    def _metas(self) -> dict[int, TraceMeta]:
+        if self._known_metas is None:
+            present = self._log.launches() if self._log is not None else \
+                _launch_numbers(self._frame)
+            self._known_metas = self._launch_metas(present)
+        return self._known_metas
 
     @classmethod
     def concat(cls, traces: Sequence[Trace]) -> Trace:
@@ -180,6 +195,10 @@ class Trace:
         table = self.pipe_utilization().to_html(index=False, float_format="{:.3f}".format)
         return (f"<div class='pypto-trace'><p><b>Trace</b> {html.escape(self._headline())}</p>"
                 f"{table}</div>")
+
+
+def _launch_numbers(frame: pd.DataFrame) -> list[int]:
+    return [int(k) for k in frame["launch"].unique()]
 
 
 def _views():

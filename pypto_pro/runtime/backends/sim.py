@@ -33,6 +33,7 @@ double set_flag) carries the report in the exception's `sanitizer` attribute.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import gc
 import os
 import sys
@@ -49,6 +50,7 @@ from ...sim.program import CompiledProgram, compile_function
 from ...sim.soc import SoC
 from ...sim.soc import soc as make_soc
 from ...trace.schema import EventLog, TraceMeta
+from ...trace.trace import Trace
 from . import LaunchRequest, LaunchResult, register_backend
 
 ENV_SIM_SOC = "PYPTOPRO_SIM_SOC"
@@ -81,13 +83,16 @@ class SimBackend:
         the default 950PR."""
         if self._fixed_soc is not None:
             return self._fixed_soc
-        env = os.environ.get(ENV_SIM_SOC, "").strip()
-        if not env:
-            return make_soc()
-        try:
-            return make_soc(env)
-        except ValueError as e:
-            raise InvalidArgument(f"{ENV_SIM_SOC}={env!r}: {e}", module="PRO_RUNTIME") from None
+        env = os.environ.get(ENV_SIM_SOC, "")
+        found = _ENV_SOCS.get(env)
+        if found is None:
+            name = env.strip()
+            try:
+                found = _ENV_SOCS[env] = make_soc(name) if name else make_soc()
+            except ValueError as e:
+                raise InvalidArgument(f"{ENV_SIM_SOC}={name!r}: {e}",
+                                      module="PRO_RUNTIME") from None
+        return found
 
     def launch(self, request: LaunchRequest) -> LaunchResult:
         threads = torch.get_num_threads()
@@ -140,13 +145,11 @@ class SimBackend:
         wall = time.perf_counter() - t0
         printed = {}
         for b in blocks:
-            text = "".join(text for c in b.cores for text in c.printed)
-            if text:
-                printed[b.index] = text
+            texts = [text for c in b.cores for text in c.printed]
+            if texts:
+                printed[b.index] = "".join(texts)
         trace = None
         if log is not None:
-            from ...trace.trace import Trace
-
             meta = TraceMeta(compiled.name, self.name, soc.name, soc.clock_mhz,
                              request.block_dim, compiled.kernel_type,
                              hbm_bytes_per_cycle=soc.hbm_bytes_per_s / soc.clock_hz,
@@ -157,14 +160,27 @@ class SimBackend:
         return LaunchResult(self.name, wall, trace, printed, report)
 
     def _sanitizer(self, compiled: Any) -> Any:
-        from ...sanitizer import Sanitizer, sanitizer_enabled
-
-        if not sanitizer_enabled(getattr(getattr(compiled, "kernel_def", None), "options", None)):
+        sanitizer = _sanitizer_module()
+        options = getattr(getattr(compiled, "kernel_def", None), "options", None)
+        if not sanitizer.sanitizer_enabled(options):
             return None
         if self.timing_only:
             raise InvalidArgument("the sanitizer needs the values: it cannot run on a "
                                   "timing_only simulator", module="PRO_RUNTIME")
-        return Sanitizer(compiled.name)
+        return sanitizer.Sanitizer(compiled.name)
+
+
+#: env PYPTOPRO_SIM_SOC value → its SoC (the tables are immutable: `soc()` returns the same one)
+_ENV_SOCS: dict[str, SoC] = {}
+
+
+@functools.cache
+def _sanitizer_module() -> Any:
+    """`pypto_pro.sanitizer`, imported on the first launch (not with the backend: it is large);
+    an import statement per launch costs a few µs."""
+    from ... import sanitizer
+
+    return sanitizer
 
 
 def _print_report(report: Any) -> None:
