@@ -17,6 +17,11 @@ Every GM access of every core goes through the L2 (spec `ascend_950_model.md` §
 The per-core rate of a GM transfer (its on-chip duration, from `cost_model`) is the L2-side
 rate (INI `l2_read_rate`, `ub_to_l2_rate`, `l2_write_rate`); HBM bounds it only when it misses.
 With `l2_bytes = 0` there is no L2: every read and write goes to HBM and waits for it.
+
+The L2's per-line tag walk is compiled C++ (`l2_model.cpp` via `l2_native`, built once per
+machine on a background thread on first use) when a C++ compiler exists, else Python
+(`PythonL2`); both give identical results. `PYPTOPRO_SIM_L2=python` forces the Python model,
+`PYPTOPRO_SIM_L2=native` waits for the compiled one (see `l2_native`).
 """
 from __future__ import annotations
 
@@ -27,6 +32,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from . import l2_native
+from .l2_native import NativeL2
 from .soc import SoC
 
 
@@ -53,14 +60,9 @@ class MemoryStats:
 
 
 class MemorySystem:
-    """The L2 and HBM of one launch, shared by all its cores.
-
-    The L2 is a dict per set (made on first use) mapping each resident line to its state, in
-    LRU order (oldest first): a tile access touches a few hundred lines, and plain dict
-    operations per line cost less than the numpy calls a vectorised lookup needs per access.
-    A line's state is one float: -1.0 dirty (written here; dirty lines are never in flight),
-    otherwise the cycle its fetch is done.
-    """
+    """The L2 and HBM of one launch, shared by all its cores. The L2's tags live in a
+    `NativeL2` (compiled) if its library is loaded by the time the launch starts, else in a
+    `PythonL2`: the results are the same."""
 
     def __init__(self, soc: SoC) -> None:
         self.line = int(soc.l2_line_bytes)
@@ -69,16 +71,22 @@ class MemorySystem:
         if soc.l2_bytes and self.sets < 1:
             raise ValueError(f"L2 of {soc.l2_bytes} B is smaller than one set of {self.ways} "
                              f"lines of {self.line} B")
-        # a power-of-two set count takes the hash modulo with a mask (0: it is not one)
-        self._set_mask = self.sets - 1 if self.sets and not self.sets & (self.sets - 1) else 0
         self.miss_extra = int(soc.l2_miss_extra_cycles)
         self.hbm_rate = soc.hbm_bytes_per_s / soc.clock_hz  # bytes per core cycle
+        self.l2: PythonL2 | NativeL2 | None = None
         self.reset()
 
     def reset(self) -> None:
         """Back to an empty L2, an idle HBM, no counters and no storages: a new system (the
-        engine hands one launch's system to the next on the same SoC)."""
-        self.table: defaultdict[int, dict[int, float]] = defaultdict(dict)
+        engine hands one launch's system to the next on the same SoC). Switches to the
+        compiled L2 once its library is ready (only here: never within a launch)."""
+        if self.sets:
+            lib = l2_native.library()
+            if lib is not None and not isinstance(self.l2, NativeL2):
+                self.l2 = NativeL2(lib, self.sets, self.ways)
+            elif lib is None and not isinstance(self.l2, PythonL2):
+                self.l2 = PythonL2(self.sets, self.ways)
+            self.l2.reset()
         self.hbm_free = 0.0
         self.stats = MemoryStats()
         # Each storage gets a line-aligned device address in the order the launch first touches
@@ -86,34 +94,37 @@ class MemorySystem:
         self._base_line: dict[int, int] = {}
         self._next_line = 0
 
+    @property
+    def table(self) -> defaultdict[int, dict[int, float]]:
+        """The L2's resident lines: set → {line: state} in LRU order (`PythonL2.table`)."""
+        return self.l2.table if self.l2 is not None else defaultdict(dict)
+
     def access(self, now: int, gm: GMAccess, onchip_end: int) -> int:
         """The cycle the GM side of a transfer issued at `now` is done (>= `onchip_end`, the
         end its per-core rate alone gives)."""
         lines = gm.lines(self.line)
-        if lines.size == 0:
+        n = lines.size
+        if n == 0:
             return onchip_end
-        lines = lines + self._device_line(gm.storage)
-        if self.sets == 0:  # no L2: straight to HBM (whole lines), reads and writes alike
-            return max(onchip_end, self._hbm(now, lines.size * self.line))
-        mixed = lines >> 13  # the set hash, in place: it is a large share of a small access
-        mixed ^= lines
-        mixed ^= lines >> 26
-        sets_of = (mixed & self._set_mask if self._set_mask else mixed % self.sets).tolist()
-        if gm.write:
-            dirty_victims = self._write(lines.tolist(), sets_of)
-            self.stats.write_lines += lines.size
-            if dirty_victims:  # evictions use HBM bandwidth; the store itself only fills L2
-                self._hbm(now, dirty_victims * self.line)
-            return onchip_end
-        missed, dirty_victims, wait_for = self._read(lines.tolist(), sets_of)
+        base = self._device_line(gm.storage)
+        if self.l2 is None:  # no L2: straight to HBM (whole lines), reads and writes alike
+            return max(onchip_end, self._hbm(now, n * self.line))
+        missed, dirty_victims, wait_for = self.l2.lookup(lines, base, gm.write)
+        stats = self.stats
+        stats.writebacks += dirty_victims
         wb_bytes = dirty_victims * self.line
+        if gm.write:
+            stats.write_lines += n
+            if wb_bytes:  # evictions use HBM bandwidth; the store itself only fills L2
+                self._hbm(now, wb_bytes)
+            return onchip_end
+        stats.read_hits += n - missed
+        stats.read_misses += missed
         end = float(max(onchip_end, wait_for))
         if missed:
-            hbm_end = self._hbm(now, wb_bytes + len(missed) * self.line)
+            hbm_end = self._hbm(now, wb_bytes + missed * self.line)
             end = max(end + self.miss_extra, hbm_end + self.miss_extra)
-            for state, line in missed:
-                if line in state:  # not evicted again by a later line of this access
-                    state[line] = end
+            self.l2.settle(end)
         elif wb_bytes:
             self._hbm(now, wb_bytes)
         return int(end + 0.999)
@@ -135,11 +146,49 @@ class MemorySystem:
         self.hbm_free = begin + nbytes / self.hbm_rate
         return self.hbm_free
 
+
+class PythonL2:
+    """The L2's tags in Python: a dict per set (made on first use) mapping each resident line
+    to its state, in LRU order (oldest first). A tile access touches a few hundred lines, and
+    plain dict operations per line cost less than the numpy calls a vectorised lookup needs
+    per access. A line's state is one float: -1.0 dirty (written here; dirty lines are never
+    in flight), otherwise the cycle its fetch is done. `NativeL2` is the same model compiled."""
+
+    def __init__(self, sets: int, ways: int) -> None:
+        self.sets, self.ways = sets, ways
+        # a power-of-two set count takes the hash modulo with a mask (0: it is not one)
+        self._set_mask = sets - 1 if not sets & (sets - 1) else 0
+        self.reset()
+
+    def reset(self) -> None:
+        self.table: defaultdict[int, dict[int, float]] = defaultdict(dict)
+        self._missed: list[tuple[dict[int, float], int]] = []
+
+    def lookup(self, lines: np.ndarray, base: int, write: bool) -> tuple[int, int, float]:
+        """Look up and install the lines `lines + base` of one access, in order: (read misses,
+        dirty victims, the latest ready cycle among read hits on lines still being fetched).
+        A write installs its lines dirty; a read remembers its misses for `settle`."""
+        lines = lines + base
+        mixed = lines >> 13  # the set hash, in place: it is a large share of a small access
+        mixed ^= lines
+        mixed ^= lines >> 26
+        sets_of = (mixed & self._set_mask if self._set_mask else mixed % self.sets).tolist()
+        if write:
+            return 0, self._write(lines.tolist(), sets_of), 0.0
+        self._missed, dirty_victims, wait_for = self._read(lines.tolist(), sets_of)
+        return len(self._missed), dirty_victims, wait_for
+
+    def settle(self, end: float) -> None:
+        """The last read's missed lines that are still resident (not evicted again by a later
+        line of the same access) are ready at `end`."""
+        for state, line in self._missed:
+            if line in state:
+                state[line] = end
+
     def _read(self, lines: list[int], sets_of: list[int]
               ) -> tuple[list[tuple[dict[int, float], int]], int, float]:
-        """Look up and install the lines of a read, in order: ((its set, line) of each miss,
-        whose state is still to be given its ready cycle; dirty victims; the latest ready cycle
-        among hits on lines still being fetched)."""
+        """The read of `lookup`: ((its set, line) of each miss, whose state is still to be given
+        its ready cycle; dirty victims; wait_for)."""
         table, ways = self.table, self.ways
         missed: list[tuple[dict[int, float], int]] = []
         dirty_victims, wait_for = 0, 0.0
@@ -156,10 +205,6 @@ class MemorySystem:
                 missed.append((state, line))
                 ready = 0.0  # clean; its ready cycle is set once the access's end is known
             state[line] = ready  # now the most recently used
-        hits = len(lines) - len(missed)
-        self.stats.read_hits += hits
-        self.stats.read_misses += len(missed)
-        self.stats.writebacks += dirty_victims
         return missed, dirty_victims, wait_for
 
     def _write(self, lines: list[int], sets_of: list[int]) -> int:
@@ -173,7 +218,6 @@ class MemorySystem:
             elif len(state) >= ways:
                 dirty_victims += _evict_lru(state)
             state[line] = -1.0
-        self.stats.writebacks += dirty_victims
         return dirty_victims
 
 
