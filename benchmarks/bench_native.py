@@ -36,7 +36,7 @@ _FRESH_TOTAL = textwrap.dedent("""
     with pypto_pro.use_backend("native"):
         out = m.run(*args, kernel=m.KERNELS["add_kernel"])
     float(out[0, 0])
-    print(time.perf_counter() - t0)
+    print(time.perf_counter() - t0, bool(m.KERNELS["add_kernel"]._disk_hits))
 """)
 
 #: the same path split into the steps a launch takes (jit internals, for the breakdown); wall
@@ -112,21 +112,32 @@ def child_env() -> dict[str, str]:
 
 
 def fresh_process(runs: int, env: dict[str, str]) -> tuple[list[float], list[dict], bool]:
-    """(end-to-end seconds per run, step reports per run, every run launched from disk)."""
+    """(end-to-end seconds per run, step reports per run, every run launched from disk). A run
+    that had to compile (the package's sources changed since the cache entry was written, e.g.
+    edited during the benchmark) is repeated, at most twice: the rows measure the warm path."""
     _child(_FRESH_TOTAL, env)  # writes the bytecode
     totals, steps, from_disk = [], [], True
     for _ in range(runs):
-        totals.append(float(_child(_FRESH_TOTAL, env)))
-        report = json.loads(_child(_FRESH_STEPS, env))
+        for _attempt in range(3):
+            seconds, warm = _child(_FRESH_TOTAL, env).split()
+            if warm == "True":
+                break
+        totals.append(float(seconds))
+        for _attempt in range(3):
+            report = json.loads(_child(_FRESH_STEPS, env))
+            if report["from_disk"]:
+                break
         steps.append(report)
-        from_disk = from_disk and report["from_disk"]
+        from_disk = from_disk and warm == "True" and report["from_disk"]
     return totals, steps, from_disk
 
 
-def hot_overhead_us(launches: int) -> tuple[float, float, float]:
+def hot_overhead_us(launches: int) -> tuple[float, float, float, float]:
     """Median wall time per launch, the median of the backend's share of each (worker round
-    trip + kernel), and this process's CPU time per launch (what the jit + backend host code
-    costs, less sensitive to the machine's load than wall time)."""
+    trip + kernel), the median over launches of the rest of each (the host overhead: a launch's
+    wall time less its own backend share, paired launch by launch, so a slow worker round trip
+    does not shift it the way a difference of the two medians is shifted), and this process's
+    CPU time per launch (what the jit + backend host code costs)."""
     import pypto_pro
     from pypto_pro.examples import load
 
@@ -143,7 +154,9 @@ def hot_overhead_us(launches: int) -> tuple[float, float, float]:
             times.append(time.perf_counter() - t0)
             backend.append(kernel.last_result.wall_seconds)
         cpu = (time.process_time() - cpu0) / launches
-    return (statistics.median(times) * 1e6, statistics.median(backend) * 1e6, cpu * 1e6)
+    host = [t - b for t, b in zip(times, backend)]
+    return (statistics.median(times) * 1e6, statistics.median(backend) * 1e6,
+            statistics.median(host) * 1e6, cpu * 1e6)
 
 
 def editable_finder_ms(env: dict[str, str]) -> float | None:
@@ -169,10 +182,11 @@ def main() -> None:
     cold = cold_compile_seconds()
     env = child_env()
     totals, steps, from_disk = fresh_process(args.fresh, env)
-    per_launch, kernel_us, cpu_us = hot_overhead_us(args.launches)
-    load_after = os.getloadavg()[0]
+    per_launch, kernel_us, host_us, cpu_us = hot_overhead_us(args.launches)
+    load_after = os.getloadavg()
     warm = statistics.median(totals)
-    print(f"load average (1 min): {load_before:.2f} before, {load_after:.2f} after\n")
+    print(f"load average (1 min): {load_before:.2f} before, {load_after[0]:.2f} after "
+          f"(5 / 15 min after: {load_after[1]:.2f} / {load_after[2]:.2f})\n")
     print("| measurement | result | target |")
     print("|---|---:|---:|")
     print(f"| cold compile + first launch, add kernel | {cold:.2f} s | ≤ 15 s |")
@@ -182,8 +196,8 @@ def main() -> None:
           f"{per_launch:.0f} µs | |")
     print(f"| of which the backend's launch (worker round trip + kernel; median) | "
           f"{kernel_us:.0f} µs | |")
-    print(f"| host overhead excluding the backend launch | {per_launch - kernel_us:.0f} µs | "
-          f"≤ 200 µs |")
+    print(f"| host overhead excluding the backend launch (median of the per-launch "
+          f"differences) | {host_us:.0f} µs | ≤ 200 µs |")
     print(f"| host CPU time per launch (this process: jit + backend, no worker) | {cpu_us:.0f} µs "
           f"| |")
     print(f"\nNew process, step by step (medians of {len(steps)}; launched from the disk cache "

@@ -10,7 +10,6 @@ refused. Imports torch, the language types and the tiling helpers; nothing from 
 """
 from __future__ import annotations
 
-import dataclasses
 import inspect
 import numbers
 import weakref
@@ -20,6 +19,7 @@ from typing import Any
 import torch
 
 from ..errors import InvalidArgument, InvalidType, OutOfRange
+from ..frozen import Frozen
 from ..ir.dtype import DataType
 from ..language.types import DYNAMIC, STATIC
 from .kernel_def import KernelDef, ParamSpec, Specialization
@@ -35,14 +35,18 @@ _CTYPE_SCALARS = frozenset({
 _INT32_MAX = (1 << 31) - 1
 
 
-@dataclasses.dataclass(frozen=True)
-class BoundLaunch:
+class BoundLaunch(Frozen):
     """A checked call: the full specialisation and the `LaunchRequest` argument parts."""
 
+    __slots__ = ("spec", "args", "dyn_dims", "tiling_bytes")
     spec: Specialization
     args: tuple[Any, ...]
     dyn_dims: tuple[int, ...]
     tiling_bytes: bytes | None
+
+    def __init__(self, spec: Specialization, args: tuple[Any, ...], dyn_dims: tuple[int, ...],
+                 tiling_bytes: bytes | None) -> None:
+        self._init(spec=spec, args=args, dyn_dims=dyn_dims, tiling_bytes=tiling_bytes)
 
 
 def dynamic_dims(params: Sequence[ParamSpec],
@@ -107,8 +111,26 @@ def bind(kdef: KernelDef, args: Sequence[Any], kwargs: Mapping[str, Any],
             _check_tiling(p, value)
             tiling_bytes = to_bytes(value)
         out.append(value)
-    spec = dataclasses.replace(launch, static_dims=tuple(static), ranks=tuple(ranks))
-    return BoundLaunch(spec, tuple(out), tuple(dyn), tiling_bytes)
+    return BoundLaunch(_specialized(launch, tuple(static), tuple(ranks)), tuple(out), tuple(dyn),
+                       tiling_bytes)
+
+
+#: (launch specialisation, static dims, ranks) → the full one: a kernel launched again with the
+#: same shapes gets the same object (cheaper than a new one, and found by identity in the
+#: kernel's compile memo); bounded, for shape sweeps
+_SPECIALIZED: dict[tuple, Specialization] = {}
+_SPECIALIZED_MAX = 1024
+
+
+def _specialized(launch: Specialization, static: tuple, ranks: tuple) -> Specialization:
+    key = (launch, static, ranks)
+    spec = _SPECIALIZED.get(key)
+    if spec is None:
+        if len(_SPECIALIZED) >= _SPECIALIZED_MAX:
+            _SPECIALIZED.clear()
+        spec = _SPECIALIZED[key] = Specialization(launch.arch, static, ranks, launch.tiling_key,
+                                                  launch.datatype)
+    return spec
 
 
 def _param_dtype(p: ParamSpec, chosen: Mapping[str, DataType]) -> DataType | None:
@@ -160,30 +182,43 @@ def _check_tensor_value(p: ParamSpec, value: Any, dtype: DataType | None) -> Non
     if not isinstance(value, torch.Tensor):
         raise InvalidType(f"{_where(p)}: type mismatch — expected torch.Tensor (or None), got "
                           f"{type(value).__name__}", module="PRO_RUNTIME")
-    if value.device.type not in SUPPORTED_DEVICES:
+    if not value.is_cpu and value.device.type not in SUPPORTED_DEVICES:
         raise InvalidArgument(f"{_where(p)}: tensor on unsupported device "
                               f"'{value.device.type}'; expected one of {SUPPORTED_DEVICES}",
                               module="PRO_RUNTIME")
-    want = None if dtype is None else dtype.torch_dtype
+    want = None if dtype is None else _torch_dtype(dtype)
     if want is not None and value.dtype != want:
         raise InvalidType(f"{_where(p)}: dtype mismatch — expected {want} ({dtype!r}), got "
                           f"{value.dtype}", module="PRO_RUNTIME")
 
 
+#: DataType → the torch dtype a tensor argument must have (`DataType.torch_dtype`, remembered:
+#: a launch checks every tensor)
+_TORCH_DTYPES: dict[DataType, Any] = {}
+
+
+def _torch_dtype(dtype: DataType) -> Any:
+    try:
+        return _TORCH_DTYPES[dtype]
+    except KeyError:
+        return _TORCH_DTYPES.setdefault(dtype, dtype.torch_dtype)
+
+
 def _bind_tensor(p: ParamSpec, value: Any, dtype: DataType, static: list, ranks: list,
                  dyn: list) -> None:
     _check_tensor_value(p, value, dtype)
+    dims = p.spec.dims
     if value is None:  # a null pointer passes 0 for its DYNAMIC dims
-        dyn.extend(0 for d in p.spec.dims if d is DYNAMIC)
+        dyn.extend(0 for d in dims if d is DYNAMIC)
         return
-    spec = p.spec
-    rank, explicit = value.dim(), spec.explicit_rank
-    if rank < explicit or (rank != explicit and not spec.has_ellipsis):
-        want = f"rank >= {explicit}" if spec.has_ellipsis else f"{explicit}"
+    ellipsis = bool(dims) and dims[-1] is Ellipsis
+    rank, explicit = value.dim(), len(dims) - ellipsis
+    if rank < explicit or (rank != explicit and not ellipsis):
+        want = f"rank >= {explicit}" if ellipsis else f"{explicit}"
         raise InvalidType(f"{_where(p)}: rank mismatch — expected {want}, got {rank} "
                           f"(shape {tuple(value.shape)})", module="PRO_RUNTIME")
     for axis, size in enumerate(value.shape):
-        d = spec.dims[axis] if axis < explicit else STATIC
+        d = dims[axis] if axis < explicit else STATIC
         if d is DYNAMIC:
             if size > _INT32_MAX:
                 raise OutOfRange(f"{_where(p)}: dynamic dim {axis} = {size} does not fit the "
@@ -194,7 +229,7 @@ def _bind_tensor(p: ParamSpec, value: Any, dtype: DataType, static: list, ranks:
         elif size != d:
             raise InvalidType(f"{_where(p)}: dim mismatch — axis {axis} expected {d}, got "
                               f"{size} (shape {tuple(value.shape)})", module="PRO_RUNTIME")
-    if spec.has_ellipsis:
+    if ellipsis:
         ranks.append((p.index, rank))
 
 

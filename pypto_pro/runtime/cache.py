@@ -40,6 +40,8 @@ from ..errors import BadFd, KeyNotFound
 from ..frozen import Frozen
 
 ENV_CACHE_DIR = "PYPTOPRO_CACHE_DIR"
+#: files from this size up have their digest remembered on disk (`KernelCache._digest`)
+_BIG_FILE = 1 << 16
 MANIFEST = "manifest.json"
 FORMAT_VERSION = 1
 _LIBRARY_ROOTS = ("torch", "numpy", "math", "pypto_pro", "functools", "typing", "builtins",
@@ -80,39 +82,62 @@ def file_memo(kind: str, paths: list[str], compute: Callable[[], Any]) -> Any:
 @functools.lru_cache(maxsize=1)
 def compiler_version() -> str:
     """sha256 of the compiler's own sources (every .py, .h and .hpp of `pypto_pro`), once per
-    process (through `file_memo`: hashing them takes tens of milliseconds, a big share of a new
-    process's launch from the cache)."""
+    process. Hashing them takes tens of milliseconds and listing the package one, both a big
+    share of a new process's launch from the cache, so the digest is remembered in
+    `<cache root>/memo/` with the size and modification time of every file it covers and the
+    modification time of every folder: a new process only stats those (an edit changes a file's;
+    a file added, removed or renamed changes its folder's) and recomputes on any difference."""
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    paths = _source_files(root)
+    memo = default_cache_dir() / "memo" / f"compiler_version-{_sha(root)[:16]}.json"
+    with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+        saved = json.loads(memo.read_text())
+        if saved["stats"] == _stats(saved["dirs"], saved["files"]):
+            return saved["value"]
+    dirs, files = _source_tree(root)
+    stats = _stats(dirs, files)  # before reading: an edit while hashing shows next time
+    h = hashlib.sha256()
+    for path in files:
+        with open(path, "rb") as f:
+            h.update(f"{os.path.relpath(path, root)}\0".encode() + f.read() + b"\0")
+    value = h.hexdigest()
+    with contextlib.suppress(OSError):
+        memo.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(memo, json.dumps({"value": value, "dirs": dirs, "files": files,
+                                       "stats": stats}))
+    return value
 
-    def digest() -> str:
-        h = hashlib.sha256()
-        for path in paths:
-            h.update(os.path.relpath(path, root).encode())
-            h.update(b"\0")
-            with open(path, "rb") as f:
-                h.update(f.read())
-            h.update(b"\0")
-        return h.hexdigest()
 
-    return file_memo("compiler_version", paths, digest)
+def _stats(dirs: list[str], files: list[str]) -> list[int]:
+    """Modification time of each folder, then size and modification time of each file."""
+    out = [os.stat(d).st_mtime_ns for d in dirs]
+    for path in files:
+        st = os.stat(path)
+        out += (st.st_size, st.st_mtime_ns)
+    return out
 
 
-def _source_files(folder: str) -> list[str]:
-    """The .py / .h / .hpp files under `folder`, sorted, depth first (os.scandir: a new process
-    lists the package on every launch from the cache, and os.walk costs twice as much)."""
-    files, subdirs = [], []
-    with os.scandir(folder) as entries:
-        for entry in entries:
-            if entry.is_dir():
-                if entry.name != "__pycache__":
-                    subdirs.append(entry.path)
-            elif entry.name.endswith(_VERSION_SUFFIXES):
-                files.append(entry.path)
-    files.sort()
-    for sub in sorted(subdirs):
-        files += _source_files(sub)
-    return files
+def _source_tree(root: str) -> tuple[list[str], list[str]]:
+    """(the folders under `root`, root first; the .py / .h / .hpp files in them, sorted depth
+    first)."""
+    dirs: list[str] = []
+    files: list[str] = []
+
+    def visit(folder: str) -> None:
+        dirs.append(folder)
+        names, subdirs = [], []
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                if entry.is_dir():
+                    if entry.name != "__pycache__":
+                        subdirs.append(entry.path)
+                elif entry.name.endswith(_VERSION_SUFFIXES):
+                    names.append(entry.path)
+        files.extend(sorted(names))
+        for sub in sorted(subdirs):
+            visit(sub)
+
+    visit(root)
+    return dirs, files
 
 
 def _is_library(obj: Any) -> bool:
@@ -239,9 +264,18 @@ class _Sources:
 
 
 def _names_read(tree: ast.AST) -> list[str]:
-    """Dotted names a function body reads (`x`, `mod.attr`), in first-occurrence order."""
+    """Dotted names a function body reads (`x`, `mod.attr`), in first-occurrence order (the
+    nodes in `ast.walk`'s breadth-first order, walked inline: `ast.walk`'s generators cost a
+    new process's launch from the cache most of its key's time)."""
     found: dict[str, None] = {}
-    for node in ast.walk(tree):
+    queue = [tree]
+    for node in queue:  # (appending while iterating: breadth first)
+        for field in node._fields:
+            value = getattr(node, field, None)
+            if isinstance(value, ast.AST):
+                queue.append(value)
+            elif isinstance(value, list):
+                queue.extend(item for item in value if isinstance(item, ast.AST))
         if isinstance(node, ast.Attribute):
             chain, cur = [node.attr], node.value
             while isinstance(cur, ast.Attribute):
@@ -415,19 +449,41 @@ class KernelCache:
         return path, files, manifest.get("meta", {})
 
     def _digest(self, path: Path) -> str | None:
+        """sha256 of a file, remembered per (inode, size, modification and change time): in
+        this process, and on disk for a big file (a library: hashing it would cost a new
+        process's launch from the cache about a millisecond). Any write to the file changes
+        its change time, which `os.utime` cannot set back."""
         try:
             st = path.stat()
         except OSError:
             return None
-        memo = (str(path), st.st_ino, st.st_size, st.st_mtime_ns)
+        stamp = _stamp(st)
+        memo = (str(path), *stamp)
         digest = self._hashes.get(memo)
         if digest is None:
-            try:
-                digest = sha256_bytes(path.read_bytes())
-            except OSError:
-                return None
+            big = st.st_size >= _BIG_FILE
+            if big:
+                with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+                    found = json.loads(self._digest_memo(path).read_text())
+                    digest = found["sha256"] if found["stamp"] == stamp else None
+            if digest is None:
+                try:
+                    digest = sha256_bytes(path.read_bytes())
+                except OSError:
+                    return None
+                if big:
+                    self._remember_digest(path, stamp, digest)
             self._hashes[memo] = digest
         return digest
+
+    def _digest_memo(self, path: Path) -> Path:
+        return self.root / "memo" / f"sha256-{_sha(str(path))[:32]}.json"
+
+    def _remember_digest(self, path: Path, stamp: list[int], digest: str) -> None:
+        with contextlib.suppress(OSError):
+            memo = self._digest_memo(path)
+            memo.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write(memo, json.dumps({"stamp": stamp, "sha256": digest}))
 
     def get_file(self, key: str, name: str) -> bytes | None:
         """The bytes of one file of the entry of `key`, if that file is intact (only it is
@@ -474,6 +530,9 @@ class KernelCache:
             data = data.encode() if isinstance(data, str) else bytes(data)
             atomic_write(path / name, data)
             digests[name] = (sha256_bytes(data), len(data))
+            if len(data) >= _BIG_FILE:  # the first process to read it need not hash it again
+                self._remember_digest(path / name, _stamp((path / name).stat()),
+                                      digests[name][0])
         for stale in path.iterdir():  # a temp file here is a dead writer's: we hold the lock
             if stale.name not in digests and (not stale.name.startswith(".")
                                               or stale.name.endswith(".tmp")):
@@ -533,6 +592,11 @@ class KernelCache:
                         digests.items())}}
         atomic_write(path / MANIFEST, json.dumps(manifest, indent=1, sort_keys=True))
         return CacheEntry(key, path, {n: d for n, (d, _) in digests.items()}, meta)
+
+
+def _stamp(st: os.stat_result) -> list[int]:
+    """What changes when a file is written (`KernelCache._digest`)."""
+    return [st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
 
 
 def _check_key(key: str) -> None:

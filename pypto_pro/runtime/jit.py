@@ -33,7 +33,7 @@ from .backends import LaunchRequest, LaunchResult, current_backend_name, get_bac
 from .binding import bind, resolve_datatype
 from .kernel_def import JitOptions, KernelDef, ParamSpec, Specialization
 from .profile import launch_started, record
-from .signature import is_kernel_function, params_from_function
+from .signature import evaluate_annotations, is_kernel_function, params_from_function
 from .tilingkey import TilingKeySchema, build_schema
 
 __all__ = ["JitKernel", "KernelDef", "_TileJitKernel", "jit", "kernel"]
@@ -51,9 +51,10 @@ def jit(target: Callable | None = None, *, arch: str | None = None, auto_mutex: 
 
     def decorate(fn: Callable) -> Any:
         env = _capture_env(_check_function(fn, "jit"))
-        if not is_kernel_function(fn, env):
+        evaluated = evaluate_annotations(fn, env)
+        if not is_kernel_function(fn, env, evaluated):
             return _passthrough(fn)
-        return JitKernel(*_kernel_def(fn, options, env))
+        return JitKernel(*_kernel_def(fn, options, env, evaluated))
 
     return decorate if target is None else decorate(target)
 
@@ -230,9 +231,10 @@ def _last_line(code: types.CodeType) -> int:
     return last
 
 
-def _kernel_def(fn: types.FunctionType, options: JitOptions,
-                env: ChainMap) -> tuple[KernelDef, TilingKeySchema | None]:
-    params = params_from_function(fn, env, options)
+def _kernel_def(fn: types.FunctionType, options: JitOptions, env: ChainMap,
+                evaluated: Mapping[str, Any] | None = None,
+                ) -> tuple[KernelDef, TilingKeySchema | None]:
+    params = params_from_function(fn, env, options, evaluated)
     schema = None
     if options.tiling_key is not None:
         schema = build_schema(options.tiling_key, _reserved_names(params, options, env))
@@ -279,6 +281,8 @@ class JitKernel:
         self.compiled_variants: dict[Specialization, Any] = {}
         self.last_result: LaunchResult | None = None
         self._disk_hits: dict[tuple[int, Specialization], CachedCompile] = {}
+        #: (arch, tiling key, datatype) → the launch's `Specialization` before binding
+        self._launch_specs: dict[tuple, Specialization] = {}
         self._compile_lock = threading.Lock()
         functools.update_wrapper(self, kernel_def.fn)
 
@@ -352,8 +356,12 @@ class JitKernel:
         return _LaunchPlan(stream, _check_block_dim(block_dim), tiling_key, datatype)
 
     def _launch(self, plan: _LaunchPlan, args: tuple, kwargs: dict) -> None:
-        launch_spec = Specialization(arch=resolve_arch(self.options.arch),
-                                     tiling_key=plan.tiling_key, datatype=plan.datatype)
+        arch = resolve_arch(self.options.arch)
+        key = (arch, plan.tiling_key, plan.datatype)
+        launch_spec = self._launch_specs.get(key)
+        if launch_spec is None:
+            launch_spec = self._launch_specs[key] = Specialization(
+                arch=arch, tiling_key=plan.tiling_key, datatype=plan.datatype)
         bound = bind(self.kernel_def, args, kwargs, launch_spec)
         backend = get_backend(current_backend_name())
         compiled = self._compiled_for(backend, bound.spec)

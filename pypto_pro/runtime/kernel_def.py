@@ -8,27 +8,31 @@ from __future__ import annotations
 
 import ast
 from collections import ChainMap
-from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ..frozen import Frozen
 from ..ir.dtype import DataType
 
 
-@dataclass(frozen=True)
-class ParamSpec:
+class ParamSpec(Frozen):
     """One kernel parameter. `kind`: "tensor" | "ptr" | "scalar" | "tiling".
 
     `spec` is a `TensorSpec` (tensor), `PtrSpec` (ptr), a `DataType` (scalar) or the TilingData
     dataclass (tiling). `dtype_var` names the `datatype=` variable that replaces the dtype.
     """
 
+    __slots__ = ("index", "name", "kind", "spec", "dtype_var", "direction")
     index: int
     name: str
     kind: str
     spec: Any
-    dtype_var: str | None = None
-    direction: str | None = None  # "input" / "output" from pl.Input / pl.Output
+    dtype_var: str | None
+    direction: str | None  # "input" / "output" from pl.Input / pl.Output
+
+    def __init__(self, index: int, name: str, kind: str, spec: Any,
+                 dtype_var: str | None = None, direction: str | None = None) -> None:
+        self._init(index=index, name=name, kind=kind, spec=spec, dtype_var=dtype_var,
+                   direction=direction)
 
 
 class JitOptions(Frozen):
@@ -60,22 +64,28 @@ class JitOptions(Frozen):
                 tuple(sorted((self.datatype or {}).items())), self.sanitizer)
 
 
-@dataclass
-class KernelDef:
-    """A kernel function ready to parse: source, AST, where it lives, what it can see."""
+class KernelDef(Frozen):
+    """A kernel function ready to parse: source, AST, where it lives, what it can see
+    (unhashable: `env` is a live mapping)."""
 
+    __slots__ = ("fn", "name", "tree", "file", "env", "params", "options", "source")
     fn: Callable
     name: str
     tree: ast.FunctionDef  # line numbers already shifted to the real file's lines
     file: str
     env: ChainMap  # captured caller locals, then the function's globals (live), then builtins
     params: tuple[ParamSpec, ...]
-    options: JitOptions = field(default_factory=JitOptions)
-    source: str = ""  # dedented source of the function (for hashing and display)
+    options: JitOptions
+    source: str  # dedented source of the function (for hashing and display)
+
+    def __init__(self, fn: Callable, name: str, tree: ast.FunctionDef, file: str, env: ChainMap,
+                 params: tuple[ParamSpec, ...], options: JitOptions | None = None,
+                 source: str = "") -> None:
+        self._init(fn=fn, name=name, tree=tree, file=file, env=env, params=params,
+                   options=JitOptions() if options is None else options, source=source)
 
 
-@dataclass(frozen=True)
-class Specialization:
+class Specialization(Frozen):
     """Compile-time facts of one launch.
 
     `static_dims`: ((param_index, axis, value), ...) for STATIC / ellipsis axes;
@@ -83,11 +93,19 @@ class Specialization:
     `tiling_key`: field name → value; `datatype`: dtype variable name → DataType.
     """
 
-    arch: str = "a5"
-    static_dims: tuple[tuple[int, int, int], ...] = ()
-    ranks: tuple[tuple[int, int], ...] = ()
-    tiling_key: tuple[tuple[str, Any], ...] = ()
-    datatype: tuple[tuple[str, DataType], ...] = ()
+    __slots__ = ("arch", "static_dims", "ranks", "tiling_key", "datatype")
+    arch: str
+    static_dims: tuple[tuple[int, int, int], ...]
+    ranks: tuple[tuple[int, int], ...]
+    tiling_key: tuple[tuple[str, Any], ...]
+    datatype: tuple[tuple[str, DataType], ...]
+
+    def __init__(self, arch: str = "a5", static_dims: tuple[tuple[int, int, int], ...] = (),
+                 ranks: tuple[tuple[int, int], ...] = (),
+                 tiling_key: tuple[tuple[str, Any], ...] = (),
+                 datatype: tuple[tuple[str, DataType], ...] = ()) -> None:
+        self._init(arch=arch, static_dims=static_dims, ranks=ranks, tiling_key=tiling_key,
+                   datatype=datatype)
 
     def static_dim(self, param: int, axis: int) -> int | None:
         for p, a, v in self.static_dims:

@@ -10,7 +10,6 @@ kernel at all (`is_kernel_function`). Imports the language types, not the rest o
 from __future__ import annotations
 
 import builtins
-import dataclasses
 import inspect
 from collections import ChainMap
 from collections.abc import Callable, Mapping
@@ -53,31 +52,43 @@ def evaluate_annotation(name: str, annotation: Any, env: Mapping[str, Any]) -> A
                           module="PRO_RUNTIME") from e
 
 
-def is_kernel_function(fn: Callable, env: Mapping[str, Any] | None = None) -> bool:
-    """True when some parameter is annotated pl.Tensor / pl.Ptr / pl.DT_* (or cannot be
-    evaluated: the kernel path then reports the error); other functions are plain Python."""
-    env = default_env(fn) if env is None else env
+def evaluate_annotations(fn: Callable, env: Mapping[str, Any]) -> dict[str, Any]:
+    """Each annotated parameter's annotation value, or the `PyptoError` evaluating it raised
+    (decoration evaluates them once for `is_kernel_function` and `params_from_function`)."""
+    out: dict[str, Any] = {}
     for p in inspect.signature(fn).parameters.values():
-        if p.annotation is inspect.Parameter.empty:
-            continue
-        try:
-            value = evaluate_annotation(p.name, p.annotation, env)
-        except PyptoError:
-            return True
-        if isinstance(value, _KERNEL_MARKERS):
-            return True
-    return False
+        if p.annotation is not inspect.Parameter.empty:
+            try:
+                out[p.name] = evaluate_annotation(p.name, p.annotation, env)
+            except PyptoError as e:
+                out[p.name] = e
+    return out
 
 
-def params_from_function(fn: Callable, env: Mapping[str, Any],
-                         options: JitOptions) -> tuple[ParamSpec, ...]:
-    """The kernel's parameters, checked (spec §1.2), with `datatype=` variables attached."""
+def is_kernel_function(fn: Callable, env: Mapping[str, Any] | None = None,
+                       evaluated: Mapping[str, Any] | None = None) -> bool:
+    """True when some parameter is annotated pl.Tensor / pl.Ptr / pl.DT_* (or cannot be
+    evaluated: the kernel path then reports the error); other functions are plain Python.
+    `evaluated`: `evaluate_annotations(fn, env)` when the caller has it."""
+    if evaluated is None:
+        evaluated = evaluate_annotations(fn, default_env(fn) if env is None else env)
+    return any(isinstance(v, (PyptoError, *_KERNEL_MARKERS)) for v in evaluated.values())
+
+
+def params_from_function(fn: Callable, env: Mapping[str, Any], options: JitOptions,
+                         evaluated: Mapping[str, Any] | None = None) -> tuple[ParamSpec, ...]:
+    """The kernel's parameters, checked (spec §1.2), with `datatype=` variables attached.
+    `evaluated`: `evaluate_annotations(fn, env)` when the caller has it."""
     params = []
     for index, p in enumerate(inspect.signature(fn).parameters.values()):
         if p.kind in _VARIADIC:
             raise InvalidType(f"kernel parameter '{p.name}': *args / **kwargs are not allowed "
                               "in a kernel signature", module="PRO_RUNTIME")
-        params.append(_param(index, p.name, evaluate_annotation(p.name, p.annotation, env)))
+        if evaluated is None or p.name not in evaluated:
+            value = evaluate_annotation(p.name, p.annotation, env)  # (none: raises)
+        elif isinstance(value := evaluated[p.name], PyptoError):
+            raise value
+        params.append(_param(index, p.name, value))
     _check_tiling_position(params)
     return _attach_datatype(tuple(params), options.datatype)
 
@@ -126,5 +137,5 @@ def _attach_datatype(params: tuple[ParamSpec, ...],
         if not var.isidentifier() or var in by_name:
             raise InvalidArgument(f"datatype={dict(datatype)!r}: {var!r} must be an identifier "
                                   "that is not a parameter name", module="PRO_RUNTIME")
-    return tuple(dataclasses.replace(p, dtype_var=datatype[p.name]) if p.name in datatype else p
+    return tuple(p.replace(dtype_var=datatype[p.name]) if p.name in datatype else p
                  for p in params)

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..errors import InvalidArgument, InvalidType, OutOfRange
+from ..frozen import Frozen
 
 MAX_ARRAY = 2048
 _KINDS: dict[str, tuple[Any, str]] = {
@@ -33,14 +34,17 @@ _fields_cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _struct_cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-@dataclasses.dataclass(frozen=True)
-class TilingField:
+class TilingField(Frozen):
     """One field: Python kind ("int"/"float"/"bool"), C++ type, array length (None: scalar)."""
 
+    __slots__ = ("name", "kind", "ctype", "length")
     name: str
     kind: str
     ctype: str
-    length: int | None = None
+    length: int | None
+
+    def __init__(self, name: str, kind: str, ctype: str, length: int | None = None) -> None:
+        self._init(name=name, kind=kind, ctype=ctype, length=length)
 
 
 def is_tiling_class(obj: Any) -> bool:

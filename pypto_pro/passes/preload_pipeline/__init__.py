@@ -65,7 +65,7 @@ def apply(kdef: KernelDef, spec: Specialization,
     source = (f"# pipeline_generated.py: '{kdef.options.name or kdef.name}' after the preload "
               f"pipeline transform ({mode}, stage delays {list(graph.delays)})\n"
               + generated_source(kdef.file, tree, loop, new))
-    new = dataclasses.replace(kdef, tree=tree, env=env, source=source)
+    new = kdef.replace(tree=tree, env=env, source=source)
     return Staged(new, source, probe.programs, graph, time.perf_counter() - t0)
 
 

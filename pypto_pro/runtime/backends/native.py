@@ -221,14 +221,25 @@ def _headers_digest() -> str:
 
 
 def compiler() -> str:
-    return os.environ.get(ENV_CXX) or shutil.which("g++") or "g++"
+    return os.environ.get(ENV_CXX) or _which("g++") or "g++"
+
+
+def _which(name: str) -> str | None:
+    """`shutil.which(name)`, remembered per PATH value (it stats every folder of PATH, and a
+    launch from the disk cache asks three times)."""
+    return _which_in(name, os.environ.get("PATH"))
+
+
+@functools.lru_cache(maxsize=16)
+def _which_in(name: str, path: str | None) -> str | None:
+    return shutil.which(name, path=path)
 
 
 @functools.lru_cache(maxsize=4)
 def _compiler_id(cxx: str) -> str:
     """The first line of `cxx --version`, remembered on disk per compiler binary (running it
     costs a new process milliseconds, and the launcher's key needs it on every start)."""
-    binary = shutil.which(cxx)
+    binary = _which(cxx)
     if binary is None:
         return cxx
 
@@ -447,6 +458,8 @@ def _span(t: torch.Tensor) -> tuple[int, int]:
     """[lo, hi) bytes of the storage a tensor view can address."""
     es = t.element_size()
     lo = t.storage_offset() * es
+    if t.is_contiguous():  # (also an empty tensor: numel 0)
+        return lo, lo + t.numel() * es
     if t.numel() == 0:
         return lo, lo
     last = 0
@@ -457,72 +470,71 @@ def _span(t: torch.Tensor) -> tuple[int, int]:
 
 def plan_launch(request: LaunchRequest, lib: NativeLibrary) -> _Plan:
     """Arena layout, GM regions and `call_kernel` arguments of a launch."""
-    n_args = len(request.args)
-    groups: dict[int, list] = {}  # storage address -> [bytes view, lo, hi]
-    spans: dict[int, tuple[int, int]] = {}  # argument index -> its tensor's [lo, hi) bytes
-    tensors: list[tuple[int, torch.Tensor | bytes | None, str]] = []
+    values = request.args
+    n_args = len(values)
+    groups: dict[int, list] = {}  # storage address -> [tensor, lo, hi]
+    # pointer arguments in order: (index, name, tensor | bytes | None, storage address, lo, hi)
+    pointers: list[tuple[int, str, Any, int, int, int]] = []
+    ctypes_ = lib.arg_ctypes
     for i, name in enumerate(lib.param_names[:n_args]):
-        value = request.args[i]
-        if lib.arg_ctypes[i] != "ptr":
+        if ctypes_[i] != "ptr":
             continue
+        value = values[i]
         if isinstance(value, torch.Tensor):
-            if value.device.type != "cpu":
+            if not value.is_cpu:
                 raise InvalidArgument(f"'{name}': the native backend runs on CPU tensors, got "
                                       f"a tensor on {value.device}",
                                       hint="pass tensor.cpu() or pick another backend")
-            spans[i] = lo, hi = _span(value)
-            key = value.untyped_storage().data_ptr()
-            g = groups.setdefault(key, [value, lo, hi])
-            g[1], g[2] = min(g[1], lo), max(g[2], hi)
-            tensors.append((i, value, name))
+            lo, hi = _span(value)
+            key = value.data_ptr() - lo  # its storage's address (untyped_storage() is slower)
+            g = groups.get(key)
+            if g is None:
+                groups[key] = [value, lo, hi]
+            else:
+                g[1], g[2] = min(g[1], lo), max(g[2], hi)
+            pointers.append((i, name, value, key, lo, hi))
         elif value is None:
-            tensors.append((i, None, name))
-        else:  # the TilingData parameter: its serialised bytes
-            tensors.append((i, request.tiling_bytes or b"", name))
+            pointers.append((i, name, None, -1, 0, 0))
+        else:  # the TilingData parameter: its serialised bytes (no storage: address -1)
+            pointers.append((i, name, request.tiling_bytes or b"", -1, 0, 0))
     buffers: list[_Buffer] = []
-    placed: dict[int, _Buffer] = {}
     guards: list[int] = []
     cursor = 0
 
     def place(address: int, n: int, write_back: bool, keep: Any) -> _Buffer:
         nonlocal cursor
         pages = -(-(n + 63) // PAGE) or 1
-        data = (cursor + pages * PAGE - n) // 64 * 64
-        buf = _Buffer(address, n, data, write_back, keep)
+        buf = _Buffer(address, n, (cursor + pages * PAGE - n) // 64 * 64, write_back, keep)
         cursor += pages * PAGE
         guards.append(cursor)
         cursor += PAGE
         buffers.append(buf)
         return buf
 
-    for key, (tensor, lo, hi) in groups.items():
-        placed[key] = place(key + lo, hi - lo, True, tensor)
+    starts = {key: place(key + lo, hi - lo, True, tensor).offset - lo
+              for key, (tensor, lo, hi) in groups.items()}  # arena offset of storage byte 0
     regions: list[tuple[int, int, str]] = []
-    args: list[bytes] = []
-    pointers: dict[int, int] = {}
-    for i, value, name in tensors:
+    offsets: dict[int, int] = {}
+    for i, name, value, key, lo, hi in pointers:
         if value is None:
-            pointers[i] = -1
-        elif isinstance(value, torch.Tensor):
-            buf = placed[value.untyped_storage().data_ptr()]
-            lo, hi = spans[i]
-            group_lo = groups[value.untyped_storage().data_ptr()][1]
-            start = buf.offset + lo - group_lo
-            pointers[i] = start
+            continue
+        if key >= 0:
+            start = starts[key] + lo
+            offsets[i] = start
             regions.append((start, start + (hi - lo), name))
         else:
             raw = ctypes.create_string_buffer(bytes(value), max(1, len(value)))
             buf = place(ctypes.addressof(raw), len(value), False, raw)
-            pointers[i] = buf.offset
+            offsets[i] = buf.offset
             regions.append((buf.offset, buf.offset + len(value), name))
-    dyn = list(request.dyn_dims)
+    dyn = request.dyn_dims
+    args: list[bytes] = []
     for i, ctype in enumerate(lib.arg_ctypes):
         if ctype == "ptr":
-            off = pointers.get(i, -1)
-            args.append(_ARG_NULL if off < 0 else _ARG_OFFSET.pack(1, off))
+            off = offsets.get(i)
+            args.append(_ARG_NULL if off is None else _ARG_OFFSET.pack(1, off))
         else:
-            value = request.args[i] if i < n_args else dyn[i - n_args]
-            args.append(_word(value, ctype))
+            args.append(_word(values[i] if i < n_args else dyn[i - n_args], ctype))
     return _Plan(buffers, cursor + PAGE, guards, regions, b"".join(args), len(args))
 
 

@@ -521,7 +521,7 @@ def _run(case: Case, tmp_path) -> tuple[PyptoError, str, int]:
         if case.ast_only:
             tree = next(n for n in ast.parse(text).body
                         if isinstance(n, ast.FunctionDef) and n.name == "k")
-            kdef = dataclasses.replace(kdef, tree=tree)
+            kdef = kdef.replace(tree=tree)
         _parse_both(kdef)
     return info.value, path, line
 

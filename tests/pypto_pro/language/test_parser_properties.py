@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import ast
 import copy
-import dataclasses
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -106,7 +105,7 @@ def mutate(tree: ast.FunctionDef, kind: str, draw) -> ast.FunctionDef:
 
 
 def parse_mutated(kdef, tree) -> None:
-    mutated = dataclasses.replace(kdef, tree=tree)
+    mutated = kdef.replace(tree=tree)
     for target in ("cube", "vector"):
         try:
             parse_target(mutated, SPEC, target)

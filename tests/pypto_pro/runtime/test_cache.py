@@ -349,3 +349,49 @@ def test_build_dir_layout(tmp_path):
     assert out == tmp_path / "build" / sub
     assert (out / "kernel.cpp").read_text() == "// k\n" and (out / "call_kernel_abc.so").exists()
     assert json.loads((out.parent / "datatype.json").read_text()) == {"io_dtype": "DT_FP16"}
+
+
+def test_a_big_files_digest_is_remembered_across_processes_until_it_is_written(tmp_path):
+    """A library's sha256 is stored with its (inode, size, mtime, ctime): a new `KernelCache`
+    (a new process) trusts it while the file is untouched; a same-size rewrite is caught."""
+    lib = b"\x7fELF" + bytes(range(256)) * 300  # above the size whose digest is remembered
+    KernelCache(tmp_path).put(KEY, {"lib.so": lib})
+    memos = list((tmp_path / "memo").glob("sha256-*.json"))
+    assert len(memos) == 1  # written with the entry: the first reader need not hash it
+    fresh = KernelCache(tmp_path)
+    path = fresh.file_path(KEY, "lib.so")
+    assert path is not None and fresh.get_file(KEY, "lib.so") == lib
+    stat = path.stat()
+    path.write_bytes(b"\0" * len(lib))  # corrupted in place, same size and times
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert KernelCache(tmp_path).file_path(KEY, "lib.so") is None
+
+
+def test_names_read_walks_like_ast_walk():
+    """The inline breadth-first walk finds the names `ast.walk` finds, in the same order (the
+    order numbers helpers of one name: `fn:h`, `fn:h#2`)."""
+    import ast
+
+    from pypto_pro.runtime.cache import _names_read
+    from pypto_pro.runtime.jit import _function_tree
+
+    def by_ast_walk(tree: ast.AST) -> list[str]:
+        found: dict[str, None] = {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute):
+                chain, cur = [node.attr], node.value
+                while isinstance(cur, ast.Attribute):
+                    chain.append(cur.attr)
+                    cur = cur.value
+                if isinstance(cur, ast.Name):
+                    found.setdefault(".".join([cur.id, *reversed(chain)]), None)
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+                found.setdefault(node.id, None)
+        return list(found)
+
+    from pypto_pro.examples import ALL_EXAMPLES, load
+
+    for name in ALL_EXAMPLES:
+        for kernel in load(name).KERNELS.values():
+            tree = _function_tree(kernel.kernel_def.fn)[0]
+            assert _names_read(tree) == by_ast_walk(tree), name

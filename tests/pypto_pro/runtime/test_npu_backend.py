@@ -161,9 +161,9 @@ def test_compile_failure_and_timeout(compiled, fake_env, tmp_path, monkeypatch):
     assert "boom" in str(err.value)
     monkeypatch.delenv("FAKE_BISHENG_FAIL")
     monkeypatch.setenv("FAKE_BISHENG_SLEEP", "5")
-    monkeypatch.setattr(npu_kernel.kernel_def, "options", npu_kernel.kernel_def.options.__class__(
-        **{**vars(npu_kernel.kernel_def.options), "compile_timeout": 1}))
-    slow = compile_kernel(npu_kernel.kernel_def, Specialization(arch="a5"))
+    kdef = npu_kernel.kernel_def
+    slow = compile_kernel(kdef.replace(options=kdef.options.replace(compile_timeout=1)),
+                          Specialization(arch="a5"))
     backend = npu.NpuBackend(cache=KernelCache(tmp_path / "c2"), env=fake_env.env)
     with pytest.raises(CompileError, match="longer than 1 s"):
         backend.library(slow)
