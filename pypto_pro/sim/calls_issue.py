@@ -6,32 +6,48 @@ named by the cube is its two AIVs' UBs; a Mat tile named by an AIV is its block'
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Callable
+from types import MappingProxyType
+from typing import Any, Callable, Mapping, Sequence
 
 from ..errors import KernelTrap, NotSupported, SimulationError
 from ..ir import ops as opreg
-from ..ir.nodes import Call, Expr
+from ..ir.nodes import Call, Expr, Var
 from ..ir.span import Span
 from ..ir.types import PipeType, TileType
 from .memory import GMRef
-from .program import NOTHING, Frame, RtGroup
+from .program import NOTHING, Frame, RtGroup, RtTile
 from .simt import SimtLaunch, compile_simt
 
 
-@dataclass(eq=False, slots=True)
-class Instr:
-    """One instruction in a pipe queue (slots: one is made per issued instruction)."""
+#: the keyword arguments of an instruction without any (sync instructions): one shared,
+#: read-only mapping instead of a fresh dict per issued instruction
+NO_KWARGS: Mapping[str, Any] = MappingProxyType({})
 
-    kind: str  # "op" | "set_flag" | "wait_flag" | "lock" | "unlock" | "xset" | "xwait"
-    pipe: PipeType
-    ir_op: str
-    span: Span
-    args: list = field(default_factory=list)
-    kwargs: dict = field(default_factory=dict)
-    key: Any = None  # flag (src, dst, id) / mutex id / cross-core (mode, id)
-    issue_time: int = 0
-    seq: int = 0  # issue order within the core (mutex FIFO order)
+
+class Instr:
+    """One instruction in a pipe queue. A plain slotted class with a hand-written __init__:
+    one is made per issued instruction, and a dataclass's default factories allocate a list
+    and a dict each time."""
+
+    __slots__ = ("kind", "pipe", "ir_op", "span", "args", "kwargs", "key", "issue_time", "seq",
+                 "req")
+
+    def __init__(self, kind: str, pipe: PipeType, ir_op: str, span: Span,
+                 args: Sequence[Any] = (), kwargs: Mapping[str, Any] = NO_KWARGS,
+                 key: Any = None) -> None:
+        self.kind = kind  # "op" | "set_flag" | "wait_flag" | "lock" | "unlock" | "xset" | "xwait"
+        self.pipe = pipe
+        self.ir_op = ir_op
+        self.span = span
+        self.args = args
+        self.kwargs = kwargs
+        self.key = key  # flag (src, dst, id) / mutex id / cross-core (mode, id)
+        self.issue_time = 0
+        self.seq = 0  # issue order within the core (mutex FIFO order)
+        self.req: Any = None  # a lock's place in its mutex's FIFO (set when it is queued)
+
+    def __repr__(self) -> str:
+        return f"Instr({self.kind}, {self.pipe.value}, {self.ir_op}, key={self.key!r})"
 
 
 def compile_effect(c, e: Expr) -> Callable:
@@ -54,15 +70,10 @@ def compile_effect(c, e: Expr) -> Callable:
     raise NotSupported(f"the simulator does not run '{e.op}' yet", e.span)
 
 
-def _constant(value: Any) -> Callable[[Frame], Any]:
-    return lambda fr: value
-
-
 def _tile_op(c, e: Call, spec: opreg.OpSpec) -> Callable:
-    args = [c.expr(a) for a in e.args]
-    kwargs = {k: (c.expr(v) if isinstance(v, Expr) else v) for k, v in e.kwargs
-              if k not in ("pipe",)}
-    dyn_kwargs = {k for k, v in e.kwargs if isinstance(v, Expr)}
+    args = [c.slot_or_expr(a) for a in e.args]  # most operands are tile variables
+    kwargs = {k: v for k, v in e.kwargs if k != "pipe" and not isinstance(v, Expr)}
+    dyn_kwargs = [(k, c.expr(v)) for k, v in e.kwargs if k != "pipe" and isinstance(v, Expr)]
     fixed_pipe = e.kwarg("pipe")
     spaces = [a.type.memory if isinstance(getattr(a, "type", None), TileType) else None
               for a in e.args]
@@ -72,12 +83,18 @@ def _tile_op(c, e: Call, spec: opreg.OpSpec) -> Callable:
     mode = e.kwarg("acc_to_vec_mode")
 
     def run(fr: Frame):
-        core = fr.core
-        values = [a(fr) for a in args]
-        kw = {k: (v(fr) if k in dyn_kwargs else v) for k, v in kwargs.items()} if dyn_kwargs \
-            else dict(kwargs)
-        resolved = [core.operand(v, span, pair=(split and i == 0), mode=mode)
-                    for i, v in enumerate(values)]
+        core, slots = fr.core, fr.slots
+        resolved = []
+        for i, a in enumerate(args):
+            v = slots[a] if type(a) is int else a(fr)
+            resolved.append(core.launch.tile_ref(core, v, span, split and i == 0, mode)
+                            if type(v) is RtTile else v)
+        if dyn_kwargs:  # the static ones are shared: nothing writes an instruction's kwargs
+            kw = dict(kwargs)
+            for k, f in dyn_kwargs:
+                kw[k] = f(fr)
+        else:
+            kw = kwargs
         return core.issue(Instr("op", pipe, op, span, resolved, kw))
 
     return run
@@ -129,6 +146,8 @@ def _setval(c, e: Call) -> Callable:
         if obs is not None and not obs.scalar_access(core, ref, off(fr), True, span):
             core.time += 1
             return None  # the sanitizer reported the out-of-bounds write: skip it
+        if isinstance(ref, GMRef) and core.engine.gm_views:  # loads still reading it first
+            core.engine.protect_gm(ref.storage[0])
         try:
             ref.write_linear(off(fr), torch.tensor([value(fr)]))
         except (IndexError, ValueError) as err:
@@ -140,11 +159,17 @@ def _setval(c, e: Call) -> Callable:
 
 
 def _set_stride(c, e: Call) -> Callable:
-    target, strides = c.expr(e.args[0]), c.expr(e.args[1])
+    """The core's variable names a new view with the new strides: instructions issued before
+    keep the view they were issued with (their addresses are computed at issue), and other
+    cores keep theirs (each holds its own tensor descriptor)."""
+    if not isinstance(e.args[0], Var):
+        raise NotSupported("the simulator runs set_stride on a tensor variable only", e.span)
+    slot, strides = c.slot(e.args[0]), c.expr(e.args[1])
 
     def run(fr: Frame) -> tuple:
-        ref: GMRef = target(fr)
-        ref.strides = tuple(strides(fr))
+        ref: GMRef = fr.slots[slot]
+        fr.slots[slot] = GMRef(ref.tensor, ref.shape, tuple(strides(fr)), ref.dtype,
+                               ref.base_offset)
         return NOTHING
 
     return run
@@ -153,18 +178,26 @@ def _set_stride(c, e: Call) -> Callable:
 # ---------------------------------------------------------------- sync
 
 
+def _sync_id(c, e: Call, name: str) -> tuple[int | None, int | Callable[[Frame], Any] | None]:
+    """(the id, None) when the op names a constant one (resolved once, here), else (None, its
+    slot or expression: `_Compiler.slot_or_expr`) for the `_dyn` forms."""
+    if e.op.endswith("_dyn"):
+        return None, c.slot_or_expr(e.args[0])
+    return int(e.kwarg(name)), None
+
+
 def _flag(c, e: Call) -> Callable:
     src, dst = e.kwarg("set_pipe"), e.kwarg("wait_pipe")
-    dyn = e.op.endswith("_dyn")
-    ident = c.expr(e.args[0]) if dyn else _constant(e.kwarg("event_id"))
-    setting = e.op.startswith("system.sync_src")
+    const, ident = _sync_id(c, e, "event_id")
+    kind, pipe = ("set_flag", src) if e.op.startswith("system.sync_src") else ("wait_flag", dst)
     span, op = e.span, e.op
+    if ident is None:
+        key = (src, dst, const)
+        return lambda fr: fr.core.issue(Instr(kind, pipe, op, span, key=key))
 
     def run(fr: Frame):
-        key = (src, dst, int(ident(fr)))
-        if setting:
-            return fr.core.issue(Instr("set_flag", src, op, span, key=key))
-        return fr.core.issue(Instr("wait_flag", dst, op, span, key=key))
+        i = int(fr.slots[ident] if type(ident) is int else ident(fr))
+        return fr.core.issue(Instr(kind, pipe, op, span, key=(src, dst, i)))
 
     return run
 
@@ -184,16 +217,19 @@ def _barrier(pipe_name: str):
 
 def _mutex(c, e: Call) -> Callable:
     pipe: PipeType = e.kwarg("pipe")
-    dyn = e.op.endswith("_dyn")
-    ident = c.expr(e.args[0]) if dyn else _constant(e.kwarg("mutex_id"))
-    guards = [c.expr(g) for g in (e.kwarg("guard") or ())]
+    const, ident = _sync_id(c, e, "mutex_id")
+    guards = [c.slot_or_expr(g) for g in (e.kwarg("guard") or ())]
     kind = "lock" if "lock" in e.op and "unlock" not in e.op else "unlock"
     span, op = e.span, e.op
+    if ident is None and not guards:
+        return lambda fr: fr.core.issue(Instr(kind, pipe, op, span, key=const))
 
     def run(fr: Frame):
-        i = int(ident(fr))
-        if guards and any(int(g(fr)) == i for g in guards):
-            return NOTHING  # the same id is already held by this op (codegen's dedup guard)
+        slots = fr.slots
+        i = const if ident is None else int(slots[ident] if type(ident) is int else ident(fr))
+        for g in guards:
+            if int(slots[g] if type(g) is int else g(fr)) == i:
+                return NOTHING  # the same id is already held by this op (codegen's dedup guard)
         return fr.core.issue(Instr(kind, pipe, op, span, key=i))
 
     return run
@@ -201,14 +237,17 @@ def _mutex(c, e: Call) -> Callable:
 
 def _cross_core(c, e: Call) -> Callable:
     pipe: PipeType = e.kwarg("pipe")
-    dyn = e.op.endswith("_dyn")
-    ident = c.expr(e.args[0]) if dyn else _constant(e.kwarg("event_id"))
+    const, ident = _sync_id(c, e, "event_id")
     mode = e.kwarg("sync_mode")
     kind = "xset" if "set_cross" in e.op else "xwait"
     span, op = e.span, e.op
+    if ident is None:
+        key = (mode, const)
+        return lambda fr: fr.core.issue(Instr(kind, pipe, op, span, key=key))
 
     def run(fr: Frame):
-        return fr.core.issue(Instr(kind, pipe, op, span, key=(mode, int(ident(fr)))))
+        i = int(fr.slots[ident] if type(ident) is int else ident(fr))
+        return fr.core.issue(Instr(kind, pipe, op, span, key=(mode, i)))
 
     return run
 

@@ -49,13 +49,19 @@ def _make_group(c, e: Call) -> Fn:
 
 
 def _group_get(c, e: Call) -> Fn:
+    g, i = c.slot_or_expr(e.args[0]), c.slot_or_expr(e.args[1])
+    if type(g) is int and type(i) is int:  # the usual `group[cursor]`: two variables
+        return lambda fr: fr.slots[g].slots[fr.slots[i]]
     g, i = c.expr(e.args[0]), c.expr(e.args[1])
     return lambda fr: g(fr).slots[i(fr)]
 
 
 def _group_mutex_id(c, e: Call) -> Fn:
-    g, i = c.expr(e.args[0]), c.expr(e.args[1])
+    g, i = c.slot_or_expr(e.args[0]), c.slot_or_expr(e.args[1])
     k = e.kwarg("k", 0)
+    if type(g) is int and type(i) is int:
+        return lambda fr: fr.slots[g].mutex_ids[fr.slots[i]][k]
+    g, i = c.expr(e.args[0]), c.expr(e.args[1])
     return lambda fr: g(fr).mutex_ids[i(fr)][k]
 
 

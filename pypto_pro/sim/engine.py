@@ -17,6 +17,8 @@ from collections import deque
 from heapq import heappush
 from typing import Any, Callable
 
+import torch
+
 from ..errors import DeadlockError, SimulationError
 from ..ir.span import Span
 from ..ir.types import PipeType
@@ -66,6 +68,9 @@ class Engine:
         self.cores: list[Core] = []
         self.instructions = 0
         self.observer: Any = None  # pypto_pro.sanitizer.Sanitizer when sanitizing
+        # GM storage → the pipes running a load whose pending write holds a view of a window
+        # of it (`memory.LATE_SNAPSHOT`; `protect_gm` clones those before the storage changes)
+        self.gm_views: dict[int, list[Pipe]] = {}
 
     @functools.cached_property
     def memory(self) -> MemorySystem:
@@ -83,6 +88,12 @@ class Engine:
         memory = self.__dict__.pop("memory", None)
         if memory is not None:
             _IDLE_MEMORY[self.soc.name] = (self.soc, memory)
+
+    def protect_gm(self, storage: int) -> None:
+        """GM storage `storage` is about to be written: the loads still holding views of it
+        take their snapshots now (they must not see a write that landed after they started)."""
+        for pipe in self.gm_views.pop(storage, ()):
+            pipe.snapshot()
 
     def at(self, t: int, fn: Callable[[], None]) -> None:
         heapq.heappush(self._heap, (t, next(self._seq), fn))
@@ -110,11 +121,13 @@ class Engine:
 
 
 class _MutexReq:
-    __slots__ = ("pipe", "released")
+    """A lock's place in its mutex's FIFO (`Core.mutex`). The FIFO holds the requests not yet
+    released, in issue order: its head holds the mutex, an unlock pops it."""
+
+    __slots__ = ("pipe",)
 
     def __init__(self, pipe: PipeType) -> None:
         self.pipe = pipe
-        self.released = False
 
 
 class Pipe:
@@ -131,6 +144,7 @@ class Pipe:
         self.blocked: tuple[int, str, str] | None = None  # (since, reason, ids)
         self._scheduled = False
         self.pending_writes: list = []  # the deferred writes of the running instruction
+        self.gm_view: int | None = None  # the GM storage a view in them reads (a late load)
 
     @property
     def idle(self) -> bool:
@@ -147,6 +161,18 @@ class Pipe:
             if self.queue[0].issue_time > t:
                 t = self.queue[0].issue_time
             heappush(eng._heap, (t, next(eng._seq), self._step))
+
+    def hold_gm_view(self, storage: int) -> None:
+        """The running instruction's pending writes pass on a view of GM storage `storage`."""
+        self.gm_view = storage
+        self.engine.gm_views.setdefault(storage, []).append(self)
+
+    def snapshot(self) -> None:
+        """Replace the GM views in the pending writes with copies (see `Engine.protect_gm`)."""
+        self.pending_writes = [(fn, tuple(a.clone() if isinstance(a, torch.Tensor) else a
+                                          for a in args), kwargs)
+                               for fn, args, kwargs in self.pending_writes]
+        self.gm_view = None
 
     def step(self) -> None:
         self._scheduled = False
@@ -169,7 +195,15 @@ class Pipe:
 
     def finish(self) -> None:
         """The running instruction ends: its writes land."""
+        eng = self.engine
+        if self.gm_view is not None:
+            eng.gm_views[self.gm_view].remove(self)
+            if not eng.gm_views[self.gm_view]:
+                del eng.gm_views[self.gm_view]
+            self.gm_view = None
         for fn, args, kwargs in self.pending_writes:
+            if eng.gm_views and isinstance(fn.__self__, GMRef):
+                eng.protect_gm(fn.__self__.storage[0])
             fn(*args, **kwargs)
         self.running = False
         self.core.poke()
@@ -328,7 +362,7 @@ class Core:
         if instr.kind == "lock":
             req = _MutexReq(instr.pipe)
             self.mutex.setdefault(instr.key, deque()).append(req)
-            instr.kwargs["req"] = req
+            instr.req = req
         pipe.queue.append(instr)
         if not pipe._scheduled and not pipe.running:
             pipe.kick()
@@ -393,11 +427,14 @@ class Core:
         writes: list = []
         obs, skip = eng.observer, False
         if not eng.timing_only:
-            deferred = [a if type(a) in _PLAIN else _defer(a, writes) for a in instr.args]
+            late = obs is None  # (the sanitizer records the GM reads a snapshot makes)
+            deferred = [a if type(a) in _PLAIN else _defer(a, writes, late) for a in instr.args]
             if obs is not None:
                 obs.watch(deferred)
             try:
                 IMPLS[instr.ir_op](deferred, instr.kwargs)
+                if late and instr.ir_op == "block.load" and isinstance(deferred[1], GMRef):
+                    pipe.hold_gm_view(deferred[1].storage[0])
             except SimulationError:
                 raise
             except (IndexError, ValueError, TypeError, RuntimeError) as err:
@@ -431,15 +468,11 @@ class Core:
             return None if key in self.flags else ("flag", _flag_ids(key))
         if kind == "lock":
             q = self.mutex[key]
-            req = instr.kwargs["req"]
-            for r in q:
-                if r is req:
-                    return None
-                if not r.released:
-                    same = " (held by this same pipe: a double lock hangs the hardware)" \
-                        if r.pipe is pipe.kind else f" (held by pipe {r.pipe.value})"
-                    return "mutex", f"mutex {key}{same}"
-            return None
+            if not q or q[0] is instr.req:  # (empty: an unlock before it popped it)
+                return None
+            same = " (held by this same pipe: a double lock hangs the hardware)" \
+                if q[0].pipe is pipe.kind else f" (held by pipe {q[0].pipe.value})"
+            return "mutex", f"mutex {key}{same}"
         if kind == "xwait":
             slots = self.launch.xwait_slots(self, key, instr.span)
             if all(core.xcount.get(s, 0) > 0 for core, s in slots):
@@ -512,15 +545,12 @@ class Core:
 
     def _unlock(self, pipe: Pipe, instr: Instr) -> None:
         q = self.mutex.get(instr.key)
-        held = next((r for r in q or () if not r.released), None) if q else None
-        if held is None or held.pipe is not pipe.kind:
+        if not q or q[0].pipe is not pipe.kind:  # the head of the FIFO holds the mutex
             if self.engine.observer is not None:
                 return  # the sanitizer reported MUTEX_UNLOCK_BEFORE_LOCK; ignore the unlock
             raise SimulationError(f"{self.label}: mutex {instr.key} unlocked on pipe "
                                   f"{pipe.kind.value} without a matching lock", instr.span)
-        held.released = True
-        while q and q[0].released:
-            q.popleft()
+        q.popleft()
         self.kick_blocked()
 
     def kick_blocked(self) -> None:
@@ -546,12 +576,14 @@ class Core:
     def _check_done(self) -> None:
         if self.done or not self.scalar_done:
             return
-        if all(p.idle for p in self.pipes.values()):
-            self.done = True
-            self.end_time = max([self.engine.now, self.time] +
-                                [p.busy_until for p in self.pipes.values()])
-            if self.on_done is not None:
-                self.on_done(self)
+        for p in self.pipes.values():  # `Pipe.idle`, inlined: once the scalar unit is done,
+            if p.running or p.queue:  # this runs after every pipe event
+                return
+        self.done = True
+        self.end_time = max([self.engine.now, self.time] +
+                            [p.busy_until for p in self.pipes.values()])
+        if self.on_done is not None:
+            self.on_done(self)
 
     def stuck_report(self) -> list[str]:
         out = []
@@ -588,28 +620,31 @@ def _flag_ids(key: tuple) -> str:
     return f"flag {src.value}->{dst.value} #{i}"
 
 
-def _defer(arg: Any, writes: list) -> Any:
-    """A copy of a memory operand whose writes are queued (they land at the instruction's end)."""
+def _defer(arg: Any, writes: list, late: bool = False) -> Any:
+    """A copy of a memory operand whose writes are queued (they land at the instruction's end);
+    `late`: a tile that may be passed GM views (`memory.LATE_SNAPSHOT`)."""
     if isinstance(arg, tuple) and arg and isinstance(arg[0], TileRef):
-        return tuple(_defer(a, writes) for a in arg)
+        return tuple(_defer(a, writes, late) for a in arg)
     if not isinstance(arg, (TileRef, GMRef)):
         return arg
-    proxy = object.__new__(_deferring(type(arg)))  # a shallow copy, without copy's dispatch
+    proxy = object.__new__(_deferring(type(arg), late))  # a shallow copy, without copy's dispatch
     proxy.__dict__.update(arg.__dict__)
     proxy._deferred_target, proxy._deferred_writes = arg, writes
     return proxy
 
 
 @functools.lru_cache(maxsize=None)
-def _deferring(cls: type) -> type:
+def _deferring(cls: type, late: bool) -> type:
     """A subclass of memory operand class `cls` whose writing methods queue (the original's
-    bound method, args, kwargs) on the proxy's `_deferred_writes` instead of writing."""
+    bound method, args, kwargs) on the proxy's `_deferred_writes` instead of writing; `late`
+    sets `late_snapshot` on a tile class."""
     def queue(name: str) -> Callable:
         def deferred(self: Any, *args: Any, **kwargs: Any) -> None:
             self._deferred_writes.append((getattr(self._deferred_target, name), args, kwargs))
         return deferred
 
     writers = [name for name in _WRITERS if callable(getattr(cls, name, None))]
-    return type(cls.__name__, (cls,), {"writes_now": False,
+    late_attrs = {"late_snapshot": True} if late and cls is TileRef else {}
+    return type(cls.__name__, (cls,), {"writes_now": False, **late_attrs,
                                        **{name: queue(name) for name in writers}})
 

@@ -140,7 +140,7 @@ class FunctionalCore(Core):
 
     def _request(self, instr: Instr) -> _MutexReq:
         """A lock's place in its mutex's FIFO (mutexes are granted in issue order)."""
-        req = instr.kwargs["req"] = _MutexReq(instr.pipe)
+        req = instr.req = _MutexReq(instr.pipe)
         q = self.mutex.get(instr.key)
         if q is None:
             q = self.mutex[instr.key] = deque()
@@ -171,17 +171,6 @@ class FunctionalCore(Core):
             pipe.queue.append(instr)
         else:
             self._complete_sync(pipe, instr, 0)
-
-    def _unlock(self, pipe: Pipe, instr: Instr) -> None:
-        """The engine's `_unlock` for the usual case: the FIFO's head, never a released request
-        (releases pop it), is held by this pipe. Anything else takes the engine's path, which
-        reports it."""
-        q = self.mutex.get(instr.key)
-        if not q or q[0].pipe is not pipe.kind:
-            super()._unlock(pipe, instr)
-            return
-        q.popleft().released = True
-        self.kick_blocked()
 
     # ------------------------------------------------------------ running
     def _execute_op(self, instr: Instr) -> None:

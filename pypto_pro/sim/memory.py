@@ -179,12 +179,18 @@ class TileGeometry:
 #: op writing a value it read from another memory (tile <-> GM: they never alias) needs no
 #: snapshot of it when its target writes now (`TileRef.peek_block`, `GMRef.peek_window`).
 WRITES_NOW = True
+#: A deferred tile whose engine snapshots GM reads late: a load into it may pass a view of the
+#: GM window to its (deferred) write; the engine clones the view only if a write to the same
+#: GM storage lands before the load does (`engine.Engine.protect_gm`), so the load still sees
+#: GM as it was when it started, with one copy instead of two.
+LATE_SNAPSHOT = False
 
 
 class TileRef:
     """A typed view of a tile in a `CoreMemory`: logical reads/writes of its valid window."""
 
     writes_now = WRITES_NOW
+    late_snapshot = LATE_SNAPSHOT
 
     def __init__(self, memory: CoreMemory, geometry: TileGeometry, valid_rows: int | None = None,
                  valid_cols: int | None = None):

@@ -159,6 +159,11 @@ class _Compiler:
             return compile_value_call(self, e)
         raise NotSupported(f"simulator: expression {type(e).__name__}", getattr(e, "span", None))
 
+    def slot_or_expr(self, e: Expr) -> int | Callable[[Frame], Any]:
+        """A variable's slot (an int: the caller reads `fr.slots` itself), else the closure of
+        `e`. For the hottest readers (tile operands, mutex ids): a call per read adds up."""
+        return self.slot(e) if isinstance(e, Var) else self.expr(e)
+
     def make_tuple(self, e: MakeTuple) -> Callable[[Frame], Any]:
         """Shapes and offsets of every tile op: constant ones are built once, pairs without a
         generator (a generator per call was a visible share of a launch's own time)."""

@@ -44,7 +44,8 @@ def load(args: list, kwargs: dict) -> None:
     """`load(dst_tile, src_gm, offsets)`: the tile's valid window from GM at `offsets`."""
     op = "block.load"
     dst, src = tile_arg(args[0], op=op, position=0), gm_arg(args[1], op=op, position=1)
-    read = src.peek_window if dst.writes_now else src.read_window  # memory.WRITES_NOW
+    # memory.WRITES_NOW, LATE_SNAPSHOT: a view when nothing can write GM before it is used
+    read = src.peek_window if dst.writes_now or dst.late_snapshot else src.read_window
     window = read(_offsets(args[2]), *dst.valid, **_gm_view(kwargs))
     dst.write(_as_tile_dtype(window, src.dtype, dst, op))
 
