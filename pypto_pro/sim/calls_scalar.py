@@ -14,8 +14,8 @@ import torch
 from ..errors import NotSupported, SimulationError
 from ..ir.nodes import Call
 from ..ir.types import TensorType, TileGroupType, TileType
-from .memory import GMRef
-from .program import Frame, RtGroup, RtTile, make_rt_tile
+from .memory import GMRef, TileGeometry
+from .program import Frame, RtGroup, RtTile, initial_valid, make_rt_tile
 
 Fn = Callable[[Frame], Any]
 
@@ -36,7 +36,10 @@ def _sysvar(name: str):
 
 def _make_tile(c, e: Call) -> Fn:
     t: TileType = e.type
-    return lambda fr: make_rt_tile(t, t.addr)
+    if t.addr is None:  # (fails at run time, as a tile op on an unplaced tile does)
+        return lambda fr: make_rt_tile(t, t.addr)
+    geom, valid = TileGeometry.from_tile_type(t, t.addr), initial_valid(t)
+    return lambda fr: RtTile(geom, valid.copy(), t)  # placement fixed: worked out once
 
 
 def _make_group(c, e: Call) -> Fn:

@@ -239,6 +239,7 @@ class Core:
         self.peers: list[Core] = []  # AIC: its two AIVs; AIV: [its AIC]
         self.printed: list[str] = []
         self.on_done: Callable[[Core], None] | None = None
+        self.launch: Any = None  # the `Launch` running this core (set by it)
         self._seq = itertools.count()
         self.iterations = 0
         self.max_iterations = 50_000_000
@@ -584,6 +585,16 @@ class Core:
                             [p.busy_until for p in self.pipes.values()])
         if self.on_done is not None:
             self.on_done(self)
+
+    def dispose(self) -> None:
+        """The launch is over: drop the links that make cycles through this core (its pipes'
+        back-references, peers, the launch's callback, the program and its waits), so the
+        launch's object graph dies by refcount instead of waiting for a GC pass."""
+        for p in self.pipes.values():  # each bound method refers back to its pipe
+            p._step = p._finish = p.core = None
+        self.pipes = {}
+        self.peers = []
+        self.gen = self.waiting = self.wait_info = self.on_done = self.launch = None
 
     def stuck_report(self) -> list[str]:
         out = []

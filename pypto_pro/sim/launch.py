@@ -147,8 +147,12 @@ class Launch:
 
     def release(self) -> None:
         """The launch is over: hand its memories (L2 and HBM, the slots' on-chip buffers) to
-        the next launch on this SoC."""
+        the next launch on this SoC, and break the cycles through its cores (`Core.dispose`).
+        The blocks keep their cores for what they printed."""
         self.engine.release_memory()
+        for core in self.engine.cores:
+            core.dispose()
+        self.engine.cores = []
         for slot in self.slots:
             for memory in slot.memories.values():
                 _IDLE_CORE_MEMORY.setdefault((self.soc.name, memory.kind), []).append(memory)

@@ -61,8 +61,12 @@ class Frame:
 
 
 def make_rt_tile(t: TileType, addr: int) -> RtTile:
-    valid = [v if v is not None else d for v, d in zip(t.valid_shape, t.shape)]
-    return RtTile(TileGeometry.from_tile_type(t, addr), valid, t)
+    return RtTile(TileGeometry.from_tile_type(t, addr), initial_valid(t), t)
+
+
+def initial_valid(t: TileType) -> list[int]:
+    """A new tile's valid shape (its own list: `set_validshape` changes it)."""
+    return [v if v is not None else d for v, d in zip(t.valid_shape, t.shape)]
 
 
 # ---------------------------------------------------------------- scalar semantics

@@ -100,8 +100,8 @@ class SimBackend:
         if single:
             torch.set_num_threads(self.torch_threads)
         # A launch allocates millions of short-lived acyclic objects (instructions, events,
-        # closures) that only trigger collections; its few cycles (cores <-> pipes) wait for
-        # the next collection after it.
+        # closures) that only trigger collections; `Launch.release` breaks its cycles (cores
+        # <-> pipes, launch callbacks), so its object graph dies by refcount, not in a GC pass.
         collecting = gc.isenabled()
         gc.disable()
         try:
