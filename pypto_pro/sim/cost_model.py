@@ -284,13 +284,22 @@ def _window_op_cost(op_name: str, args: list, kwargs: dict, soc: SoC, memo: dict
     gm, tile = (args[1], args[0]) if load else (args[0], args[1])
     if not isinstance(tile, TileRef) or not isinstance(gm, GMRef):
         return _op_cost(op_name, args, kwargs, soc)  # (the op itself reports the bad operand)
-    key = (op_name, id(tile.geometry), tile.valid_rows, tile.valid_cols, gm.dtype)
+    rows, cols = tile.valid_rows, tile.valid_cols
+    key = (op_name, id(tile.geometry), rows, cols, id(gm.dtype))  # (enum members are singletons)
     found = memo.get(key)
     if found is None:
         found = memo[key] = (_op_cost(op_name, args, kwargs, soc)._replace(gm=None),
                              [tile.geometry])
-    return found[0]._replace(gm=_window(gm, args[2], tile.valid_rows, tile.valid_cols, kwargs,
-                                        write=not load))
+    onchip = found[0]
+    try:
+        window = gm.window(args[2], rows, cols, **_gm_view(kwargs))
+    except (IndexError, ValueError, TypeError):  # the op reports it (or the sanitizer skips it)
+        return onchip._replace(gm=_window(gm, args[2], rows, cols, kwargs, write=not load))
+    cost = window.costs.get(id(onchip))
+    if cost is None:  # (the entry keeps `onchip` alive, so its id names it)
+        cost = window.costs[id(onchip)] = onchip._replace(
+            gm=GMAccess(window.lines, not load, window.storage)), onchip
+    return cost[0]
 
 
 def _shape_key(arg: object) -> object:

@@ -52,6 +52,11 @@ _ALL_INITIALISED = {1: 1, 2: 0x0101, 4: 0x01010101, 8: 0x0101010101010101}
 _ROW_LINES: dict[tuple[int, ...], np.ndarray] = {}
 _ROW_LINES_MAX = 4096
 _VIEWS_MAX = 1024  # per core
+#: (id(tile type), addr) → (the tile type, its `TileGeometry`); see `from_tile_type`
+_GEOMETRIES: dict[tuple[int, int], tuple[TileType, TileGeometry]] = {}
+_GEOMETRIES_MAX = 4096
+_WINDOWS_MAX = 1024  # `GMWindow`s per GM view before it starts over (a few lines arrays each)
+_UNSET = object()  # `GMWindow.view` not made yet
 
 
 class SimMemoryError(IndexError):
@@ -156,12 +161,23 @@ class TileGeometry:
 
     @classmethod
     def from_tile_type(cls, tile_type: TileType, addr: int | None = None) -> TileGeometry:
+        """The geometry of a tile of (frozen) `tile_type` at `addr`: one object per pair, so
+        every launch and loop iteration allocating it hits the caches keyed by the geometry's
+        id (`CoreMemory.block_views`, `cost_model.op_cost`)."""
         address = tile_type.addr if addr is None else addr
+        key = (id(tile_type), address)
+        hit = _GEOMETRIES.get(key)
+        if hit is not None and hit[0] is tile_type:
+            return hit[1]
         if address is None:
             raise ValueError("a tile chosen at runtime needs an explicit addr")
         rows, cols = tile_type.shape
-        return cls(rows, cols, tile_type.dtype, tile_type.memory, tile_type.layout,
-                   tile_type.fractal, address, tile_type.pad, tile_type.compact)
+        geometry = cls(rows, cols, tile_type.dtype, tile_type.memory, tile_type.layout,
+                       tile_type.fractal, address, tile_type.pad, tile_type.compact)
+        if len(_GEOMETRIES) >= _GEOMETRIES_MAX:
+            _GEOMETRIES.clear()
+        _GEOMETRIES[key] = (tile_type, geometry)  # the entry keeps the type (and its id) alive
+        return geometry
 
     @property
     def fractal_shape(self) -> tuple[int, int]:
@@ -516,6 +532,7 @@ class GMRef:
         # derived values (typed view, window plans): one dict shared with the shallow copies
         # the engine makes of this view for every instruction
         self._memo: dict = {}
+        self._windows: dict[tuple, GMWindow] = {}  # see `window`
 
     def __repr__(self) -> str:
         return f"GMRef({self.dtype.value}{list(self.shape)} strides={list(self.strides)})"
@@ -559,12 +576,33 @@ class GMRef:
         """The window as a strided view of the typed storage (byte-sized dtypes): no gathers."""
         if self._bits == 4 or rows == 0 or cols == 0:
             return None
-        base, rs, cs = self._window_geometry(offsets, rows, cols, transpose, axes)
-        typed = self._typed()
-        last = base + (rows - 1) * rs + (cols - 1) * cs
-        if base < 0 or last >= typed.numel() or rs < 0 or cs < 0:
-            return None  # let the checked path report it
-        return torch.as_strided(typed, (rows, cols), (rs, cs), base)
+        window = self.window(offsets, rows, cols, transpose, axes)
+        view = window.view
+        if view is _UNSET:
+            base, rs, cs = window.geometry
+            typed = self._typed()
+            last = base + (rows - 1) * rs + (cols - 1) * cs
+            view = window.view = None if base < 0 or last >= typed.numel() or rs < 0 or cs < 0 \
+                else torch.as_strided(typed, (rows, cols), (rs, cs), base)  # None: checked path
+        return view
+
+    def window(self, offsets: Sequence[int], rows: int, cols: int, transpose: bool = False,
+               axes: tuple[int, int] | None = None) -> GMWindow:
+        """The bounds-checked window (`_window_geometry`) with what is derived from it, made once
+        per window of this view: the op and its cost both ask, and a relaunch with unchanged
+        arguments reuses the GMRef (`runtime.backends.sim`)."""
+        if not isinstance(offsets, (list, tuple)):
+            offsets = offsets if isinstance(offsets, Sequence) else [offsets]
+        key = (*offsets, rows, cols, transpose, axes)  # (ints convert only on a miss)
+        windows = self._windows
+        found = windows.get(key)
+        if found is None:
+            geometry = self._window_geometry(offsets, rows, cols, transpose, axes)
+            if len(windows) >= _WINDOWS_MAX:
+                windows.clear()
+            found = windows[key] = GMWindow(geometry, WindowLines(*geometry, rows, cols,
+                                                                  self._bits), self.storage)
+        return found
 
     def _typed(self) -> torch.Tensor:
         typed = self._memo.get("typed")
@@ -661,72 +699,26 @@ class GMRef:
         """Lines (byte offset in the tensor's storage // line_bytes) a window touches, unique."""
         if rows == 0 or cols == 0:
             return np.zeros(0, dtype=np.int64)
-        base, rs, cs = self._window_geometry(offsets, rows, cols, transpose, axes)
-        if cs != 1 and rs == 1:  # runs go down the columns
-            rows, cols, rs, cs = cols, rows, cs, rs
-        if cs != 1:  # no contiguous runs: element by element
-            elems = base + np.arange(rows)[:, None] * rs + np.arange(cols)[None, :] * cs
-            return self._element_lines(elems.reshape(-1), line_bytes)
-        if rs == cols:  # whole rows: one contiguous run
-            return self._run_lines(np.array([base]), rows * cols, line_bytes)
-        return self._row_lines(base, rows, rs, cols, line_bytes)
+        return self.window(offsets, rows, cols, transpose, axes).lines(line_bytes)
 
     def linear_lines(self, start: int, count: int, line_bytes: int) -> np.ndarray:
         """Lines of the row-major logical elements [start, start + count) (`init_output`)."""
         if count <= 0:
             return np.zeros(0, dtype=np.int64)
         if self.strides == _row_major(self.shape):
-            return self._run_lines(np.array([self.base_offset + start]), count, line_bytes)
-        return self._element_lines(self.logical_offsets(start, count).numpy(), line_bytes)
+            return _run_lines(np.array([self.base_offset + start]), count, line_bytes,
+                              self._bits)
+        return _element_lines(self.logical_offsets(start, count).numpy(), line_bytes,
+                              self._bits)
 
     def element_lines(self, offset: int, count: int, line_bytes: int) -> np.ndarray:
         """Lines of `count` storage elements from `offset` past the base (getval/setval)."""
-        return self._run_lines(np.array([self.base_offset + offset]), count, line_bytes)
+        return _run_lines(np.array([self.base_offset + offset]), count, line_bytes, self._bits)
 
     @property
     def storage(self) -> tuple[int, int]:
         """(identity, bytes) of the storage behind this view, for the L2 model."""
         return self._bytes.data_ptr(), self._bytes.numel()
-
-    def _row_lines(self, base: int, rows: int, rs: int, count: int, line_bytes: int
-                   ) -> np.ndarray:
-        """`_run_lines` of `rows` runs `rs` elements apart from element `base`. Relative to the
-        line of `base` they depend only on where `base` falls in it, so each pattern is
-        computed once and shifted (every tile of a tiled loop has the same one)."""
-        bits = self._bits
-        if (8 * line_bytes) % bits:  # lines that do not hold whole elements: no pattern
-            return self._run_lines(base + np.arange(rows, dtype=np.int64) * rs, count,
-                                   line_bytes)
-        q, rem = divmod(base * bits, 8 * line_bytes)
-        key = (rem, rows, rs, count, bits, line_bytes)
-        pattern = _ROW_LINES.get(key)
-        if pattern is None:
-            if len(_ROW_LINES) >= _ROW_LINES_MAX:
-                _ROW_LINES.clear()
-            firsts = rem // bits + np.arange(rows, dtype=np.int64) * rs
-            pattern = _ROW_LINES[key] = self._run_lines(firsts, count, line_bytes)
-            pattern.flags.writeable = False
-        return pattern + q
-
-    def _run_lines(self, first_elems: np.ndarray, count: int, line_bytes: int) -> np.ndarray:
-        """Lines of runs of `count` consecutive elements starting at `first_elems`."""
-        bits = self._bits
-        start = first_elems * bits // 8
-        end = ((first_elems + count) * bits + 7) // 8  # exclusive
-        first, last = start // line_bytes, (end - 1) // line_bytes
-        if first.size == 1:
-            return np.arange(first[0], last[0] + 1)
-        spans = last - first + 1
-        width = int(spans.max())
-        lines = first[:, None] + np.arange(width)[None, :]
-        if int(spans.min()) != width:
-            lines = lines[np.arange(width)[None, :] < spans[:, None]]
-        if (first[1:] > last[:-1]).all():  # ascending runs on separate lines: already unique
-            return lines.reshape(-1)
-        return np.unique(lines)
-
-    def _element_lines(self, elems: np.ndarray, line_bytes: int) -> np.ndarray:
-        return np.unique(elems * self._bits // 8 // line_bytes)
 
     def _read_elems(self, elems: torch.Tensor) -> torch.Tensor:
         self._check(elems)
@@ -768,3 +760,90 @@ def _dtype_of(tensor: torch.Tensor) -> DataType:
         if getattr(torch, name) == tensor.dtype and dtype not in (DataType.HF8, DataType.INDEX):
             return dtype
     raise ValueError(f"no PyPTO Pro dtype for torch {tensor.dtype}; pass dtype=")
+
+
+class GMWindow:
+    """One checked window of a `GMRef`: `geometry` (first element, row stride, col stride),
+    `view` (its strided view of the typed storage, None when it has none, `_UNSET` until
+    asked), `lines` (its L2 lines) and `costs` (the `cost_model` costs naming it)."""
+
+    __slots__ = ("geometry", "lines", "storage", "view", "costs")
+
+    def __init__(self, geometry: tuple[int, int, int], lines: WindowLines,
+                 storage: tuple[int, int]) -> None:
+        self.geometry, self.lines, self.storage = geometry, lines, storage
+        self.view: torch.Tensor | None | object = _UNSET
+        self.costs: dict = {}
+
+
+class WindowLines:
+    """`lines(line_bytes)`: the lines (byte offset in the storage // line_bytes, unique) a
+    window touches, computed once per line size. It holds no tensor, so a `GMAccess` naming
+    it keeps no storage alive."""
+
+    __slots__ = ("base", "rs", "cs", "rows", "cols", "bits", "_line_bytes", "_lines")
+
+    def __init__(self, base: int, rs: int, cs: int, rows: int, cols: int, bits: int) -> None:
+        self.base, self.rs, self.cs = base, rs, cs
+        self.rows, self.cols, self.bits = rows, cols, bits
+        self._line_bytes, self._lines = 0, None
+
+    def __call__(self, line_bytes: int) -> np.ndarray:
+        if line_bytes != self._line_bytes:
+            self._lines = self._compute(line_bytes)
+            self._lines.flags.writeable = False
+            self._line_bytes = line_bytes
+        return self._lines
+
+    def _compute(self, line_bytes: int) -> np.ndarray:
+        base, rs, cs, bits = self.base, self.rs, self.cs, self.bits
+        rows, cols = self.rows, self.cols
+        if cs != 1 and rs == 1:  # runs go down the columns
+            rows, cols, rs, cs = cols, rows, cs, rs
+        if cs != 1:  # no contiguous runs: element by element
+            elems = base + np.arange(rows)[:, None] * rs + np.arange(cols)[None, :] * cs
+            return _element_lines(elems.reshape(-1), line_bytes, bits)
+        if rs == cols:  # whole rows: one contiguous run
+            return _run_lines(np.array([base]), rows * cols, line_bytes, bits)
+        return _row_lines(base, rows, rs, cols, line_bytes, bits)
+
+
+def _row_lines(base: int, rows: int, rs: int, count: int, line_bytes: int, bits: int
+               ) -> np.ndarray:
+    """`_run_lines` of `rows` runs `rs` elements apart from element `base`. Relative to the
+    line of `base` they depend only on where `base` falls in it, so each pattern is
+    computed once and shifted (every tile of a tiled loop has the same one)."""
+    if (8 * line_bytes) % bits:  # lines that do not hold whole elements: no pattern
+        return _run_lines(base + np.arange(rows, dtype=np.int64) * rs, count, line_bytes,
+                          bits)
+    q, rem = divmod(base * bits, 8 * line_bytes)
+    key = (rem, rows, rs, count, bits, line_bytes)
+    pattern = _ROW_LINES.get(key)
+    if pattern is None:
+        if len(_ROW_LINES) >= _ROW_LINES_MAX:
+            _ROW_LINES.clear()
+        firsts = rem // bits + np.arange(rows, dtype=np.int64) * rs
+        pattern = _ROW_LINES[key] = _run_lines(firsts, count, line_bytes, bits)
+        pattern.flags.writeable = False
+    return pattern + q
+
+
+def _run_lines(first_elems: np.ndarray, count: int, line_bytes: int, bits: int) -> np.ndarray:
+    """Lines of runs of `count` consecutive elements starting at `first_elems`."""
+    start = first_elems * bits // 8
+    end = ((first_elems + count) * bits + 7) // 8  # exclusive
+    first, last = start // line_bytes, (end - 1) // line_bytes
+    if first.size == 1:
+        return np.arange(first[0], last[0] + 1)
+    spans = last - first + 1
+    width = int(spans.max())
+    lines = first[:, None] + np.arange(width)[None, :]
+    if int(spans.min()) != width:
+        lines = lines[np.arange(width)[None, :] < spans[:, None]]
+    if (first[1:] > last[:-1]).all():  # ascending runs on separate lines: already unique
+        return lines.reshape(-1)
+    return np.unique(lines)
+
+
+def _element_lines(elems: np.ndarray, line_bytes: int, bits: int) -> np.ndarray:
+    return np.unique(elems * bits // 8 // line_bytes)

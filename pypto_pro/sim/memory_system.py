@@ -106,7 +106,10 @@ class MemorySystem:
         n = lines.size
         if n == 0:
             return onchip_end
-        base = self._device_line(gm.storage)
+        storage = gm.storage
+        base = self._base_line.get(storage[0])
+        if base is None:
+            base = self._device_line(storage)
         if self.l2 is None:  # no L2: straight to HBM (whole lines), reads and writes alike
             return max(onchip_end, self._hbm(now, n * self.line))
         missed, dirty_victims, wait_for = self.l2.lookup(lines, base, gm.write)
@@ -130,11 +133,10 @@ class MemorySystem:
         return int(end + 0.999)
 
     def _device_line(self, storage: tuple[int, int]) -> int:
+        """The first device line of a storage the launch has not touched yet."""
         key, nbytes = storage
-        base = self._base_line.get(key)
-        if base is None:
-            base = self._base_line[key] = self._next_line
-            self._next_line += -(-max(nbytes, 1) // self.line)
+        base = self._base_line[key] = self._next_line
+        self._next_line += -(-max(nbytes, 1) // self.line)
         return base
 
     def _hbm(self, now: int, nbytes: int) -> float:

@@ -33,8 +33,13 @@ def _as_tile_dtype(data: torch.Tensor, source, tile: TileRef, op: str) -> torch.
     return data.contiguous().view(storage_dtype(tile.dtype))
 
 
+_PLAIN_VIEW = {"transpose": False, "axes": None}  # (read only: callers unpack it)
+
+
 def _gm_view(kwargs: dict) -> dict:
     """Window kwargs for GMRef: `tile_dims` (tensor axes of tile rows/cols), `is_transpose`."""
+    if not kwargs:  # the usual load or store
+        return _PLAIN_VIEW
     dims = kwargs.get("tile_dims")
     return {"transpose": bool(kwargs.get("is_transpose", False)) and not dims,  # dims win
             "axes": (int(dims[0]), int(dims[1])) if dims else None}
