@@ -33,10 +33,10 @@ def _magic_cache(shell):
 
 def test_interrupt_mid_simulation_leaves_nothing_half_written(shell, add_body, tmp_path,
                                                                monkeypatch):
-    from pypto_pro.sim.engine import Engine
+    from pypto_pro.sim.engine import Core
 
-    interrupt = _InterruptAfter(12, Engine.at)  # some tiles of some blocks already moved
-    monkeypatch.setattr(Engine, "at", lambda self, *a: interrupt(self, *a))
+    interrupt = _InterruptAfter(12, Core._run_op)  # some tiles of some blocks already moved
+    monkeypatch.setattr(Core, "_run_op", lambda self, *a: interrupt(self, *a))
     target = tmp_path / "report.html"
     line = (f'--launch "add_kernel(x, y, z)" --block-dim 4 --soc 950DT -o interrupted '
             f"--export {target}")

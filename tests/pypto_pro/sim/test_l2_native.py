@@ -13,6 +13,7 @@ from pypto_pro.errors import CompileError
 from pypto_pro.examples import load
 from pypto_pro.runtime.backends import use_backend
 from pypto_pro.runtime.backends.native import compiler
+from pypto_pro.runtime.backends.sim import SimBackend
 from pypto_pro.sim import engine, l2_native
 from pypto_pro.sim.l2_native import ENV_L2, NativeL2
 from pypto_pro.sim.memory_system import GMAccess, MemorySystem, PythonL2
@@ -106,7 +107,8 @@ def _timed_add() -> tuple:
         m.add_kernel[None, 4](x, y, z)
     assert torch.equal(z, x + y)
     trace = m.add_kernel.last_trace
-    models = {type(mem.l2) for _, mem in engine._IDLE_MEMORY.values()}
+    soc = SimBackend().soc  # the SoC this launch ran on (other tests leave other SoCs' systems)
+    models = {type(engine._IDLE_MEMORY[soc.name][1].l2)}
     return trace.duration_cycles, trace.events, models
 
 
