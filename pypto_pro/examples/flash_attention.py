@@ -150,7 +150,7 @@ def flash_attention_kernel(q: pl.Tensor[[pl.DYNAMIC, D], pl.DT_FP16],
             pl.expands(m_old, NEG_BIG)
             pl.expands(l_run, 0.0)
             pl.expands(o_run, 0.0)
-            for ki in pl.range(kv_tiles):
+            for _ki in pl.range(kv_tiles):
                 # online softmax on this AIV's 64 rows of S
                 s = s_buf.next()
                 pl.system.wait_cross_core(pipe=V, event_id=S_READY)

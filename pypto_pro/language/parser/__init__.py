@@ -7,7 +7,6 @@ Any stray Python exception while parsing is wrapped with the span of the stateme
 """
 from __future__ import annotations
 
-import ast
 import dataclasses
 from typing import Any
 
@@ -49,7 +48,8 @@ def parse_target(kdef: KernelDef, spec: Specialization, target: str) -> ParseRes
         try:
             parse_stmt(ctx, stmt)
         except PyptoError as e:
-            raise e.with_span(span_of(stmt, kdef.file))
+            e.with_span(span_of(stmt, kdef.file))
+            raise
         except RecursionError:
             raise ctx.error(ParserSyntaxError, "kernel nests too deeply", stmt) from None
         except Exception as e:  # an internal failure: point at the statement being parsed

@@ -93,7 +93,8 @@ def _call_at_parse_time(ctx: ParseContext, callee: Any, node: ast.Call) -> Any:
     try:
         return callee(*args, **kwargs)
     except PyptoError as e:
-        raise e.with_span(ctx.span(node))
+        e.with_span(ctx.span(node))
+        raise
     except Exception as e:  # a user's compile-time Python failed: report it at the call
         raise ctx.error(ParserTypeError, f"compile-time call failed: {type(e).__name__}: {e}",
                         node) from e

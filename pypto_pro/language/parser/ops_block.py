@@ -74,7 +74,7 @@ def lower_tile_type(ctx: ParseContext, tt: Any, node: ast.AST) -> TileType:
     allowed = ALLOWED_LAYOUTS.get(space)
     if allowed is not None and layout not in allowed:
         raise ctx.error(InvalidFormat, f"{space.value} tiles require layout in "
-                                       f"{{{', '.join(sorted(l.value for l in allowed))}}}, got "
+                                       f"{{{', '.join(sorted(a.value for a in allowed))}}}, got "
                                        f"{layout.value}", node)
     fractal = tt.fractal
     if fractal is None:
@@ -258,7 +258,7 @@ def _offsets(ctx: ParseContext, value: Any, rank: int, node: ast.AST) -> list:
 def _check_static_window(ctx: ParseContext, tensor: Expr, tile: TileType, offsets: list,
                          dims: list[int], node: ast.AST) -> None:
     static = tensor.type.static_shape()
-    for off, axis, extent in zip(offsets, range(len(static)), [None] * len(static)):
+    for axis, off in zip(range(len(static)), offsets):
         k, v = try_const(off)
         if k and static[axis] is not None and not 0 <= v < static[axis]:
             raise ctx.error(OutOfRange, f"offset {v} on axis {axis} is outside the tensor's "
