@@ -19,9 +19,10 @@ so the launch goes on; pairing bugs are found at kernel end (or from a deadlock'
 from __future__ import annotations
 
 import itertools
+import weakref
 from collections import deque
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 import torch
 
@@ -173,13 +174,11 @@ class Sanitizer:
     def watch(self, operands: list) -> None:
         """Record the GM reads the op library makes through `operands` (per-instruction
         copies made by the engine, so wrapping their methods touches nothing else)."""
-        self._gm_reads = []
+        self._gm_reads.clear()
         for ref in operands:
             if isinstance(ref, GMRef):
                 for name in ("read_window", "read_linear"):
-                    method = getattr(ref, name)
-                    setattr(ref, name, lambda *a, _m=method, _n=name, _r=ref, **k: (
-                        self._gm_reads.append((_r, _n, a, k)), _m(*a, **k))[1])
+                    setattr(ref, name, _recording(self._gm_reads, ref, name))
 
     def op(self, core: Any, pipe: Any, instr: Any, writes: list) -> bool:
         """A tile instruction started: check its operands, its reads and the writes it queued;
@@ -208,7 +207,7 @@ class Sanitizer:
         for ref, name, args, kwargs in self._gm_reads:
             self._gm_access(ref, gm_read_bytes(ref, name, args, kwargs), tid, clock, site,
                             False)
-        self._gm_reads = []
+        self._gm_reads.clear()  # (emptied, not replaced: it holds the operands)
         try:
             footprints = [write_footprint(*w) for w in writes]
         except (IndexError, ValueError) as err:
@@ -460,7 +459,7 @@ class Sanitizer:
                 site = q[0][1]
                 self._add("CROSS_CORE_UNPAIRED", f"cross-core id {slot} set {len(q)} more "
                           f"time(s) than waited for (counter non-zero at kernel end)", site)
-        return self.report
+        return self.close()
 
     def deadlocked(self, engine: Any) -> SanitizerReport:
         """Findings for every stuck unit of a launch that can never finish."""
@@ -474,7 +473,16 @@ class Sanitizer:
                 if p.queue:
                     reason, ids = (p.blocked[1], p.blocked[2]) if p.blocked else ("", "")
                     self._stuck(core, p.kind, reason, ids, p.queue[0])
-        return self.report
+        return self.close()
+
+    def close(self) -> SanitizerReport:
+        """The launch is over: drop its state (it refers to the cores, which refer back to
+        the engine observing through this object), so the launch dies by reference counting
+        instead of waiting for a GC pass; only the report stays."""
+        report = self.report
+        self.__dict__.clear()
+        self.report = report
+        return report
 
     def _stuck(self, core: Any, pipe: PipeType, reason: str, ids: str, instr: Any) -> None:
         span = instr.span if instr is not None else (
@@ -496,6 +504,19 @@ class Sanitizer:
             self._add("CROSS_CORE_WAIT_WITHOUT_SET", f"{ids} waited for but never set", site)
         elif reason in ("barrier", "sync_all"):
             self._add("DEADLOCK", f"{core.label} never passes this {reason}", site)
+
+
+def _recording(reads: list, ref: GMRef, name: str) -> Callable:
+    """`ref`'s GM-reading method `name`, also appending (ref, name, args, kwargs) to `reads`.
+    It lives on `ref` itself, so it holds `ref` weakly and the class's function (a bound
+    method would make a reference cycle per operand and instruction)."""
+    function, me = getattr(type(ref), name), weakref.ref(ref)
+
+    def read(*args: Any, **kwargs: Any) -> Any:
+        reads.append((me(), name, args, kwargs))
+        return function(me(), *args, **kwargs)
+
+    return read
 
 
 def _queued(core: Any, kind: str, key: Any) -> bool:

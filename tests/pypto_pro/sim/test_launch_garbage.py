@@ -1,6 +1,6 @@
-"""A finished launch leaves no reference cycles (issue 9): its cores, pipes, program frames and
-callbacks die by refcount when the result is replaced, instead of piling up for a GC pass
-(which cost more than a small launch)."""
+"""A finished launch leaves no reference cycles (issue 9): its cores, pipes, program frames,
+callbacks and sanitizer state die by refcount when the result is replaced, instead of piling up
+for a GC pass (which cost more than a small launch)."""
 from __future__ import annotations
 
 import contextlib
@@ -13,10 +13,10 @@ import pytest
 from pypto_pro.examples import load
 from pypto_pro.runtime.backends import register_backend, use_backend
 from pypto_pro.runtime.backends.sim import SimBackend
+from pypto_pro.sanitizer import sanitize
 
 register_backend("sim-functional-garbage", lambda: SimBackend(functional_only=True))
-#: (sanitized launches are not covered: the sanitizer's own records form cycles)
-_BACKENDS = {"timed": "sim", "functional": "sim-functional-garbage"}
+_BACKENDS = {"timed": "sim", "functional": "sim-functional-garbage", "sanitized": "sim"}
 
 
 @contextlib.contextmanager
@@ -43,7 +43,8 @@ def test_a_launch_leaves_no_cycles(mode: str, example: str, kernel: str, shape: 
     ex = load(example)
     k = getattr(ex, kernel)
     args = ex.make_inputs(**shape)
-    with use_backend(_BACKENDS[mode]), contextlib.redirect_stdout(io.StringIO()):
+    with use_backend(_BACKENDS[mode]), sanitize(mode == "sanitized"), \
+            contextlib.redirect_stdout(io.StringIO()):
         k[None, ex.block_dim(*args)](*args)  # compiles, warms the caches
         with _cyclic_garbage() as garbage:
             for _ in range(2):  # the second launch frees the first one's result
