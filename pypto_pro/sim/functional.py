@@ -3,14 +3,28 @@ functional_only=True)` when no sanitizer observes the launch).
 
 Each core runs the same compiled program (`program.py`) and the same op library (`ops.IMPLS`)
 on the same memories as the event-driven engine (`engine.py`), but with no event heap, no cost
-model and no time: the scalar unit issues in program order and every instruction runs the moment
-it is issued, its writes landing at once. A pipe keeps a queue only while its head is a sync
-instruction that cannot run yet (a wait_flag whose set sits behind another stalled pipe, a mutex
-held by another pipe, a cross-core wait); later instructions of that pipe queue behind it in
-order, and the scalar unit stops only when such a queue is full, on a wait of pipe S, a barrier
-over a stalled pipe, or `sync_all`. Cores run round-robin, each until it blocks or ends; a set
-by one core (cross-core counters, `sync_all` arrivals) drains the other core's stalled pipes and
-wakes its scalar unit. Blocks beyond the physical cores run in waves, as in the engine.
+model and no time: the scalar unit issues in program order and every instruction runs before
+the core issues the next one, its writes landing at once. A pipe keeps a queue only while its
+head is a sync instruction that cannot run yet (a wait_flag whose set sits behind another
+stalled pipe, a mutex held by another pipe, a cross-core wait); later instructions of that pipe
+queue behind it in order, and the scalar unit stops only when such a queue is full, on a wait of
+pipe S, a barrier over a stalled pipe, or `sync_all`. A set by one core (cross-core counters,
+`sync_all` arrivals) drains the other core's stalled pipes and wakes its scalar unit. Blocks
+beyond the physical cores run in waves, as in the engine.
+
+The cores of a wave run in lockstep where it pays (DESIGN §5 "Speed of the simulator": SPMD
+blocks issue the same instruction stream on different data). A core whose tile op is worth a
+batch (it has one in `ops.BATCH_IMPLS` and is not memory-bound work its batch would run core by
+core anyway: `BatchedOp.at_issue`, e.g. loads, stores and element-wise ops on large tiles, which
+run at issue while their core's data is still in cache) parks it and yields; once every
+runnable core has parked, blocked or finished, the parked ops run grouped by `ops.batch_key`, a
+group of several through its batch impl (one torch computation for all its cores), the rest one
+by one, and the parked cores resume in the order they parked. Nothing of a core runs while its
+op is parked, and a drain of its stalled pipes (a set from another core) first runs the parked
+op, so each core sees exactly the order of one-core-at-a-time execution; only the interleaving
+between cores differs, which only a kernel racing across cores without cross-core sync can
+observe. An op error names the core that raised it (in a batch, the first failing core in core
+order, after the cores before it ran the op).
 
 Sync rules are the engine's own code (`Core._sync_blocked`, `_complete_sync`, `_set_flag`,
 `_unlock`, `barrier`, `sync_all`): a second set_flag before its wait, an unlock without a lock
@@ -34,30 +48,79 @@ from ..errors import SimulationError
 from ..ir.types import PipeType
 from .calls_issue import Instr
 from .engine import Core, Engine, Pipe, _MutexReq
-from .ops import IMPLS
+from .ops import BATCH_IMPLS, IMPLS, batch_key, error_index, run_grouped
 from .program import NOTHING
 
 _S = PipeType.S
+#: what a parking core's generator yields (`issue` returns it for the program's `yield from`)
+_PARK = ("park",)
+_PARK_STEP = (_PARK,)
+#: what an op may raise for bad operands; reported as a SimulationError at the op's span
+_OP_ERRORS = (IndexError, ValueError, TypeError, RuntimeError)
 
 
 class FunctionalEngine(Engine):
-    """No clock and no heap: a queue of cores ready to run (`at` ignores the time)."""
+    """No clock and no heap: a queue of cores ready to run (`at` ignores the time), and the
+    cores whose op is parked until the round's batches run."""
 
     def __init__(self, soc: Any) -> None:
         super().__init__(soc, None, functional_only=True)
         self._ready: deque[Callable[[], None]] = deque()
+        self.parked: list[FunctionalCore] = []
 
     def at(self, t: int, fn: Callable[[], None]) -> None:
         self._ready.append(fn)
 
     def run(self) -> None:
         ready = self._ready
-        while ready:
-            ready.popleft()()
+        while True:
+            while ready:
+                ready.popleft()()
+            if not self.parked:
+                return
+            cores, self.parked = self.parked, []
+            self._run_parked(cores)
+            for core in cores:
+                ready.append(core.resume)
+
+    def _run_parked(self, cores: list[FunctionalCore]) -> None:
+        """Run the parked ops of `cores`: groups by `batch_key`, in order of their first core."""
+        groups: dict[Any, list[FunctionalCore]] = {}
+        for core in cores:
+            instr = core.parked
+            if instr is None:  # ran early (`FunctionalCore.run_parked`)
+                continue
+            key = batch_key(instr.ir_op, instr.args, instr.kwargs) \
+                if instr.ir_op in BATCH_IMPLS else None
+            group = groups.get(key) if key is not None else None
+            if group is None:
+                groups[key if key is not None else id(core)] = [core]
+            else:
+                group.append(core)
+        for group in groups.values():
+            if len(group) == 1:
+                group[0].run_parked()
+            else:
+                self._run_batch(group)
+
+    def _run_batch(self, group: list[FunctionalCore]) -> None:
+        instrs = [core.parked for core in group]
+        for core in group:
+            core.parked = None
+        first = instrs[0]
+        try:
+            run_grouped(BATCH_IMPLS[first.ir_op], [i.args for i in instrs], first.kwargs)
+        except SimulationError:
+            raise
+        except _OP_ERRORS as err:
+            k = error_index(err)
+            raise _op_error(group[k], instrs[k], err) from err
+        self.instructions += len(group)
 
 
 class FunctionalCore(Core):
-    """A core whose instructions run at issue, in program order (module docstring)."""
+    """A core whose instructions run in program order, each before the next one issues (its
+    tile ops parked for the round's batches; module docstring)."""
 
     engine: FunctionalEngine
 
@@ -69,6 +132,7 @@ class FunctionalCore(Core):
         self._stalled = False  # some pipe may hold a queue (cleared when a drain empties all)
         self._draining = False
         self._issued = 0
+        self.parked: Instr | None = None  # the op to run before this core goes on (lockstep)
 
     # ------------------------------------------------------------ the scalar unit
     def resume(self) -> None:
@@ -79,7 +143,9 @@ class FunctionalCore(Core):
             if not self.waiting():
                 return
             self.waiting = self.wait_info = None
-        for req in self.gen:  # the program yields only (predicate, reason, ids[, instr])
+        for req in self.gen:  # the program yields (predicate, reason, ids[, instr]) or _PARK
+            if req is _PARK:
+                return  # the engine runs the parked op, then resumes this core
             if req[0]():
                 continue
             self.waiting = req[0]
@@ -93,8 +159,9 @@ class FunctionalCore(Core):
 
     # ------------------------------------------------------------ issue
     def issue(self, instr: Instr):
-        """Run `instr` now, or queue it behind its stalled pipe; returns what the program's
-        `yield from` passes on (nothing, unless the pipe's queue is full or pipe S waits)."""
+        """Park `instr` (an op) or run it (a sync instruction), or queue it behind its stalled
+        pipe; returns what the program's `yield from` passes on (the park marker, or nothing
+        unless the pipe's queue is full or pipe S waits)."""
         pipe = self._pipe_by_name.get(instr.pipe._value_)
         if pipe is None:
             if instr.pipe is _S:
@@ -104,9 +171,12 @@ class FunctionalCore(Core):
         queue = pipe.queue
         if not queue:  # the common case: nothing stalled on this pipe
             if instr.kind == "op":
+                if _batches(instr):
+                    self._park(instr)
+                    return _PARK_STEP
                 self._execute_op(instr)
-            else:
-                self._sync_now(pipe, instr)
+                return NOTHING
+            self._sync_now(pipe, instr)
             return NOTHING
         if len(queue) >= self.engine.queue_depth:
             return self._issue_when_room(pipe, instr)
@@ -118,10 +188,13 @@ class FunctionalCore(Core):
         yield (lambda: len(pipe.queue) < depth, "queue", f"{pipe.kind.value} full", instr)
         if pipe.queue:
             self._queue_behind(pipe, instr)
-        elif instr.kind == "op":  # drained while the scalar unit waited
-            self._execute_op(instr)
-        else:
+        elif instr.kind != "op":
             self._sync_now(pipe, instr)
+        elif _batches(instr):  # drained while the scalar unit waited
+            self._park(instr)
+            yield _PARK
+        else:
+            self._execute_op(instr)
 
     def _queue_behind(self, pipe: Pipe, instr: Instr) -> None:
         """Behind a stalled head: the pipe keeps its order (a lock joins its mutex's FIFO now,
@@ -173,13 +246,22 @@ class FunctionalCore(Core):
             self._complete_sync(pipe, instr, 0)
 
     # ------------------------------------------------------------ running
+    def _park(self, instr: Instr) -> None:
+        self.parked = instr
+        self.engine.parked.append(self)
+
+    def run_parked(self) -> None:
+        """Run the parked op now (its core stays parked until the engine resumes it)."""
+        instr, self.parked = self.parked, None
+        self._execute_op(instr)
+
     def _execute_op(self, instr: Instr) -> None:
         try:
             IMPLS[instr.ir_op](instr.args, instr.kwargs)
         except SimulationError:
             raise
-        except (IndexError, ValueError, TypeError, RuntimeError) as err:
-            raise SimulationError(f"{instr.ir_op} on {self.label}: {err}", instr.span) from err
+        except _OP_ERRORS as err:
+            raise _op_error(self, instr, err) from err
         self.engine.instructions += 1
 
     def _stalls(self, pipe: Pipe, instr: Instr) -> bool:
@@ -194,8 +276,11 @@ class FunctionalCore(Core):
 
     def kick_blocked(self) -> None:
         """A flag, mutex or cross-core counter changed: run what it unblocked, then wake the
-        scalar unit if it waits (or finish the core if it is done)."""
+        scalar unit if it waits (or finish the core if it is done). A parked op runs first: it
+        was issued after everything queued."""
         if self._stalled and not self._draining:
+            if self.parked is not None:
+                self.run_parked()
             self._drain()
         if self.waiting is not None or self.scalar_done:
             self.poke()
@@ -224,3 +309,19 @@ class FunctionalCore(Core):
             self._stalled = any(p.queue for p in self._pipe_list)
         finally:
             self._draining = False
+
+
+def _batches(instr: Instr) -> bool:
+    """The op is worth parking for a batch: it has a batch impl, and this call is not one the
+    batch would only run on its own (`BatchedOp.at_issue`: memory-bound work, which keeps
+    its core's data in cache when it runs at issue)."""
+    impl = BATCH_IMPLS.get(instr.ir_op)
+    if impl is None:
+        return False
+    at_issue = getattr(impl, "at_issue", None)
+    return at_issue is None or not at_issue(instr.args)
+
+
+def _op_error(core: FunctionalCore, instr: Instr, err: Exception) -> SimulationError:
+    """An op's error on bad operands as the engine reports it."""
+    return SimulationError(f"{instr.ir_op} on {core.label}: {err}", instr.span)

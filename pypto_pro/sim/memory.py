@@ -346,13 +346,14 @@ class TileRef:
         self._mark_written(views)
         return True
 
-    def compute_target(self, sources: tuple[TileRef, ...], same_ok: bool
-                       ) -> torch.Tensor | None:
+    def compute_target(self, sources: tuple[TileRef | tuple[TileRef, tuple[int, int]], ...],
+                       same_ok: bool) -> torch.Tensor | None:
         """The valid window of an ND/DN tile writing now, as a view of the buffer for an
         element-wise op to write its result into (`out=`), marked written. `sources` are the
-        tiles whose same-shaped top-left blocks the op reads (`peek_block`). None when the
-        caller must compute a new tensor and `write` it: deferred writes, no view, or a source
-        block overlapping the window other than exactly (exactly: only if `same_ok`)."""
+        tiles whose same-shaped top-left blocks the op reads (`peek_block`), or (tile, block
+        shape) for a block of another shape (a broadcast operand). None when the caller must
+        compute a new tensor and `write` it: deferred writes, no view, or a source block
+        overlapping the window other than exactly (exactly: only if `same_ok`)."""
         rows, cols = self.valid_rows, self.valid_cols
         if not self.writes_now or not rows or not cols:
             return None
@@ -362,15 +363,21 @@ class TileRef:
         memory, space = self.memory, self.geometry.space
         lo, hi = views.place[0], views.place[1]
         for src in sources:
+            exact_ok = same_ok
+            if type(src) is tuple:
+                src, (r, c) = src
+                exact_ok = same_ok and (r, c) == (rows, cols)
+            else:
+                r, c = rows, cols
             if src.memory is not memory or src.geometry.space is not space:
                 continue  # another buffer
-            theirs = src._views(0, 0, rows, cols)
+            theirs = src._views(0, 0, r, c)
             if theirs is None or theirs.fractal:
                 continue  # `peek_block` reads it as a copy
             place = theirs.place
             if place[1] <= lo or hi <= place[0]:
                 continue
-            if not (same_ok and place == views.place):
+            if not (exact_ok and place == views.place):
                 return None
         self._mark_written(views)
         return views.values

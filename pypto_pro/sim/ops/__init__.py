@@ -12,6 +12,11 @@ data families (everything but sync/meta/alloc/scalar/debug/simt), `block.getval`
 `block.setval`, and the two instructions that run a whole compiled body (`launches`): a VF
 section (`vf.vec_scope`) and a SIMT launch (`simt.launch`). The Reg API ops inside a VF
 section (`vf.*`) run in `sim.vf`, not here.
+
+`BATCH_IMPLS` maps some of those ops to `batch_impl(calls, kwargs)`: the same op run for many
+cores at once (`calls`: one `IMPLS` argument list per core, distinct cores, one shared kwargs),
+with exactly the effect of `for args in calls: IMPLS[op](args, kwargs)` (`batching`;
+`batch_key` says which calls may share a batch). Family modules export their own `BATCH_IMPLS`.
 """
 from __future__ import annotations
 
@@ -23,6 +28,7 @@ class SimOpError(ValueError):
 
 
 Impl = Callable[[list, dict], object]
+BatchImpl = Callable[[list[list], dict], None]
 
 # The family modules import SimOpError from this package, so they are imported after it.
 from . import (  # noqa: E402
@@ -31,6 +37,7 @@ from . import (  # noqa: E402
     cube,
     elementwise,
     expand,
+    fixpipe,
     gather,
     launches,
     movement,
@@ -45,14 +52,19 @@ _SCALAR_DATA_OPS = {"block.getval", "block.setval"}
 _BODY_OPS = {"vf.vec_scope", "simt.launch"}  # one instruction for a whole compiled body
 
 
-def _collect() -> dict[str, Impl]:
-    table: dict[str, Impl] = {}
-    for module in (movement, elementwise, compare, convert, rearrange, reduce, expand, gather,
-                   sort, quant, cube, launches):
-        clash = set(table) & set(module.IMPLS)
+_FAMILIES = (movement, elementwise, compare, convert, rearrange, reduce, expand, gather, sort,
+             quant, cube, fixpipe, launches)
+
+
+def _collect(name: str) -> dict:
+    """The union of the family modules' tables `name` (IMPLS or BATCH_IMPLS)."""
+    table: dict = {}
+    for module in _FAMILIES:
+        part = getattr(module, name, {})
+        clash = set(table) & set(part)
         if clash:
-            raise RuntimeError(f"ops implemented twice: {sorted(clash)}")
-        table.update(module.IMPLS)
+            raise RuntimeError(f"ops implemented twice in {name}: {sorted(clash)}")
+        table.update(part)
     return table
 
 
@@ -69,6 +81,13 @@ def missing_ops() -> set[str]:
     return required_ops() - set(IMPLS)
 
 
-IMPLS: dict[str, Impl] = _collect()
+IMPLS: dict[str, Impl] = _collect("IMPLS")
+BATCH_IMPLS: dict[str, BatchImpl] = _collect("BATCH_IMPLS")
+if set(BATCH_IMPLS) - set(IMPLS):
+    raise RuntimeError(f"batched ops without a per-core implementation: "
+                       f"{sorted(set(BATCH_IMPLS) - set(IMPLS))}")
 
-__all__ = ["IMPLS", "Impl", "SimOpError", "missing_ops", "required_ops"]
+from .batching import batch_key, error_index, run_grouped  # noqa: E402
+
+__all__ = ["BATCH_IMPLS", "IMPLS", "BatchImpl", "Impl", "SimOpError", "batch_key",
+           "error_index", "missing_ops", "required_ops", "run_grouped"]

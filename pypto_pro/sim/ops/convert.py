@@ -5,7 +5,8 @@ ROUND = half away from zero, FLOOR, CEIL, TRUNC, ODD); `cast` defaults to CAST_R
 `pl.cast` does, the fused casts to CAST_RINT. Float -> integer conversions saturate to the
 target range (NaN -> 0), integer -> narrower integer saturates, float -> float overflows to
 inf under nearest rounding and to the largest finite value under directed rounding (formats
-without inf, e.g. FP8 E4M3FN, saturate).
+without inf, e.g. FP8 E4M3FN, saturate). `BATCH_IMPLS` cast many cores' tiles at once
+(`batching`).
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import torch
 from pypto_pro.ir.dtype import DataType
 
 from . import SimOpError
+from .batching import Writes, batched, column, stack_blocks, tile_writes
 from .elementwise import NUMERIC, block_values
 from .numerics import RoundMode, int_to_stored, saturate_int, to_compute
 from .operands import dtype_arg, encode, require_dtype, require_same_dtype, round_mode, tile_arg
@@ -34,13 +36,24 @@ def convert(values: torch.Tensor, src: DataType, dst: DataType, mode: RoundMode)
     return int_to_stored(saturate_int(values, dst), dst)
 
 
-def cast(args: list, kwargs: dict) -> None:
-    """`cast(out, src, mode=)`: out = src converted to out's dtype."""
+def _cast_checked(args: list, kwargs: dict) -> tuple:
+    """(out, src, rounding mode) of a cast."""
     op = "block.cast"
     out, src = tile_arg(args[0], op=op, position=0), tile_arg(args[1], op=op, position=1)
     require_dtype(op, (out, src), CASTABLE)
-    mode = round_mode(kwargs, RoundMode.CAST_ROUND, op=op)
+    return out, src, round_mode(kwargs, RoundMode.CAST_ROUND, op=op)
+
+
+def cast(args: list, kwargs: dict) -> None:
+    """`cast(out, src, mode=)`: out = src converted to out's dtype."""
+    out, src, mode = _cast_checked(args, kwargs)
     out.write(convert(block_values(src, out.valid), src.dtype, out.dtype, mode))
+
+
+def _cast_batch(calls: list[list], kwargs: dict) -> Writes:
+    out, src, mode = _cast_checked(calls[0], kwargs)
+    values = to_compute(stack_blocks(column(calls, 1), out.valid), src.dtype)
+    return tile_writes(column(calls, 0), convert(values, src.dtype, out.dtype, mode))
 
 
 FUSED: dict[str, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]] = {
@@ -70,3 +83,5 @@ def _fused_impl(name: str) -> Callable[[list, dict], None]:
 
 
 IMPLS = {"block.cast": cast, **{f"block.{n}": _fused_impl(n) for n in FUSED}}
+
+BATCH_IMPLS = {"block.cast": batched(cast, _cast_batch)}

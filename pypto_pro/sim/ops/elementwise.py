@@ -10,6 +10,9 @@ instead, which gives the same bits faster (torch widens each element to float32 
 the same computation); a NaN result falls back to the float32 path, whose NaN bits may differ.
 Those ops (and the same ops on FP32 tiles) write their result straight into the output's buffer
 (`TileRef.compute_target`) when no operand overlaps it in a way that would change what they read.
+FP32 unary ops with an `out=` form do the same. `BATCH_IMPLS` run the binary, tile-scalar and
+unary ops for many cores: those in-place ones per core (they are memory-bound), the others
+with one computation on the stacked operands (`batching`).
 """
 from __future__ import annotations
 
@@ -21,9 +24,10 @@ import torch
 from pypto_pro.ir.dtype import DataType
 
 from ..memory import TileRef
-from . import SimOpError
+from . import SimOpError, batching
+from .batching import Writes, batched, column, per_call, stack_blocks, tile_writes
 from .numerics import float_to_stored, to_compute, wrap_int
-from .operands import require_dtype, require_same_dtype, store, tile_arg
+from .operands import encode, require_dtype, require_same_dtype, store, tile_arg
 
 FLOATS = (DataType.FP16, DataType.BF16, DataType.FP32)
 INTS = (DataType.INT8, DataType.INT16, DataType.INT32, DataType.INT64, DataType.UINT8,
@@ -142,15 +146,22 @@ def _apply_binary(name: str, out: TileRef, lhs: TileRef, rhs: TileRef | torch.Te
     store(out, BINARY[name][0](block_operand(lhs, shape), b))
 
 
+def _checked_tiles(op: str, args: list, count: int, allowed: tuple[DataType, ...]
+                   ) -> tuple[TileRef, ...]:
+    """args[:count] (2 or 3) as tiles of one dtype, the output's (args[0]) among `allowed`."""
+    out, src = tile_arg(args[0], op=op, position=0), tile_arg(args[1], op=op, position=1)
+    tiles = (out, src) if count == 2 else (out, src, tile_arg(args[2], op=op, position=2))
+    require_same_dtype(op, *tiles)
+    require_dtype(op, (out,), allowed)
+    return tiles
+
+
 def _binary_impl(name: str) -> Callable[[list, dict], None]:
     allowed = BINARY[name][1]
     op = f"block.{name}"
 
     def impl(args: list, kwargs: dict) -> None:
-        out = tile_arg(args[0], op=op, position=0)
-        lhs, rhs = tile_arg(args[1], op=op, position=1), tile_arg(args[2], op=op, position=2)
-        require_same_dtype(op, out, lhs, rhs)
-        require_dtype(op, (out,), allowed)
+        out, lhs, rhs = _checked_tiles(op, args, 3, allowed)
         _apply_binary(name, out, lhs, rhs)
     return impl
 
@@ -160,11 +171,58 @@ def _scalar_impl(name: str) -> Callable[[list, dict], None]:
     op = f"block.{name}"
 
     def impl(args: list, kwargs: dict) -> None:
-        out, src = tile_arg(args[0], op=op, position=0), tile_arg(args[1], op=op, position=1)
-        require_same_dtype(op, out, src)
-        require_dtype(op, (out,), allowed)
+        out, src = _checked_tiles(op, args, 2, allowed)
         _apply_binary(SCALAR[name], out, src, scalar_in_dtype(args[2], src.dtype))
     return impl
+
+
+def _native_in_place(name: str, out: object) -> bool:
+    """A large tile of a native op's dtype: memory-bound, run per core (`batching.LARGE`)."""
+    return name in NATIVE and batching.large(out) and (
+        out.dtype is DataType.FP32 or out.dtype in NATIVE_DTYPES)
+
+
+def _binary_writes(name: str, calls: list[list], b: torch.Tensor | None) -> Writes | None:
+    """`_apply_binary` of every call (`b`: the 0-d compute scalar of a tile-scalar op, None
+    for tile-tile): on large tiles of the native dtypes each call on its own operands (in
+    place where it can: a per-call step, `batching`), else once on the stacked operands."""
+    outs = column(calls, 0)
+    out = outs[0]
+    dtype = out.dtype
+    if _native_in_place(name, out):
+        return [(i, _apply_binary, (name, args[0], args[1], args[2] if b is None else b))
+                for i, args in enumerate(calls)]
+    a = stack_blocks(column(calls, 1), out.valid)
+    if b is None:
+        b = stack_blocks(column(calls, 2), out.valid)
+    native = NATIVE.get(name)
+    if native is not None and (dtype is DataType.FP32 or dtype in NATIVE_DTYPES):
+        result = native(a, b)
+        if dtype is not DataType.FP32 and result.numel() and math.isnan(result.max().item()):
+            return None  # the per-core path decides per core (module docstring)
+        return tile_writes(outs, result)
+    b = b if b.dim() == 0 else to_compute(b, dtype)
+    return tile_writes(outs, encode(dtype, BINARY[name][0](to_compute(a, dtype), b)))
+
+
+def _binary_batch(name: str) -> Callable[[list[list], dict], Writes | None]:
+    allowed = BINARY[name][1]
+    op = f"block.{name}"
+
+    def compute(calls: list[list], kwargs: dict) -> Writes | None:
+        _checked_tiles(op, calls[0], 3, allowed)
+        return _binary_writes(name, calls, None)
+    return compute
+
+
+def _scalar_batch(name: str) -> Callable[[list[list], dict], Writes | None]:
+    allowed = BINARY[SCALAR[name]][1]
+    op = f"block.{name}"
+
+    def compute(calls: list[list], kwargs: dict) -> Writes | None:
+        src = _checked_tiles(op, calls[0], 2, allowed)[1]
+        return _binary_writes(SCALAR[name], calls, scalar_in_dtype(calls[0][2], src.dtype))
+    return compute
 
 
 UNARY: dict[str, tuple[Callable[[torch.Tensor], torch.Tensor], tuple[DataType, ...]]] = {
@@ -180,16 +238,42 @@ UNARY: dict[str, tuple[Callable[[torch.Tensor], torch.Tensor], tuple[DataType, .
 }
 
 
+#: unary ops with an `out=` form, run in place on FP32 tiles (storage = compute dtype)
+IN_PLACE_UNARY = {"neg", "abs", "exp", "log", "sqrt", "rsqrt", "recip"}
+
+
 def _unary_impl(name: str) -> Callable[[list, dict], None]:
     fn, allowed = UNARY[name]
     op = f"block.{name}"
+    in_place = name in IN_PLACE_UNARY
 
     def impl(args: list, kwargs: dict) -> None:
-        out, src = tile_arg(args[0], op=op, position=0), tile_arg(args[1], op=op, position=1)
-        require_same_dtype(op, out, src)
-        require_dtype(op, (out,), allowed)
+        out, src = _checked_tiles(op, args, 2, allowed)
+        if in_place and out.dtype is DataType.FP32:
+            target = out.compute_target((src,), same_ok=True)
+            if target is not None:
+                fn(src.peek_block(0, 0, *out.valid), out=target)
+                return
         store(out, fn(block_operand(src, out.valid)))
     return impl
+
+
+def _unary_in_place(name: str, out: object) -> bool:
+    """A large FP32 output: memory-bound, run per core (`batching.LARGE`)."""
+    return name in IN_PLACE_UNARY and batching.large(out) and out.dtype is DataType.FP32
+
+
+def _unary_batch(name: str) -> Callable[[list[list], dict], Writes | None]:
+    fn, allowed = UNARY[name]
+    op = f"block.{name}"
+
+    def compute(calls: list[list], kwargs: dict) -> Writes | None:
+        out = _checked_tiles(op, calls[0], 2, allowed)[0]
+        if _unary_in_place(name, out):  # memory-bound: each core in place
+            return per_call(IMPLS[op], calls, kwargs)
+        src = to_compute(stack_blocks(column(calls, 1), out.valid), out.dtype)
+        return tile_writes(column(calls, 0), encode(out.dtype, fn(src)))
+    return compute
 
 
 def expands(args: list, kwargs: dict) -> None:
@@ -307,4 +391,14 @@ IMPLS = {
     "block.addc": addc, "block.subc": subc, "block.addsc": addsc, "block.subsc": subsc,
     "block.mul_add_dst": mul_add_dst, "block.fused_mul_add": fused_mul_add,
     "block.fused_mul_add_relu": fused_mul_add_relu, "block.axpy": axpy,
+}
+
+BATCH_IMPLS = {
+    **{f"block.{n}": batched(IMPLS[f"block.{n}"], _binary_batch(n),
+                             lambda args, n=n: _native_in_place(n, args[0])) for n in BINARY},
+    **{f"block.{n}": batched(IMPLS[f"block.{n}"], _scalar_batch(n),
+                             lambda args, n=n: _native_in_place(SCALAR[n], args[0]))
+       for n in SCALAR},
+    **{f"block.{n}": batched(IMPLS[f"block.{n}"], _unary_batch(n),
+                             lambda args, n=n: _unary_in_place(n, args[0])) for n in UNARY},
 }

@@ -2,7 +2,9 @@
 `s[r, 0]` (s is [rows, 1], usually DN), `col_expand_<op>` with `s[0, c]` (s is [1, cols]);
 `row_expand`/`col_expand` just broadcast. `expdif` is exp(src - s) (softmax), `binop` takes its
 operation from the kwarg `op` (add, sub, mul, div, max, min, expdif). Domain: the output's
-valid window.
+valid window. FP32 ops with an `out=` form write straight into the output's buffer when no
+operand overlaps it other than exactly (`TileRef.compute_target`). `BATCH_IMPLS` run those per
+core and the others once on the stacked operands of many cores (`batching`).
 """
 from __future__ import annotations
 
@@ -10,9 +12,13 @@ from collections.abc import Callable
 
 import torch
 
-from . import SimOpError
+from pypto_pro.ir.dtype import DataType
+
+from . import SimOpError, batching
+from .batching import Writes, batched, column, per_call, stack_blocks, tile_writes
 from .elementwise import FLOATS, NUMERIC, block_values
-from .operands import require_dtype, require_same_dtype, store, tile_arg
+from .numerics import to_compute
+from .operands import encode, require_dtype, require_same_dtype, store, tile_arg
 
 Binary = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 OPS: dict[str, tuple[Binary, tuple]] = {
@@ -26,18 +32,49 @@ OPS: dict[str, tuple[Binary, tuple]] = {
 }
 
 
-def _broadcast_operand(op: str, tile, out, axis: int) -> torch.Tensor:
-    """`tile`'s column 0 ([rows, 1], axis 1) or row 0 ([1, cols], axis 0) over out's window."""
-    shape = (out.valid_rows, 1) if axis == 1 else (1, out.valid_cols)
-    return block_values(tile_arg(tile, op=op, position=2), shape)
+def _broadcast_shape(out, axis: int) -> tuple[int, int]:
+    """The block of the [rows, 1] (axis 1) or [1, cols] (axis 0) operand over out's window."""
+    return (out.valid_rows, 1) if axis == 1 else (1, out.valid_cols)
+
+
+def _checked(op: str, name: str, args: list) -> tuple:
+    """(out, src) of an expand op, the three operands' dtypes checked."""
+    out, src = tile_arg(args[0], op=op, position=0), tile_arg(args[1], op=op, position=1)
+    require_same_dtype(op, out, src, tile_arg(args[2], op=op, position=2))
+    require_dtype(op, (out,), OPS[name][1])
+    return out, src
+
+
+#: ops with an `out=` form, run in place on FP32 tiles (storage = compute dtype)
+IN_PLACE = {"add", "sub", "mul", "div", "max", "min"}
 
 
 def _apply(op: str, name: str, args: list, axis: int) -> None:
-    fn, allowed = OPS[name]
-    out, src = tile_arg(args[0], op=op, position=0), tile_arg(args[1], op=op, position=1)
-    require_same_dtype(op, out, src, tile_arg(args[2], op=op, position=2))
-    require_dtype(op, (out,), allowed)
-    store(out, fn(block_values(src, out.valid), _broadcast_operand(op, args[2], out, axis)))
+    out, src = _checked(op, name, args)
+    shape = _broadcast_shape(out, axis)
+    if name in IN_PLACE and out.dtype is DataType.FP32:
+        target = out.compute_target((src, (args[2], shape)), same_ok=True)
+        if target is not None:
+            OPS[name][0](src.peek_block(0, 0, *out.valid), args[2].peek_block(0, 0, *shape),
+                         out=target)
+            return
+    store(out, OPS[name][0](block_values(src, out.valid), block_values(args[2], shape)))
+
+
+def _in_place(name: str, out: object) -> bool:
+    """A large FP32 output: memory-bound, run per core (`batching.LARGE`)."""
+    return name in IN_PLACE and batching.large(out) and out.dtype is DataType.FP32
+
+
+def _apply_batch(op: str, name: str, calls: list[list], axis: int) -> Writes:
+    """`_apply` of every call (`IMPLS[op]`): in place per core on FP32 tiles (memory-bound),
+    else on the stacked operands."""
+    out, src = _checked(op, name, calls[0])
+    if _in_place(name, out):
+        return per_call(IMPLS[op], calls, {})
+    values = to_compute(stack_blocks(column(calls, 1), out.valid), src.dtype)
+    scalars = to_compute(stack_blocks(column(calls, 2), _broadcast_shape(out, axis)), src.dtype)
+    return tile_writes(column(calls, 0), encode(out.dtype, OPS[name][0](values, scalars)))
 
 
 def _impl(name: str, axis: int) -> Callable[[list, dict], None]:
@@ -46,6 +83,14 @@ def _impl(name: str, axis: int) -> Callable[[list, dict], None]:
     def impl(args: list, kwargs: dict) -> None:
         _apply(op, name, args, axis)
     return impl
+
+
+def _batch(name: str, axis: int) -> Callable[[list[list], dict], Writes]:
+    op = f"block.{'row' if axis == 1 else 'col'}_expand_{name}"
+
+    def compute(calls: list[list], kwargs: dict) -> Writes:
+        return _apply_batch(op, name, calls, axis)
+    return compute
 
 
 def _binop(axis: int) -> Callable[[list, dict], None]:
@@ -78,3 +123,8 @@ IMPLS = {
     "block.row_expand_binop": _binop(1), "block.col_expand_binop": _binop(0),
     "block.row_expand": _plain(1), "block.col_expand": _plain(0),
 }
+
+BATCH_IMPLS = {
+    f"block.{axis}_expand_{n}": batched(IMPLS[f"block.{axis}_expand_{n}"], _batch(n, k),
+                                        lambda args, n=n: _in_place(n, args[0]))
+    for axis, k in (("row", 1), ("col", 0)) for n in OPS}

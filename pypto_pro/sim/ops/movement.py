@@ -6,6 +6,9 @@ Loads and stores move the tile's valid window; layouts (ND <-> NZ, DN, ...) are 
 free because tiles are read and written logically. Tile and GM element sizes must match (bits
 are reinterpreted when the dtypes differ but the sizes agree). Paths out of L0C go through the
 fixpipe (`fixpipe.convert`). Every op reads all its operands before writing anything.
+`BATCH_IMPLS` run many cores' loads, stores and on-chip moves with the checks done once
+(`batching`; paths out of L0C stay per core); being one copy per core whatever the batch, the
+functional engine runs them at issue (`batching.always`).
 """
 from __future__ import annotations
 
@@ -17,6 +20,7 @@ from pypto_pro.ir.types import MemorySpace
 
 from ..memory import GMRef, TileRef, storage_dtype
 from . import SimOpError
+from .batching import Writes, always, batched
 from .fixpipe import block_scale, convert
 from .numerics import RoundMode, to_compute
 from .operands import AccToVecMode, AtomicType, encode, enum_arg, gm_arg, tile_arg
@@ -49,10 +53,25 @@ def load(args: list, kwargs: dict) -> None:
     """`load(dst_tile, src_gm, offsets)`: the tile's valid window from GM at `offsets`."""
     op = "block.load"
     dst, src = tile_arg(args[0], op=op, position=0), gm_arg(args[1], op=op, position=1)
+    dst.write(_loaded(dst, src, args[2], _gm_view(kwargs)))
+
+
+def _loaded(dst: TileRef, src: GMRef, offsets: object, view: dict) -> torch.Tensor:
+    """The GM window a load writes into `dst`, as `dst`'s dtype."""
     # memory.WRITES_NOW, LATE_SNAPSHOT: a view when nothing can write GM before it is used
     read = src.peek_window if dst.writes_now or dst.late_snapshot else src.read_window
-    window = read(_offsets(args[2]), *dst.valid, **_gm_view(kwargs))
-    dst.write(_as_tile_dtype(window, src.dtype, dst, op))
+    window = read(_offsets(offsets), *dst.valid, **view)
+    return _as_tile_dtype(window, src.dtype, dst, "block.load")
+
+
+def _load_batch(calls: list[list], kwargs: dict) -> Writes:
+    """Every call's window, then the writes (a load batch never writes GM, so the views it
+    reads stay as they were)."""
+    tile_arg(calls[0][0], op="block.load", position=0)
+    gm_arg(calls[0][1], op="block.load", position=1)
+    view = _gm_view(kwargs)
+    return [(i, dst.write, (_loaded(dst, src, offsets, view),))
+            for i, (dst, src, offsets) in enumerate(calls)]
 
 
 def _offsets(value: object) -> list[int]:
@@ -78,13 +97,34 @@ def store(args: list, kwargs: dict) -> None:
         scale = block_scale(kwargs, args[3] if len(args) > 3 else None)
         data = convert(src, (0, 0, *src.valid), dst.dtype, kwargs, scale)
     else:
-        data = src.peek_block(0, 0, *src.valid) if dst.writes_now else src.read()
-        if dst.dtype is not src.dtype and dst.dtype.bits != src.dtype.bits:
-            raise SimOpError(f"{op}: element sizes differ ({src.dtype.value} vs "
-                             f"{dst.dtype.value})")
-        data = data if dst.dtype is src.dtype or dst.dtype.bits == 4 else \
-            data.contiguous().view(storage_dtype(dst.dtype))
+        data = _stored(dst, src)
     _to_gm(op, dst, data, _offsets(args[2]), kwargs)
+
+
+def _stored(dst: GMRef, src: TileRef) -> torch.Tensor:
+    """The valid window of on-chip tile `src` as `dst`'s dtype."""
+    data = src.peek_block(0, 0, *src.valid) if dst.writes_now else src.read()
+    if dst.dtype is not src.dtype and dst.dtype.bits != src.dtype.bits:
+        raise SimOpError(f"block.store: element sizes differ ({src.dtype.value} vs "
+                         f"{dst.dtype.value})")
+    return data if dst.dtype is src.dtype or dst.dtype.bits == 4 else \
+        data.contiguous().view(storage_dtype(dst.dtype))
+
+
+def _store_batch(calls: list[list], kwargs: dict) -> Writes | None:
+    """Every call's data, then the GM writes in call order (the last of overlapping windows
+    wins, as in the loop). Acc sources (the fixpipe) and dequant scalars stay per core."""
+    first = calls[0]
+    gm_arg(first[0], op="block.store", position=0)
+    if tile_arg(first[1], op="block.store", position=1).space is MemorySpace.Acc or \
+            len(first) > 3:
+        return None
+    view = _gm_view(kwargs)
+    atomic = enum_arg(kwargs.get("atomic"), AtomicType, AtomicType.AtomicNone,
+                      op="block.store") is AtomicType.AtomicAdd
+    return [(i, dst.atomic_add_window if atomic else dst.write_window,
+             (_offsets(offsets), _stored(dst, src), view["transpose"], view["axes"]))
+            for i, (dst, src, offsets) in enumerate(calls)]
 
 
 def store_fp(args: list, kwargs: dict) -> None:
@@ -157,6 +197,20 @@ def move(args: list, kwargs: dict) -> None:
     _tile_to_tile(op, tile_arg(dst, op=op, position=0), src, args[2] if len(args) > 2 else None)
 
 
+def _move_batch(calls: list[list], kwargs: dict) -> Writes | None:
+    """On-chip tile -> tile moves (L1 -> L0A/L0B, UB -> UB, ...): each call's copy runs as its
+    write (it touches its own core's buffers only: `batching` checked the calls are disjoint).
+    Moves out of L0C (the fixpipe) and tile pairs stay per core."""
+    first = calls[0]
+    if tile_arg(first[1], op="block.move", position=1).space is MemorySpace.Acc or \
+            not isinstance(first[0], TileRef):
+        return None
+    tile_arg(first[0], op="block.move", position=0)
+    return [(i, _tile_to_tile, ("block.move", args[0], args[1],
+                                args[2] if len(args) > 2 else None))
+            for i, args in enumerate(calls)]
+
+
 def move_fp(args: list, kwargs: dict) -> None:
     """`move_fp(dst, src_acc, scale_tile)`: Acc -> Vec/Mat with per-channel scales."""
     op = "block.move_fp"
@@ -219,6 +273,9 @@ def setval(args: list, kwargs: dict) -> None:
     tile.write_linear(offset, encode(tile.dtype, torch.tensor([value])))
 
 
+BATCH_IMPLS = {"block.load": batched(load, _load_batch, always),
+               "block.store": batched(store, _store_batch, always),
+               "block.move": batched(move, _move_batch, always)}
 IMPLS = {
     "block.load": load, "block.store": store, "block.store_fp": store_fp,
     "block.move": move, "block.move_fp": move_fp, "block.insert": insert,

@@ -5,6 +5,7 @@ result, `col_*` each column to [1, cols]; sum, max, min, prod, argmax, argmin an
 Float sums and products accumulate in float32 and round once into the output dtype; integer
 ones in int64, wrapped. Arg-reductions write the first index of the extreme value as INT32 /
 UINT32 (or any integer output). The `tmp` scratch operand is accepted and left untouched.
+`BATCH_IMPLS` reduce the stacked sources of many cores at once (`batching`).
 """
 from __future__ import annotations
 
@@ -13,8 +14,10 @@ from collections.abc import Callable
 import torch
 
 from . import SimOpError
+from .batching import Writes, batched, column, stack_blocks, tile_writes
 from .elementwise import NUMERIC, block_values
-from .operands import ReduceOp, enum_arg, require_dtype, store, tile_arg
+from .numerics import to_compute
+from .operands import ReduceOp, encode, enum_arg, require_dtype, store, tile_arg
 
 Reducer = Callable[[torch.Tensor, int], torch.Tensor]
 
@@ -28,8 +31,8 @@ REDUCERS: dict[str, Reducer] = {
 }
 
 
-def _reduce(op: str, args: list, kind: str, axis: int) -> None:
-    """Reduce the source's valid window along `axis` (1: row_*, 0: col_*) into args[0]."""
+def _checked(op: str, args: list, kind: str) -> tuple:
+    """(out, src) of a reduction, their dtypes checked."""
     out, src = tile_arg(args[0], op=op, position=0), tile_arg(args[1], op=op, position=1)
     require_dtype(op, (src,), NUMERIC)
     if kind.startswith("arg"):
@@ -38,10 +41,26 @@ def _reduce(op: str, args: list, kind: str, axis: int) -> None:
     elif out.dtype is not src.dtype:
         raise SimOpError(f"{op}: output dtype {out.dtype.value} differs from source "
                          f"{src.dtype.value}")
+    return out, src
+
+
+def _reduce(op: str, args: list, kind: str, axis: int) -> None:
+    """Reduce the source's valid window along `axis` (1: row_*, 0: col_*) into args[0]."""
+    out, src = _checked(op, args, kind)
     if 0 in src.valid:
         return
     result = REDUCERS[kind](block_values(src, src.valid), axis)
     store(out, result, offset=(0, 0))
+
+
+def _reduce_batch(op: str, calls: list[list], kind: str, axis: int) -> Writes:
+    """`_reduce` of every call: the stacked sources reduced along `axis` + 1."""
+    out, src = _checked(op, calls[0], kind)
+    if 0 in src.valid:
+        return []
+    values = to_compute(stack_blocks(column(calls, 1), src.valid), src.dtype)
+    return tile_writes(column(calls, 0), encode(out.dtype, REDUCERS[kind](values, axis + 1)),
+                       (0, 0))
 
 
 def _impl(kind: str, axis: int) -> Callable[[list, dict], None]:
@@ -61,9 +80,27 @@ def _generic(axis: int) -> Callable[[list, dict], None]:
     return impl
 
 
+def _batch(kind: str | None, axis: int) -> Callable[[list[list], dict], Writes]:
+    """The batch compute of `row_<kind>` / `col_<kind>` (kind None: the generic reduce)."""
+    op = f"block.{'row' if axis == 1 else 'col'}_{kind or 'reduce'}"
+
+    def compute(calls: list[list], kwargs: dict) -> Writes:
+        which = kind or enum_arg(kwargs.get("op", kwargs.get("mode")), ReduceOp,
+                                 op=op).name.lower()
+        return _reduce_batch(op, calls, which, axis)
+    return compute
+
+
 IMPLS = {
     **{f"block.row_{k}": _impl(k, 1) for k in REDUCERS},
     **{f"block.col_{k}": _impl(k, 0) for k in REDUCERS},
     "block.row_reduce": _generic(1),
     "block.col_reduce": _generic(0),
+}
+
+BATCH_IMPLS = {
+    **{f"block.row_{k}": batched(IMPLS[f"block.row_{k}"], _batch(k, 1)) for k in REDUCERS},
+    **{f"block.col_{k}": batched(IMPLS[f"block.col_{k}"], _batch(k, 0)) for k in REDUCERS},
+    "block.row_reduce": batched(IMPLS["block.row_reduce"], _batch(None, 1)),
+    "block.col_reduce": batched(IMPLS["block.col_reduce"], _batch(None, 0)),
 }
