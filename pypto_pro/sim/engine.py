@@ -195,16 +195,7 @@ class Pipe:
 
     def finish(self) -> None:
         """The running instruction ends: its writes land."""
-        eng = self.engine
-        if self.gm_view is not None:
-            eng.gm_views[self.gm_view].remove(self)
-            if not eng.gm_views[self.gm_view]:
-                del eng.gm_views[self.gm_view]
-            self.gm_view = None
-        for fn, args, kwargs in self.pending_writes:
-            if eng.gm_views and isinstance(fn.__self__, GMRef):
-                eng.protect_gm(fn.__self__.storage[0])
-            fn(*args, **kwargs)
+        land_writes(self.engine, self)
         self.running = False
         self.core.poke()
         self.step()
@@ -428,21 +419,9 @@ class Core:
         writes: list = []
         obs, skip = eng.observer, False
         if not eng.timing_only:
-            late = obs is None  # (the sanitizer records the GM reads a snapshot makes)
-            deferred = [a if type(a) in _PLAIN else _defer(a, writes, late) for a in instr.args]
-            if obs is not None:
-                obs.watch(deferred)
-            try:
-                IMPLS[instr.ir_op](deferred, instr.kwargs)
-                if late and instr.ir_op == "block.load" and isinstance(deferred[1], GMRef):
-                    pipe.hold_gm_view(deferred[1].storage[0])
-            except SimulationError:
-                raise
-            except (IndexError, ValueError, TypeError, RuntimeError) as err:
-                if obs is None or not obs.op_failed(self, pipe, instr, err):
-                    raise SimulationError(f"{instr.ir_op} on {self.label}: {err}",
-                                          instr.span) from err
-                skip = True
+            skip, view = start_op(instr, self.label, writes, obs, self, pipe)
+            if view is not None:
+                pipe.hold_gm_view(view)
         if obs is not None and not skip:
             skip = not obs.op(self, pipe, instr, writes)
         if skip:  # the sanitizer reported a memory fault: the instruction does nothing
@@ -623,6 +602,42 @@ class Core:
         log.rows.append((0, self.core_id, self.kind, self.block, self.subblock, pipe._value_, kind,
                          op, ir_op, span.file if span else "", span.line if span else 0, start,
                          end, nbytes, flops, ids, reason, flow, role))
+
+
+def start_op(instr: Instr, label: str, writes: list, obs: Any = None, core: Any = None,
+             pipe: Any = None) -> tuple[bool, int | None]:
+    """Run op `instr` on deferred copies of its operands (its writes queue on `writes`, to land
+    at its end): (skip: the sanitizer `obs` reported the failure, the GM storage a late load's
+    pending writes hold a view of, else None). Shared by `Core._run_op` and `replay`."""
+    late = obs is None  # (the sanitizer records the GM reads a snapshot makes)
+    deferred = [a if type(a) in _PLAIN else _defer(a, writes, late) for a in instr.args]
+    if obs is not None:
+        obs.watch(deferred)
+    try:
+        IMPLS[instr.ir_op](deferred, instr.kwargs)
+        if late and instr.ir_op == "block.load" and isinstance(deferred[1], GMRef):
+            return False, deferred[1].storage[0]
+    except SimulationError:
+        raise
+    except (IndexError, ValueError, TypeError, RuntimeError) as err:
+        if obs is None or not obs.op_failed(core, pipe, instr, err):
+            raise SimulationError(f"{instr.ir_op} on {label}: {err}", instr.span) from err
+        return True, None
+    return False, None
+
+
+def land_writes(eng: Any, holder: Any) -> None:
+    """The running instruction of `holder` (a `Pipe`, or a replayed op) ends: its pending
+    writes land; `eng` holds the GM views (`Engine.gm_views`, `protect_gm`)."""
+    if holder.gm_view is not None:
+        eng.gm_views[holder.gm_view].remove(holder)
+        if not eng.gm_views[holder.gm_view]:
+            del eng.gm_views[holder.gm_view]
+        holder.gm_view = None
+    for fn, args, kwargs in holder.pending_writes:
+        if eng.gm_views and isinstance(fn.__self__, GMRef):
+            eng.protect_gm(fn.__self__.storage[0])
+        fn(*args, **kwargs)
 
 
 @functools.lru_cache(maxsize=None)

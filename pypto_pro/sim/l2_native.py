@@ -13,9 +13,7 @@ compiled model once it is ready.
 from __future__ import annotations
 
 import ctypes
-import hashlib
 import os
-import shutil
 import threading
 import weakref
 from collections import defaultdict
@@ -23,11 +21,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import CompileError
+from .native_build import build_shared
 
 ENV_L2 = "PYPTOPRO_SIM_L2"
 SOURCE = Path(__file__).with_name("l2_model.cpp")
-FLAGS = ("-std=c++17", "-O2", "-fPIC", "-shared")
 LIBRARY = "pypto_l2_model.so"
 FORMAT = 1
 
@@ -60,30 +57,15 @@ def library(wait: bool = False) -> ctypes.CDLL | None:
 def _build_and_load() -> None:
     global _library, _failure
     try:
-        from ..runtime.backends.native import _compiler_id, _run_cxx, compiler
-        from ..runtime.cache import KernelCache
-
-        cxx = compiler()
-        if shutil.which(cxx) is None:
-            raise CompileError(f"the host C++ compiler '{cxx}' for the compiled L2 model was not "
-                               "found", hint=f"install g++, set PYPTOPRO_NATIVE_CXX, or set "
-                                             f"{ENV_L2}=python")
-        source = SOURCE.read_text()
-        h = hashlib.sha256()
-        for part in (f"sim-l2-{FORMAT}", _compiler_id(cxx), " ".join(FLAGS), source):
-            h.update(part.encode() + b"\0")
-        cmd = [cxx, *FLAGS, SOURCE.name, "-o", LIBRARY]
-        entry = KernelCache().get_or_build(
-            h.hexdigest(), lambda: {LIBRARY: _run_cxx({SOURCE.name: source}, cmd, LIBRARY, {},
-                                                      120.0)},
-            meta={"backend": "sim", "kernel": LIBRARY})
-        _library = _declare(ctypes.CDLL(str(entry.file(LIBRARY))))
+        _library = declare(ctypes.CDLL(str(build_shared(f"sim-l2-{FORMAT}", [SOURCE], LIBRARY,
+                                                         ENV_L2))))
     except BaseException as e:  # noqa: BLE001 - kept for library(wait=True); Python model stays
         _failure = e
 
 
-def _declare(lib: ctypes.CDLL) -> ctypes.CDLL:
-    """Set the C signatures once (l2_model.cpp)."""
+def declare(lib: ctypes.CDLL) -> ctypes.CDLL:
+    """Set the C signatures of l2_model.cpp's calls in `lib` once (also in the stream
+    engine's library, which links it)."""
     i64, ptr = ctypes.c_int64, ctypes.c_void_p
     lib.pypto_l2_new.argtypes, lib.pypto_l2_new.restype = (i64, i64), ptr
     lib.pypto_l2_free.argtypes, lib.pypto_l2_free.restype = (ptr,), None
@@ -101,6 +83,7 @@ class NativeL2:
 
     def __init__(self, lib: ctypes.CDLL, sets: int, ways: int) -> None:
         self.sets, self.ways = sets, ways
+        self.lib = lib  # (the stream engine needs an L2 of its own library)
         self._snapshot = lib.pypto_l2_snapshot
         handle = lib.pypto_l2_new(sets, ways)
         if not handle:

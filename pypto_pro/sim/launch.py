@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import weakref
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 import torch
 
@@ -20,6 +20,7 @@ from ..ir.types import CUBE_SPACES, MemorySpace
 from ..trace.schema import EventLog
 from .engine import Core, Engine
 from .functional import FunctionalCore, FunctionalEngine
+from . import stream
 from .memory import CoreMemory, TileRef
 from .program import CompiledProgram, RtTile
 
@@ -92,6 +93,11 @@ class Launch:
 
     # ------------------------------------------------------------ running
     def run(self) -> list[_Block]:
+        if isinstance(self.engine, Engine):  # timed: the compiled stream engine when it can
+            blocks = stream.run(self)
+            if blocks is not None:
+                self.blocks = blocks
+                return blocks
         for slot in self.slots:
             self._start_next(slot, 0)
         self.engine.run()
@@ -103,22 +109,8 @@ class Launch:
         if not self.pending:
             return
         b = self.pending.pop(0)
-        block = _Block(b)
+        block = _Block(b, self.block_cores(b, slot.memories, slot.core_ids, self._core))
         self.blocks.append(block)
-        bd = self.block_dim
-        ids = slot.core_ids
-        if self.kernel_type == "mix":
-            aic = self._core("AIC", slot.memories["aic"], b, 0, _geometry(b, bd, 0, 1),
-                             ids["aic"])
-            aivs = [self._core("AIV", slot.memories[f"aiv{s}"], b, s,
-                               _geometry(2 * b + s, bd, s, 2), ids[f"aiv{s}"]) for s in (0, 1)]
-            aic.peers, aivs[0].peers, aivs[1].peers = aivs, [aic], [aic]
-            block.cores = [aic, *aivs]
-        else:
-            kind = "AIV" if self.kernel_type == "aiv" else "AIC"
-            mem = slot.memories["aiv" if kind == "AIV" else "aic"]
-            block.cores = [self._core(kind, mem, b, 0, _geometry(b, bd, 0, 1),
-                                      ids["aiv" if kind == "AIV" else "aic"])]
         remaining = {id(c) for c in block.cores}
 
         def done(core: Core) -> None:
@@ -134,10 +126,29 @@ class Launch:
             frame = program.frame(core, self.params[target])
             core.start(program.run_body(frame), t)
 
+    def block_cores(self, b: int, memories: dict[str, Any], ids: dict[str, int],
+                    make: Callable[..., Any]) -> list[Any]:
+        """The cores of block `b` (AIC first, then the AIVs), made by `make(kind, memory,
+        block, subblock, geometry, core_id)` from the slot's memories and core ids, with their
+        peers wired (`stream` records with this too)."""
+        bd = self.block_dim
+        if self.kernel_type == "mix":
+            aic = make("AIC", memories["aic"], b, 0, _geometry(b, bd, 0, 1), ids["aic"])
+            aivs = [make("AIV", memories[f"aiv{s}"], b, s, _geometry(2 * b + s, bd, s, 2),
+                         ids[f"aiv{s}"]) for s in (0, 1)]
+            aic.peers, aivs[0].peers, aivs[1].peers = aivs, [aic], [aic]
+            return [aic, *aivs]
+        kind = "AIV" if self.kernel_type == "aiv" else "AIC"
+        key = "aiv" if kind == "AIV" else "aic"
+        return [make(kind, memories[key], b, 0, _geometry(b, bd, 0, 1), ids[key])]
+
+    def core_label(self, kind: str, block: int, subblock: int) -> str:
+        return f"block {block} {kind}" + (str(subblock) if self.kernel_type == "mix" and
+                                          kind == "AIV" else "")
+
     def _core(self, kind: str, memory: CoreMemory, block: int, subblock: int,
               geometry: dict[str, int], core_id: int) -> Core:
-        label = f"block {block} {kind}" + (str(subblock) if self.kernel_type == "mix" and
-                                           kind == "AIV" else "")
+        label = self.core_label(kind, block, subblock)
         cls = FunctionalCore if isinstance(self.engine, FunctionalEngine) else Core
         core = cls(self.engine, kind, memory, block, subblock, geometry, label, core_id)
         core.uid = len(self.engine.cores)  # this instance (core_id is the physical core)

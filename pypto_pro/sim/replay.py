@@ -1,0 +1,180 @@
+"""The stream engine's replay phase (see `stream`): values, trace rows and blocks of a launch
+from its recording and the scheduler's result.
+
+Values: walk the scheduler's order of op starts and finishes. At a start the op runs on its
+operands as they are then (`engine.start_op`: deferred writes, late GM snapshots), at a finish
+its writes land (`engine.land_writes`), exactly as the Python engine does at the same points
+of the same order, so a racy kernel computes what it computes there.
+"""
+from __future__ import annotations
+
+import copy
+from itertools import repeat
+from typing import Any
+
+import numpy as np
+
+from .engine import Engine, Pipe, land_writes, start_op
+from .memory import TileRef
+
+_KIND_NAMES = np.array(["instr", "sync", "stall"], dtype=object)
+_REASONS = ("", "hbm", "flag", "mutex", "cross_core", "queue", "barrier", "sync_all")
+_REASON_NAMES = np.array(_REASONS, dtype=object)
+_WAIT_NAMES = np.array([f"wait {r}" for r in _REASONS], dtype=object)
+_ROLE_NAMES = np.array(["", "set", "wait"], dtype=object)
+_PIPE_NAMES = np.array(["MTE1", "MTE2", "MTE3", "M", "FIX", "V", "S"], dtype=object)
+# scheduler.cpp ids codes
+_IDS_INSTR, _IDS_BLOCKED, _IDS_MUTEX, _IDS_QUEUE, _IDS_BARRIER, _IDS_SYNC_ALL = \
+    -1, -2, -16, -64, -128, -256
+_ROW_STALL = 2
+
+
+class _Running:
+    """A replayed op between its start and its finish: its pending writes (the shape of
+    `Pipe` that `Engine.protect_gm` and `land_writes` use)."""
+
+    __slots__ = ("pending_writes", "gm_view", "kind")
+
+    def __init__(self, writes: list, view: int | None, kind: Any) -> None:
+        self.pending_writes, self.gm_view, self.kind = writes, view, kind  # kind: its pipe
+
+    def snapshot(self) -> None:
+        Pipe.snapshot(self)  # (looked up per call: whatever a pipe's snapshot is)
+
+
+class _Views:
+    """GM storage → the running loads holding views of it (`Engine.gm_views`)."""
+
+    protect_gm = Engine.protect_gm
+
+    def __init__(self) -> None:
+        self.gm_views: dict[int, list[_Running]] = {}
+
+
+def run_values(rec: Any, sched: Any) -> None:
+    """Run every op at its start and land its writes at its finish, in the schedule's order."""
+    instrs = rec.instrs
+    rebind = _rebinding(rec, sched)
+    labels = _labels(rec)
+    views = _Views()
+    running: dict[int, _Running] = {}
+    for e in sched.events.tolist():
+        if e >= 0:
+            instr = instrs[e]
+            if rebind:
+                instr.args = [_rebind(a, rebind) for a in instr.args]
+            writes: list = []
+            _, view = start_op(instr, labels[e], writes)
+            if writes or view is not None:
+                held = running[e] = _Running(writes, view, instr.pipe)
+                if view is not None:
+                    views.gm_views.setdefault(view, []).append(held)
+        else:
+            held = running.pop(~e, None)
+            if held is not None:
+                land_writes(views, held)
+
+
+def _labels(rec: Any) -> list[str]:
+    """Per instruction, the label of the core that issued it (an op error names it)."""
+    labels = np.array([c.label for block in rec.cores for c in block], dtype=object)
+    starts = np.array(rec.inst_stream_start + [len(rec.instrs)], dtype=np.int64)
+    return np.repeat(labels, np.diff(starts)).tolist()
+
+
+def _rebinding(rec: Any, sched: Any) -> dict[int, Any]:
+    """id(placeholder memory) → the slot memory its block ran on (blocks of later waves)."""
+    if not rec.placeholders:
+        return {}
+    slot_of = dict(sched.started.tolist())
+    slots = rec.launch.slots
+    return {pid: slots[slot_of[b]].memories[k] for pid, (b, k) in rec.placeholders.items()
+            if b in slot_of}
+
+
+def _rebind(arg: Any, rebind: dict[int, Any]) -> Any:
+    if isinstance(arg, tuple):
+        return tuple(_rebind(a, rebind) for a in arg)
+    if isinstance(arg, TileRef) and id(arg.memory) in rebind:
+        arg = copy.copy(arg)
+        arg.memory = rebind[id(arg.memory)]
+    return arg
+
+
+def trace_rows(rec: Any, sched: Any, table: np.ndarray) -> list[tuple]:
+    """The trace rows in `schema.COLUMNS` order, as `Core._event` makes them (`table`: the
+    instruction table the scheduler ran)."""
+    rows = sched.rows
+    if not len(rows):
+        return []
+    uid, pipe, rkind, instr, start, end, ids, reason, flow, role = rows.T
+    n_instr = len(rec.instrs)
+    instr = np.where(instr >= 0, instr, n_instr)  # the last entry: no instruction
+    meta_rows = rec.sites.meta_rows
+    meta = np.empty((len(meta_rows) + 1, 6), dtype=object)
+    for k, column in enumerate(zip(*meta_rows, ("", "", "", 0, 0, 0))):
+        meta[:, k] = column
+    row_meta = meta[np.append(np.array(rec.inst_meta, dtype=np.int64), len(meta_rows))[instr]]
+    op = row_meta[:, 0]
+    stall = rkind == _ROW_STALL
+    op[stall] = _WAIT_NAMES[reason[stall]]
+    # an op row's bytes and flops: its op's (the ops' own ordinal among the instructions)
+    ordinal = np.append(np.cumsum(table[:, 0] == 0) - 1, len(rec.op_costs))
+    costs = np.empty((len(rec.op_costs) + 1, 2), dtype=object)
+    costs[:-1] = rec.op_costs if rec.op_costs else np.empty((0, 2), dtype=object)
+    costs[-1] = (0, 0)
+    row_costs = costs[ordinal[np.where(rkind == 0, instr, n_instr)]]
+    strings = np.array(list(rec.sites.strings), dtype=object)
+    index = np.where(ids >= 0, ids, np.where(ids == _IDS_INSTR, row_meta[:, 4], row_meta[:, 5]))
+    ids_col = strings[index.astype(np.int64)]
+    inst_meta = rec.inst_meta
+    formatted: dict[tuple[int, int], str] = {}  # (code, meta row: site and key) → text
+    for r in np.flatnonzero(ids <= _IDS_MUTEX).tolist():
+        code, i = int(ids[r]), int(instr[r])
+        key = (code, inst_meta[i] if i < n_instr else -1)
+        text = formatted.get(key)
+        if text is None:
+            text = formatted[key] = _formatted(rec, code, i)
+        ids_col[r] = text
+    cores = _core_columns(rec, sched)
+    core_id, kind, block, subblock = (cores[:, k][uid] for k in range(4))
+    return list(zip(repeat(0), core_id.tolist(), kind.tolist(), block.tolist(),
+                    subblock.tolist(), _PIPE_NAMES[pipe].tolist(), _KIND_NAMES[rkind].tolist(),
+                    op.tolist(), row_meta[:, 1].tolist(), row_meta[:, 2].tolist(),
+                    row_meta[:, 3].tolist(), start.tolist(), end.tolist(),
+                    row_costs[:, 0].tolist(), row_costs[:, 1].tolist(), ids_col.tolist(),
+                    _REASON_NAMES[reason].tolist(), flow.tolist(), _ROLE_NAMES[role].tolist()))
+
+
+def _formatted(rec: Any, code: int, i: int) -> str:
+    from .stream import PIPES
+
+    if code <= _IDS_SYNC_ALL:
+        return "sync_all"
+    if code <= _IDS_BARRIER:
+        p = _IDS_BARRIER - code - 1
+        return f"pipe_barrier({'ALL' if p < 0 else PIPES[p].value})"
+    if code <= _IDS_QUEUE:
+        return f"{PIPES[_IDS_QUEUE - code].value} full"
+    holder, same = divmod(_IDS_MUTEX - code, 2)
+    key = rec.instrs[i].key
+    return f"mutex {key}" + (" (held by this same pipe: a double lock hangs the hardware)"
+                             if same else f" (held by pipe {PIPES[holder].value})")
+
+
+def _core_columns(rec: Any, sched: Any) -> np.ndarray:
+    """Per core instance (uid: start order): core_id, kind, block, subblock."""
+    out = []
+    for b, slot in sched.started.tolist():
+        for k, core in enumerate(rec.cores[b]):
+            out.append((slot * len(rec.cores[b]) + k, core.kind, b, core.subblock))
+    table = np.empty((len(out), 4), dtype=object)
+    table[:] = out
+    return table
+
+
+def blocks(rec: Any, sched: Any) -> list:
+    """The launch's blocks in start order, with the cores that recorded their printed text."""
+    from .launch import _Block
+
+    return [_Block(b, rec.cores[b]) for b, _ in sched.started.tolist()]
