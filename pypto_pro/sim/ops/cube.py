@@ -8,15 +8,31 @@ consecutive K elements (lhs scale [M, K/32] in ScaleLeft, rhs scale [K/32, N] in
 Products are computed in float32 (exact for <= 12-bit significands: FP16/BF16/FP8 inputs, fp32
 accumulation; CPU fp16 matmul would be far slower), FP32 x FP32 in float32, integer and MX ones
 in float64 (exact), then rounded once into the accumulator dtype.
+
+Float operands are read out of their storage in one converting copy. The order MKL sums a
+float32 product in depends on how it is called; the simulator's values are those of the
+row-major `a @ b`. When M and N are multiples of `ALIGNED` a column-major rhs (`a @ bt.t()`) and
+a batch (`torch.bmm`) sum in that same order (checked on this torch/MKL build for M, N in
+16..256 step 16, any K, 1 and 2 threads; other shapes can differ: gemv kernels, odd N), so only
+those shapes read a column-major rhs (ZN/NN fractals, DN: fractal rows become contiguous runs)
+as its transpose and batch float products. Integer products are exact, so they batch at any shape.
+
+`BATCH_IMPLS` runs one op for many cores (`batching`): every call's operands are gathered into
+[B, ...] tensors, one `bmm` computes all products, and each core's result lands through its own
+tile's writing methods. The `bmm` runs on the launch's torch threads (`SimBackend.torch_threads`,
+default 1): raising them for the product alone saved ~2% wall time on the 2048^3 matmul and
+cost ~57% more CPU (OpenMP workers spin between the short parallel regions).
 """
 from __future__ import annotations
 
 import torch
 
 from pypto_pro.ir.dtype import DataType
+from pypto_pro.ir.types import TileLayout
 
 from ..memory import TileRef
 from . import SimOpError
+from .batching import Writes, batched
 from .numerics import decode_e8m0, to_compute
 from .operands import encode, tile_arg
 
@@ -28,6 +44,8 @@ MX_IN = (DataType.FP8E4M3FN, DataType.FP8E5M2, DataType.FP4E2M1, DataType.FP4E1M
 MX_BLOCK = 32
 _FP8 = (DataType.FP8E4M3FN, DataType.FP8E5M2)
 _CAST_TO_FLOAT32 = (DataType.FP16, DataType.BF16, DataType.FP32, *_FP8)  # `to_compute`: a cast
+#: M and N multiples of this: a column-major rhs and `bmm` sum like `a @ b` (module docstring)
+ALIGNED = 16
 
 
 def _check_pair(op: str, lhs: TileRef, rhs: TileRef, allowed: tuple) -> None:
@@ -45,25 +63,66 @@ def _accumulator_for(op: str, lhs: TileRef, dst: TileRef) -> None:
                          f"{'/'.join(d.value for d in want)}, not {dst.dtype.value}")
 
 
-def _product(op: str, lhs: TileRef, rhs: TileRef) -> torch.Tensor:
-    """lhs[M, K] @ rhs[K, N] over the valid windows, float32 or exact float64."""
+def _sizes(op: str, lhs: TileRef, rhs: TileRef) -> tuple[int, int, int]:
+    """(M, K, N) of lhs[M, K] @ rhs[K, N] over the valid windows."""
     m, k = lhs.valid
-    n = rhs.valid_cols
     if rhs.valid_rows < k:
         raise SimOpError(f"{op}: lhs valid K {k} exceeds rhs valid rows {rhs.valid_rows}")
+    return m, k, rhs.valid_cols
+
+
+def _product(op: str, lhs: TileRef, rhs: TileRef) -> torch.Tensor:
+    """lhs[M, K] @ rhs[K, N] over the valid windows, float32 or exact float64."""
+    m, k, n = _sizes(op, lhs, rhs)
     if lhs.dtype in INT_IN:
-        a = to_compute(lhs.read(), lhs.dtype)
-        b = to_compute(rhs.read_block(0, 0, k, n), rhs.dtype)
-        return a.to(torch.float64) @ b.to(torch.float64)
-    return _float32_block(lhs, m, k) @ _float32_block(rhs, k, n)
+        return _int_block(lhs, m, k) @ _int_block(rhs, k, n)
+    a = _float32_block(lhs, m, k)
+    if m % ALIGNED == 0 and n % ALIGNED == 0 and _column_major(rhs):
+        bt = _storage_view(rhs, k, n, transposed=True)
+        if bt is not None:
+            return a @ _converted(bt, (n, k)).t()
+    return a @ _float32_block(rhs, k, n)
+
+
+def _int_block(tile: TileRef, rows: int, cols: int) -> torch.Tensor:
+    return to_compute(tile.read_block(0, 0, rows, cols), tile.dtype).to(torch.float64)
 
 
 def _float32_block(tile: TileRef, rows: int, cols: int) -> torch.Tensor:
     """The top-left block of a float operand as float32 values (one copy for the types whose
     values are a plain cast of their storage)."""
-    if tile.dtype in _CAST_TO_FLOAT32:
-        return tile.read_block_as(0, 0, rows, cols, torch.float32)
+    view = _storage_view(tile, rows, cols)
+    if view is not None:
+        return _converted(view, (rows, cols))
     return to_compute(tile.read_block(0, 0, rows, cols), tile.dtype).to(torch.float32)
+
+
+def _column_major(tile: TileRef) -> bool:
+    """Elements stored down the columns (inside fractals for ZN/NN, throughout for DN)."""
+    layout = tile.geometry.layout
+    return layout.slayout == "col" or layout is TileLayout.DN
+
+
+def _storage_view(tile: TileRef, rows: int, cols: int, transposed: bool = False
+                  ) -> torch.Tensor | None:
+    """A view of the storage of the top-left [rows, cols] block whose row-major order is the
+    logical block (`transposed`: its transpose), for dtypes whose values are a cast of their
+    storage; None when the block has no view (`memory.BlockViews`)."""
+    if tile.dtype not in _CAST_TO_FLOAT32:
+        return None
+    views = tile.memory.block_views(tile.geometry, 0, 0, rows, cols)
+    if views is None:
+        return None
+    if not transposed:
+        return views.typed
+    return views.typed.permute(2, 3, 0, 1) if views.fractal else views.typed.t()
+
+
+def _converted(view: torch.Tensor, shape: tuple[int, int]) -> torch.Tensor:
+    """`view`'s elements as a new row-major float32 `shape` matrix."""
+    if view.dtype is torch.float32:  # `to` would return the view itself
+        return view.clone(memory_format=torch.contiguous_format).view(shape)
+    return view.to(torch.float32, memory_format=torch.contiguous_format).view(shape)
 
 
 def _finish(dst: TileRef, result: torch.Tensor) -> None:
@@ -72,39 +131,49 @@ def _finish(dst: TileRef, result: torch.Tensor) -> None:
     dst.write(encode(dst.dtype, result), offset=(0, 0))
 
 
+def _accumulate(dst: TileRef, acc: TileRef, product: torch.Tensor) -> None:
+    """dst = acc + product, in place when dst is acc."""
+    if acc.memory is dst.memory and (acc.geometry is dst.geometry or acc.geometry == dst.geometry) \
+            and dst.add_from(product):
+        return
+    previous = to_compute(acc.read_block(0, 0, *product.shape), acc.dtype)
+    _finish(dst, product + previous.to(product.dtype))
+
+
+def _with_bias(product: torch.Tensor, bias: TileRef) -> torch.Tensor:
+    """product + bias[0, :] (a [1, N] row broadcast down the rows)."""
+    row = to_compute(bias.read_block(0, 0, 1, product.shape[1]), bias.dtype)
+    return product + row.to(product.dtype)
+
+
 def _operands(op: str, args: list, count: int) -> list[TileRef]:
     return [tile_arg(a, op=op, position=i) for i, a in enumerate(args[:count])]
 
 
+def _checked(op: str, args: list, count: int, lhs_at: int) -> list[TileRef]:
+    """The tile operands of a matmul-family call, dtypes checked (dst first, lhs at `lhs_at`)."""
+    tiles = _operands(op, args, count)
+    _check_pair(op, tiles[lhs_at], tiles[lhs_at + 1], MATMUL_IN)
+    _accumulator_for(op, tiles[lhs_at], tiles[0])
+    return tiles
+
+
 def matmul(args: list, kwargs: dict) -> None:
     """`matmul(dst, lhs, rhs)`: dst = lhs @ rhs."""
-    dst, lhs, rhs = _operands("block.matmul", args, 3)
-    _check_pair("block.matmul", lhs, rhs, MATMUL_IN)
-    _accumulator_for("block.matmul", lhs, dst)
+    dst, lhs, rhs = _checked("block.matmul", args, 3, 1)
     _finish(dst, _product("block.matmul", lhs, rhs))
 
 
 def matmul_acc(args: list, kwargs: dict) -> None:
     """`matmul_acc(dst, acc, lhs, rhs)`: dst = acc + lhs @ rhs."""
-    dst, acc, lhs, rhs = _operands("block.matmul_acc", args, 4)
-    _check_pair("block.matmul_acc", lhs, rhs, MATMUL_IN)
-    _accumulator_for("block.matmul_acc", lhs, dst)
-    product = _product("block.matmul_acc", lhs, rhs)
-    if acc.memory is dst.memory and (acc.geometry is dst.geometry or acc.geometry == dst.geometry) \
-            and dst.add_from(product):
-        return  # dst is acc: accumulated in place
-    previous = to_compute(acc.read_block(0, 0, *product.shape), acc.dtype)
-    _finish(dst, product + previous.to(product.dtype))
+    dst, acc, lhs, rhs = _checked("block.matmul_acc", args, 4, 2)
+    _accumulate(dst, acc, _product("block.matmul_acc", lhs, rhs))
 
 
 def matmul_bias(args: list, kwargs: dict) -> None:
     """`matmul_bias(dst, lhs, rhs, bias)`: dst = lhs @ rhs + bias[0, :] (bias [1, N])."""
-    dst, lhs, rhs, bias = _operands("block.matmul_bias", args, 4)
-    _check_pair("block.matmul_bias", lhs, rhs, MATMUL_IN)
-    _accumulator_for("block.matmul_bias", lhs, dst)
-    product = _product("block.matmul_bias", lhs, rhs)
-    row = to_compute(bias.read_block(0, 0, 1, product.shape[1]), bias.dtype)
-    _finish(dst, product + row.to(product.dtype))
+    dst, lhs, rhs, bias = _checked("block.matmul_bias", args, 4, 1)
+    _finish(dst, _with_bias(_product("block.matmul_bias", lhs, rhs), bias))
 
 
 def _mx_product(op: str, lhs: TileRef, rhs: TileRef, scale_a: TileRef,
@@ -140,9 +209,83 @@ def matmul_mx_acc(args: list, kwargs: dict) -> None:
     _finish(dst, product + previous.to(torch.float64))
 
 
+# ---------------------------------------------------------------- batches (`BATCH_IMPLS`)
+
+
+def _batch_products(op: str, pairs: list[tuple[TileRef, TileRef]]) -> torch.Tensor | None:
+    """lhs @ rhs of every (lhs, rhs) pair as [B, M, N] (float32 / exact float64), bit-identical
+    to `_product` per pair; None when the batch is off the fast path (sizes or dtypes differ,
+    a float product of unaligned shape, an operand without a storage view)."""
+    lhs0, rhs0 = pairs[0]
+    sizes = _sizes(op, lhs0, rhs0)
+    for lhs, rhs in pairs:
+        if lhs.dtype is not lhs0.dtype or rhs.dtype is not rhs0.dtype or \
+                _sizes(op, lhs, rhs) != sizes:
+            return None
+    m, k, n = sizes
+    if lhs0.dtype in INT_IN:  # exact: any summation order gives these values
+        return torch.stack([_int_block(a, m, k) for a, _ in pairs]) @ \
+            torch.stack([_int_block(b, k, n) for _, b in pairs])
+    if m % ALIGNED or n % ALIGNED:
+        return None
+    transposed = all(_column_major(b) for _, b in pairs)
+    a = _gathered([lhs for lhs, _ in pairs], (m, k), False)
+    b = _gathered([rhs for _, rhs in pairs], (n, k) if transposed else (k, n), transposed)
+    if a is None or b is None:
+        return None
+    return torch.bmm(a, b.transpose(1, 2) if transposed else b)
+
+
+def _gathered(tiles: list[TileRef], shape: tuple[int, int], transposed: bool
+              ) -> torch.Tensor | None:
+    """Every tile's float32 block (`_storage_view` of logical shape `shape`, transposed: its
+    transpose) in one [B, *shape] tensor; None when a tile has no storage view or the views
+    differ in shape."""
+    rows, cols = shape[::-1] if transposed else shape
+    views = [_storage_view(tile, rows, cols, transposed) for tile in tiles]
+    first = views[0]
+    if first is None or any(v is None or v.shape != first.shape for v in views):
+        return None
+    out = torch.empty((len(views), *first.shape), dtype=torch.float32)
+    for view, slot in zip(views, out.unbind(0)):
+        slot.copy_(view)
+    return out.view(len(views), *shape)
+
+
+def _batch_matmul(calls: list[list], kwargs: dict) -> Writes | None:
+    tiles = [_checked("block.matmul", args, 3, 1) for args in calls]
+    products = _batch_products("block.matmul", [(lhs, rhs) for _, lhs, rhs in tiles])
+    if products is None:
+        return None
+    return [(i, _finish, (t[0], products[i])) for i, t in enumerate(tiles)]
+
+
+def _batch_matmul_acc(calls: list[list], kwargs: dict) -> Writes | None:
+    tiles = [_checked("block.matmul_acc", args, 4, 2) for args in calls]
+    products = _batch_products("block.matmul_acc", [(lhs, rhs) for *_, lhs, rhs in tiles])
+    if products is None:
+        return None
+    return [(i, _accumulate, (t[0], t[1], products[i])) for i, t in enumerate(tiles)]
+
+
+def _batch_matmul_bias(calls: list[list], kwargs: dict) -> Writes | None:
+    tiles = [_checked("block.matmul_bias", args, 4, 1) for args in calls]
+    products = _batch_products("block.matmul_bias", [(lhs, rhs) for _, lhs, rhs, _ in tiles])
+    if products is None:
+        return None
+    return [(i, _finish, (t[0], _with_bias(products[i], t[3]))) for i, t in enumerate(tiles)]
+
+
 IMPLS = {
     "block.matmul": matmul, "block.gemv": matmul,
     "block.matmul_acc": matmul_acc, "block.gemv_acc": matmul_acc,
     "block.matmul_bias": matmul_bias, "block.gemv_bias": matmul_bias,
     "block.matmul_mx": matmul_mx, "block.matmul_mx_acc": matmul_mx_acc,
+}
+BATCH_IMPLS = {
+    name: batched(IMPLS[name], compute)
+    for names, compute in ((("block.matmul", "block.gemv"), _batch_matmul),
+                           (("block.matmul_acc", "block.gemv_acc"), _batch_matmul_acc),
+                           (("block.matmul_bias", "block.gemv_bias"), _batch_matmul_bias))
+    for name in names
 }

@@ -72,14 +72,17 @@ def convert(acc: TileRef, block: tuple[int, int, int, int], out_dtype: DataType,
         raise SimOpError(f"{op}: {acc.dtype.value} -> BF16 with a scale is not supported")
     if scale is None and out_dtype is DataType.INT8:
         raise SimOpError(f"{op}: {acc.dtype.value} -> INT8 needs a quant scale")
-    r0, c0, rows, cols = block
-    values = to_compute(acc.read_block(r0, c0, rows, cols), acc.dtype)
+    stored = acc.read_block(*block)
+    relu = enum_arg(kwargs.get("relu_pre_mode"), ReluPreMode, ReluPreMode.NoRelu,
+                    op=op) is ReluPreMode.NormalRelu
+    if out_dtype is acc.dtype and scale is None and not relu:
+        return stored  # FP32 -> FP32, INT32 -> INT32 unscaled: the bits, as the round trip gives
+    values = to_compute(stored, acc.dtype)
     if scale is not None:
         values = values.to(torch.float64) * scale.to(torch.float64)
     elif acc.dtype is DataType.INT32 and out_dtype.is_float:
         values = values.to(torch.float64)
-    if enum_arg(kwargs.get("relu_pre_mode"), ReluPreMode, ReluPreMode.NoRelu,
-                op=op) is ReluPreMode.NormalRelu:
+    if relu:
         values = torch.relu(values)
     return encode(out_dtype, values, RoundMode.CAST_RINT)
 

@@ -7,7 +7,7 @@ import torch
 from pypto_pro.ir.dtype import DataType as D
 from pypto_pro.ir.types import MemorySpace as M
 from pypto_pro.ir.types import TileLayout as L
-from pypto_pro.sim.memory import CoreMemory, TileGeometry, TileRef, storage_dtype
+from pypto_pro.sim.memory import CoreMemory, GMRef, TileGeometry, TileRef, storage_dtype
 from pypto_pro.sim.ops import IMPLS, SimOpError
 from pypto_pro.sim.ops.numerics import decode_hif8, to_compute
 from pypto_pro.sim.soc import soc
@@ -128,3 +128,37 @@ def test_matmul_acc_in_place_matches_a_separate_destination(valid):
     IMPLS["block.matmul_acc"]([acc, acc, lhs, rhs], {})  # in place when the block allows
     assert torch.equal(acc.read().view(torch.int32), other.read().view(torch.int32))
     assert torch.equal(acc.read(), (a.float() @ b.float()) + start)
+
+
+@pytest.mark.parametrize("rhs_layout", [L.ZN, L.NN, L.DN, L.ND])
+def test_column_major_rhs_read_as_its_transpose_gives_the_row_major_values(rhs_layout):
+    """Aligned M and N read a column-major rhs transposed (`cube.ALIGNED`): same bits."""
+    mem = CoreMemory(soc(), "aic")
+    lhs = TileRef(mem, TileGeometry(64, 96, D.FP16, M.Left, L.NZ, addr=0), 48, 80)
+    rhs = TileRef(mem, TileGeometry(96, 64, D.FP16, M.Right, rhs_layout, addr=0), 80, 32)
+    acc = TileRef(mem, TileGeometry(64, 64, D.FP32, M.Acc, L.NZ, 1024, addr=0), 48, 32)
+    a, b = operands(D.FP16, valid=(48, 80, 32))
+    lhs.write(a)
+    rhs.write(b)
+    IMPLS["block.matmul"]([acc, lhs, rhs], {})
+    assert torch.equal(acc.read(), a.float() @ b.float())
+
+
+@pytest.mark.parametrize("dtype", [D.FP32, D.INT32])
+def test_unconverted_accumulator_stores_keep_every_bit(dtype):
+    """FP32 -> FP32 and INT32 -> INT32 stores without scale or ReLU copy the bits (NaN
+    payloads, -0.0, denormals, extremes); ReLU still converts; a bad ReLU mode is an error."""
+    mem = CoreMemory(soc(), "aic")
+    acc = TileRef(mem, TileGeometry(16, 16, dtype, M.Acc, L.NZ, 1024, addr=0))
+    words = torch.tensor([0x7FC00123, 0xFFC00001, 0x80000000, 0x00000001, 0x7F7FFFFF,
+                          0xFF800000, 0x7FFFFFFF, 0x3F800000] * 32, dtype=torch.int64)
+    bits = words.to(torch.int32).view(16, 16)
+    acc.write(bits.view(storage_dtype(dtype)))
+    out = torch.zeros(16, 16, dtype=storage_dtype(dtype))
+    IMPLS["block.store"]([GMRef(out), acc, (0, 0)], {})
+    assert torch.equal(out.view(torch.int32), bits)
+    IMPLS["block.store"]([GMRef(out), acc, (0, 0)], {"relu_pre_mode": 1})
+    assert (out.view(torch.int32) >= 0).all() if dtype is D.INT32 else \
+        not (out < 0).any() and torch.equal(out[out > 0], acc.read()[acc.read() > 0])
+    with pytest.raises(SimOpError, match="ReluPreMode"):
+        IMPLS["block.store"]([GMRef(out), acc, (0, 0)], {"relu_pre_mode": 7})
