@@ -3,6 +3,8 @@ compile: the interrupt propagates, nothing is bound, cached or written, every co
 set (backend choice, launch and compile observers) is undone, and the same cell then runs."""
 from __future__ import annotations
 
+import shutil
+
 import pytest
 
 
@@ -31,12 +33,30 @@ def _magic_cache(shell):
     return shell.magics_manager.registry["PyptoMagics"].cache
 
 
-def test_interrupt_mid_simulation_leaves_nothing_half_written(shell, add_body, tmp_path,
-                                                               monkeypatch):
+def _interrupt_the_ops(engine: str, monkeypatch) -> _InterruptAfter:
+    """Interrupt the 12th op the `engine` runs: some tiles of some blocks already moved."""
+    from pypto_pro.sim import replay
     from pypto_pro.sim.engine import Core
 
-    interrupt = _InterruptAfter(12, Core._run_op)  # some tiles of some blocks already moved
-    monkeypatch.setattr(Core, "_run_op", lambda self, *a: interrupt(self, *a))
+    monkeypatch.setenv("PYPTOPRO_SIM_ENGINE", engine)
+    if engine == "python":
+        interrupt = _InterruptAfter(12, Core._run_op)
+        monkeypatch.setattr(Core, "_run_op", lambda self, *a: interrupt(self, *a))
+    else:  # the stream engine's replay runs each op through `start_op`
+        interrupt = _InterruptAfter(12, replay.start_op)
+        monkeypatch.setattr(replay, "start_op", interrupt)
+    return interrupt
+
+
+@pytest.mark.parametrize("engine", ["python", "native"])
+def test_interrupt_mid_simulation_leaves_nothing_half_written(shell, add_body, tmp_path,
+                                                               monkeypatch, engine):
+    if engine == "native":
+        from pypto_pro.runtime.backends.native import compiler
+
+        if shutil.which(compiler()) is None:
+            pytest.skip("the stream engine needs a C++ compiler")
+    interrupt = _interrupt_the_ops(engine, monkeypatch)
     target = tmp_path / "report.html"
     line = (f'--launch "add_kernel(x, y, z)" --block-dim 4 --soc 950DT -o interrupted '
             f"--export {target}")

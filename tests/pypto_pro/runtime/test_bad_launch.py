@@ -144,7 +144,7 @@ def on_sim(monkeypatch):
         yield
 
 
-def _raises(error: type[PyptoError], code: str, fn, match: str = "") -> PyptoError:
+def _raises(error: type[PyptoError], code: str, fn, match: str | None = None) -> PyptoError:
     t0 = time.perf_counter()
     with pytest.raises(error, match=match) as info:
         fn()
@@ -160,10 +160,10 @@ LAUNCH_CASES = [
     ("wrong dtype", InvalidType, "F00001", lambda: copy[None, 1](X.float(), Z), "dtype"),
     ("wrong rank", InvalidType, "F00001", lambda: copy[None, 1](X[0], Z), "rank"),
     ("missing argument", InvalidType, "F00001", lambda: copy[None, 1](X), "missing"),
-    ("extra argument", InvalidType, "F00001", lambda: copy[None, 1](X, Z, Z), ""),
+    ("extra argument", InvalidType, "F00001", lambda: copy[None, 1](X, Z, Z), "too many"),
     ("scalar for a tensor", InvalidType, "F00001", lambda: copy[None, 1](3, Z), "type"),
     ("fixed dim mismatch", InvalidType, "F00001",
-     lambda: fixed_copy[None, 1](torch.zeros(64, 64).half(), Z), ""),
+     lambda: fixed_copy[None, 1](torch.zeros(64, 64).half(), Z), "dim mismatch"),
     ("wrong device", InvalidArgument, "F0000E", lambda: copy[None, 1](X.to("meta"), Z),
      "device"),
     ("block_dim 0", InvalidArgument, "F0000E", lambda: copy[None, 0](X, Z), "block_dim"),
