@@ -130,18 +130,18 @@ class SimBackend:
                      self.functional_only, self.timing_only, sanitizer)
         try:
             blocks = run.run()
+            report = sanitizer.finish(run) if sanitizer is not None else None
         except PyptoError as err:
             if sanitizer is not None:
                 if isinstance(err, DeadlockError):
                     sanitizer.deadlocked(run.engine)
-                err.sanitizer = sanitizer.report  # no end-of-kernel checks: it never ended
+                err.sanitizer = sanitizer.close()  # no end-of-kernel checks: it never ended
                 _print_report(err.sanitizer)
             raise
-        report = None
-        if sanitizer is not None:
-            report = sanitizer.finish(run)
+        finally:  # a failed or interrupted launch too: its memories back to the pool, no cycles
+            run.release()
+        if report is not None:
             _print_report(report)
-        run.release()
         wall = time.perf_counter() - t0
         printed = {}
         for b in blocks:
