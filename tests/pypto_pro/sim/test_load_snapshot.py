@@ -1,12 +1,18 @@
 """A timed load sees GM as it was when it started, even though the engine copies the window
 only once, at the load's end (`memory.LATE_SNAPSHOT`): a write to the same GM storage that
-lands while the load runs (a racing store, a scalar setval) must not reach the tile."""
+lands while the load runs (a racing store, a scalar setval) must not reach the tile. The racing
+store is checked on both engines: the stream engine's replay must compute the race alike."""
 from __future__ import annotations
 
+import shutil
+
+import pytest
 import torch
 
 import pypto_pro.language as pl
+from pypto_pro.runtime.backends.native import compiler
 from pypto_pro.sim import engine
+from pypto_pro.sim.scheduler_native import ENV_ENGINE
 
 T64 = pl.TileType([64, 64], pl.DT_FP32)
 T128 = pl.TileType([128, 128], pl.DT_FP32)
@@ -53,7 +59,11 @@ def _snapshots(monkeypatch) -> list:
     return taken
 
 
-def test_a_store_landing_during_a_load_of_its_window_is_not_seen(monkeypatch):
+@pytest.mark.parametrize("sim_engine", ["python", "native"])
+def test_a_store_landing_during_a_load_of_its_window_is_not_seen(monkeypatch, sim_engine):
+    if sim_engine == "native" and shutil.which(compiler()) is None:
+        pytest.skip("the stream engine needs a C++ compiler")
+    monkeypatch.setenv(ENV_ENGINE, sim_engine)
     taken = _snapshots(monkeypatch)
     x, g, out = torch.full((64, 64), 1.0), torch.full((128, 128), 2.0), torch.zeros(128, 128)
     store_races_load[None, 1](x, g, out)
