@@ -14,6 +14,7 @@ their values are decoded by `pypto_pro.sim.ops.numerics`. Imports `pypto_pro.ir`
 """
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -283,7 +284,7 @@ class TileRef:
             if value.dtype is not views.dtype:
                 value = value.to(views.dtype)
             if views.fractal:  # typed element moves, not value conversions (FP8 & co.)
-                views.values.copy_(value.view(views.values.dtype).reshape(views.values.shape))
+                views.values.copy_(value.view(views.values.dtype).reshape(*views.grid))
             else:
                 views.values.copy_(value)
             self._mark_written(views)
@@ -312,18 +313,20 @@ class TileRef:
         if track:
             init[idx.reshape(-1)] = True
 
-    def copy_from(self, src: TileRef) -> bool:
-        """Write `src`'s valid window at (0, 0) with one copy between the two buffers (no
-        logical intermediate), when this tile writes now, the dtypes agree, the tiles live in
-        different buffers (so nothing read is overwritten first) and both blocks have views of
-        one element shape. False when the caller must take `read` + `write`."""
+    def copy_from(self, src: TileRef, at: tuple[int, int] | None = None) -> bool:
+        """Write `src`'s valid window (`at` (row, col): the block of this tile's valid shape
+        there) at (0, 0) with one copy between the two buffers (no logical intermediate), when
+        this tile writes now, the dtypes agree, the tiles live in different buffers (so nothing
+        read is overwritten first) and both blocks have views of one element shape. False when
+        the caller must take `read` + `write`."""
         if not self.writes_now or src.dtype is not self.dtype or \
                 src.memory.buffer(src.space) is self.memory.buffer(self.space):
             return False
-        theirs = src._views(0, 0, src.valid_rows, src.valid_cols)
+        r0, c0, rows, cols = (0, 0, *src.valid) if at is None else (*at, *self.valid)
+        theirs = src._views(r0, c0, rows, cols)
         if theirs is None:
             return False
-        mine = self._views(0, 0, src.valid_rows, src.valid_cols)
+        mine = self._views(0, 0, rows, cols)
         if mine is None or mine.values.shape != theirs.values.shape or \
                 mine.values.dtype is not theirs.values.dtype:
             return False
@@ -342,7 +345,7 @@ class TileRef:
         if views is None:
             return False
         block = views.typed
-        torch.add(addend.view(block.shape), block, out=block)
+        torch.add(addend.view(*views.grid), block, out=block)
         self._mark_written(views)
         return True
 
@@ -452,6 +455,18 @@ class BlockViews:
     typed: torch.Tensor  # `values` reinterpreted as `dtype` (the same tensor for ND/DN)
     #: ND/DN: (first byte, end byte, outer stride, is ND) in the buffer, equal for equal views
     place: tuple = ()
+
+    @functools.cached_property
+    def grid(self) -> tuple[int, ...]:
+        """`values.shape` as a plain tuple: `view(*grid)` parses several times faster than a
+        `torch.Size` (the per-op cost of small tiles)."""
+        return tuple(self.values.shape)
+
+    @functools.cached_property
+    def transposed(self) -> torch.Tensor:
+        """`typed` in the order of the block's transpose (fractal layouts: [col fractals,
+        fractal cols, row fractals, fractal rows]), made once per cached view."""
+        return self.typed.permute(2, 3, 0, 1) if self.fractal else self.typed.t()
 
 
 def _block_views(memory: CoreMemory, g: TileGeometry, r0: int, c0: int, rows: int, cols: int

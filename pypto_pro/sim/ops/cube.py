@@ -9,8 +9,10 @@ Products are computed in float32 (exact for <= 12-bit significands: FP16/BF16/FP
 accumulation; CPU fp16 matmul would be far slower), FP32 x FP32 in float32, integer and MX ones
 in float64 (exact), then rounded once into the accumulator dtype.
 
-Float operands are read out of their storage in one converting copy. The order MKL sums a
-float32 product in depends on how it is called; the simulator's values are those of the
+Float operands are read out of their storage in one converting copy, into float32 buffers
+each thread reuses for every product (in cache: about half the time of a new tensor), and so is
+a product its caller consumes at once (`mm(out=)`, which sums like `a @ b`). The order MKL sums
+a float32 product in depends on how it is called; the simulator's values are those of the
 row-major `a @ b`. When M and N are multiples of `ALIGNED` a column-major rhs (`a @ bt.t()`) and
 a batch (`torch.bmm`) sum in that same order (checked on this torch/MKL build for M, N in
 16..256 step 16, any K, 1 and 2 threads; other shapes can differ: gemv kernels, odd N), so only
@@ -25,6 +27,7 @@ cost ~57% more CPU (OpenMP workers spin between the short parallel regions).
 """
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 
 import torch
@@ -73,29 +76,34 @@ def _sizes(op: str, lhs: TileRef, rhs: TileRef) -> tuple[int, int, int]:
     return m, k, rhs.valid_cols
 
 
-def _product(op: str, lhs: TileRef, rhs: TileRef) -> torch.Tensor:
-    """lhs[M, K] @ rhs[K, N] over the valid windows, float32 or exact float64."""
+def _product(op: str, lhs: TileRef, rhs: TileRef, reuse: bool = False) -> torch.Tensor:
+    """lhs[M, K] @ rhs[K, N] over the valid windows, float32 or exact float64; `reuse`: a
+    float32 product may land in a scratch buffer (the caller is done with it before the next
+    product: it writes it at once or computes a new tensor from it)."""
     m, k, n = _sizes(op, lhs, rhs)
     if lhs.dtype in INT_IN:
         return _int_block(lhs, m, k) @ _int_block(rhs, k, n)
-    a = _float32_block(lhs, m, k)
+    a = _float32_block(lhs, m, k, "lhs")
+    b = None
     if m % ALIGNED == 0 and n % ALIGNED == 0 and _column_major(rhs):
         bt = _storage_view(rhs, k, n, transposed=True)
         if bt is not None:
-            return a @ _converted(bt, (n, k)).t()
-    return a @ _float32_block(rhs, k, n)
+            b = _converted(bt, (n, k), "rhs").t()
+    if b is None:
+        b = _float32_block(rhs, k, n, "rhs")
+    return torch.mm(a, b, out=_scratch("product", (m, n))[0]) if reuse else a @ b
 
 
 def _int_block(tile: TileRef, rows: int, cols: int) -> torch.Tensor:
     return to_compute(tile.read_block(0, 0, rows, cols), tile.dtype).to(torch.float64)
 
 
-def _float32_block(tile: TileRef, rows: int, cols: int) -> torch.Tensor:
-    """The top-left block of a float operand as float32 values (one copy for the types whose
-    values are a plain cast of their storage)."""
+def _float32_block(tile: TileRef, rows: int, cols: int, role: str) -> torch.Tensor:
+    """The top-left block of a float operand as float32 values (one copy, into the `role`
+    scratch buffer, for the types whose values are a plain cast of their storage)."""
     view = _storage_view(tile, rows, cols)
     if view is not None:
-        return _converted(view, (rows, cols))
+        return _converted(view, (rows, cols), role)
     return to_compute(tile.read_block(0, 0, rows, cols), tile.dtype).to(torch.float32)
 
 
@@ -115,16 +123,40 @@ def _storage_view(tile: TileRef, rows: int, cols: int, transposed: bool = False
     views = tile.memory.block_views(tile.geometry, 0, 0, rows, cols)
     if views is None:
         return None
-    if not transposed:
-        return views.typed
-    return views.typed.permute(2, 3, 0, 1) if views.fractal else views.typed.t()
+    return views.transposed if transposed else views.typed
 
 
-def _converted(view: torch.Tensor, shape: tuple[int, int]) -> torch.Tensor:
-    """`view`'s elements as a new row-major float32 `shape` matrix."""
-    if view.dtype is torch.float32:  # `to` would return the view itself
-        return view.clone(memory_format=torch.contiguous_format).view(shape)
-    return view.to(torch.float32, memory_format=torch.contiguous_format).view(shape)
+def _converted(view: torch.Tensor, shape: tuple[int, int], role: str) -> torch.Tensor:
+    """`view`'s elements as a row-major float32 `shape` matrix in the `role` scratch buffer
+    (valid until the next product: a buffer in cache takes the converting copy in about half
+    the time of a new tensor)."""
+    out, grid = _scratch(role, shape, view.shape)
+    grid.copy_(view)
+    return out
+
+
+#: float32 buffers reused by every product of a thread (launches may run in several), by
+#: (role, shape, view shape): operands, and products a caller is done with before the next
+#: one (`_product(reuse=True)`); each with its view in the shape of the storage view
+#: converted into it (a view per call costs more)
+_SCRATCH = threading.local()
+_SCRATCH_MAX = 64
+
+
+def _scratch(role: str, shape: tuple[int, int], grid: torch.Size | None = None
+             ) -> tuple[torch.Tensor, torch.Tensor]:
+    """The `role` buffer of `shape`, and it viewed as `grid` (default: `shape`)."""
+    buffers = getattr(_SCRATCH, "buffers", None)
+    if buffers is None:
+        buffers = _SCRATCH.buffers = {}
+    key = (role, shape, grid)
+    hit = buffers.get(key)
+    if hit is None:
+        if len(buffers) >= _SCRATCH_MAX:
+            buffers.clear()
+        buf = torch.empty(shape, dtype=torch.float32)
+        hit = buffers[key] = (buf, buf if grid is None else buf.view(grid))
+    return hit
 
 
 def _finish(dst: TileRef, result: torch.Tensor) -> None:
@@ -138,8 +170,8 @@ def _accumulate(dst: TileRef, acc: TileRef, product: torch.Tensor) -> None:
     if acc.memory is dst.memory and (acc.geometry is dst.geometry or acc.geometry == dst.geometry) \
             and dst.add_from(product):
         return
-    previous = to_compute(acc.read_block(0, 0, *product.shape), acc.dtype)
-    _finish(dst, product + previous.to(product.dtype))
+    previous = to_compute(acc.read_block(0, 0, *product.shape), acc.dtype).to(product.dtype)
+    _finish(dst, torch.add(product, previous, out=previous))  # (a new tensor: `read_block`)
 
 
 def _with_bias(product: torch.Tensor, bias: TileRef) -> torch.Tensor:
@@ -163,19 +195,19 @@ def _checked(op: str, args: list, count: int, lhs_at: int) -> list[TileRef]:
 def matmul(args: list, kwargs: dict) -> None:
     """`matmul(dst, lhs, rhs)`: dst = lhs @ rhs."""
     dst, lhs, rhs = _checked("block.matmul", args, 3, 1)
-    _finish(dst, _product("block.matmul", lhs, rhs))
+    _finish(dst, _product("block.matmul", lhs, rhs, reuse=dst.writes_now))
 
 
 def matmul_acc(args: list, kwargs: dict) -> None:
     """`matmul_acc(dst, acc, lhs, rhs)`: dst = acc + lhs @ rhs."""
     dst, acc, lhs, rhs = _checked("block.matmul_acc", args, 4, 2)
-    _accumulate(dst, acc, _product("block.matmul_acc", lhs, rhs))
+    _accumulate(dst, acc, _product("block.matmul_acc", lhs, rhs, reuse=True))
 
 
 def matmul_bias(args: list, kwargs: dict) -> None:
     """`matmul_bias(dst, lhs, rhs, bias)`: dst = lhs @ rhs + bias[0, :] (bias [1, N])."""
     dst, lhs, rhs, bias = _checked("block.matmul_bias", args, 4, 1)
-    _finish(dst, _with_bias(_product("block.matmul_bias", lhs, rhs), bias))
+    _finish(dst, _with_bias(_product("block.matmul_bias", lhs, rhs, reuse=True), bias))
 
 
 def _mx_product(op: str, lhs: TileRef, rhs: TileRef, scale_a: TileRef,

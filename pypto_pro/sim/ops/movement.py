@@ -167,13 +167,10 @@ def _move_from_acc(op: str, dst: object, src: TileRef, kwargs: dict,
 
 
 def _tile_to_tile(op: str, dst: TileRef, src: TileRef, offset: object) -> None:
-    if offset is None:
-        if dst.copy_from(src):  # e.g. L1 -> L0A/L0B: buffer to buffer, no logical copy
-            return
-        data = src.read()
-    else:
-        r0, c0 = _offsets(offset)
-        data = src.read_block(r0, c0, *dst.valid)
+    at = None if offset is None else tuple(_offsets(offset))
+    if dst.copy_from(src, at):  # e.g. L1 -> L0A/L0B: buffer to buffer, no logical copy
+        return
+    data = src.read() if at is None else src.read_block(*at, *dst.valid)
     if dst.dtype is not src.dtype and dst.dtype.is_float and src.dtype.is_float and \
             dst.dtype.bits != src.dtype.bits:
         data = encode(dst.dtype, to_compute(data, src.dtype), RoundMode.CAST_RINT)  # e.g. bias
