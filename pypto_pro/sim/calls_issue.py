@@ -26,8 +26,9 @@ NO_KWARGS: Mapping[str, Any] = MappingProxyType({})
 
 class Instr:
     """One instruction in a pipe queue. A plain slotted class with a hand-written __init__:
-    one is made per issued instruction, and a dataclass's default factories allocate a list
-    and a dict each time."""
+    one is made per issued tile op, and a dataclass's default factories allocate a list and a
+    dict each time. A sync call site issues one shared instruction per id (`_SyncInstrs`): a
+    core that keeps per-issue state on one (`issue_time`, `seq`, `req`) queues a `copy`."""
 
     __slots__ = ("kind", "pipe", "ir_op", "span", "args", "kwargs", "key", "issue_time", "seq",
                  "req")
@@ -48,6 +49,11 @@ class Instr:
 
     def __repr__(self) -> str:
         return f"Instr({self.kind}, {self.pipe.value}, {self.ir_op}, key={self.key!r})"
+
+    def copy(self) -> Instr:
+        """A fresh instruction like this one, without per-issue state."""
+        return Instr(self.kind, self.pipe, self.ir_op, self.span, self.args, self.kwargs,
+                     self.key)
 
 
 def compile_effect(c, e: Expr) -> Callable:
@@ -84,18 +90,22 @@ def _tile_op(c, e: Call, spec: opreg.OpSpec) -> Callable:
 
     def run(fr: Frame):
         core, slots = fr.core, fr.slots
-        resolved = []
-        for i, a in enumerate(args):
-            v = slots[a] if type(a) is int else a(fr)
-            resolved.append(core.launch.tile_ref(core, v, span, split and i == 0, mode)
-                            if type(v) is RtTile else v)
+        values = [slots[a] if type(a) is int else a(fr) for a in args]
+        if split and type(values[0]) is RtTile:  # the AIV tile(s) the mode names
+            values[0] = core.launch.tile_ref(core, values[0], span, True, mode)
+        memory = core.memory
+        for n, v in enumerate(values):
+            if type(v) is RtTile:  # `Launch.tile_ref`, its memo checked here: most hit it
+                memo = v.last_ref
+                values[n] = memo[2] if memo is not None and memo[0] is memory and \
+                    memo[1] is v.valid else core.launch.tile_ref(core, v, span, False, None)
         if dyn_kwargs:  # the static ones are shared: nothing writes an instruction's kwargs
             kw = dict(kwargs)
             for k, f in dyn_kwargs:
                 kw[k] = f(fr)
         else:
             kw = kwargs
-        return core.issue(Instr("op", pipe, op, span, resolved, kw))
+        return core.issue(Instr("op", pipe, op, span, values, kw))
 
     return run
 
@@ -121,11 +131,11 @@ def _set_validshape(c, e: Call) -> Callable:
                 if fr.core.engine.observer is not None:  # sanitizer: report, clamp, go on
                     rows, cols = fr.core.engine.observer.bad_validshape(fr.core, tile, rows,
                                                                         cols, span)
-                    tile.valid = [rows, cols]
+                    tile.valid = (rows, cols)
                     continue
                 raise SimulationError(f"set_validshape [{rows}, {cols}] exceeds the tile's "
                                       f"shape [{tile.geom.rows}, {tile.geom.cols}]", span)
-            tile.valid = [rows, cols]
+            tile.valid = (rows, cols)
         fr.core.time += 1
         return NOTHING
 
@@ -186,20 +196,44 @@ def _sync_id(c, e: Call, name: str) -> tuple[int | None, int | Callable[[Frame],
     return int(e.kwarg(name)), None
 
 
+#: ids a sync call site keeps instructions for (hardware ids are below 32)
+_MAX_SHARED_IDS = 64
+
+
+class _SyncInstrs(dict):
+    """The instructions of one sync call site by id, each made on its id's first issue and
+    shared by the later ones (a site names a few ids; an Instr per issue was a visible share
+    of a launch's issue path)."""
+
+    def __init__(self, kind: str, pipe: PipeType, op: str, span: Span,
+                 key_of: Callable[[int], Any]) -> None:
+        super().__init__()
+        self.kind, self.pipe, self.op, self.span, self.key_of = kind, pipe, op, span, key_of
+
+    def __missing__(self, i: int) -> Instr:
+        instr = Instr(self.kind, self.pipe, self.op, self.span, key=self.key_of(i))
+        if len(self) < _MAX_SHARED_IDS:  # (a kernel computing ids freely makes no garbage)
+            self[i] = instr
+        return instr
+
+
 def _flag(c, e: Call) -> Callable:
     src, dst = e.kwarg("set_pipe"), e.kwarg("wait_pipe")
     const, ident = _sync_id(c, e, "event_id")
     kind, pipe = ("set_flag", src) if e.op.startswith("system.sync_src") else ("wait_flag", dst)
-    span, op = e.span, e.op
+    return _issue_sync(_SyncInstrs(kind, pipe, e.op, e.span, lambda i: (src, dst, i)), const,
+                       ident)
+
+
+def _issue_sync(instrs: _SyncInstrs, const: int | None,
+                ident: int | Callable[[Frame], Any] | None) -> Callable:
+    """The closure issuing a sync op without guards: the shared instruction of its id."""
     if ident is None:
-        key = (src, dst, const)
-        return lambda fr: fr.core.issue(Instr(kind, pipe, op, span, key=key))
-
-    def run(fr: Frame):
-        i = int(fr.slots[ident] if type(ident) is int else ident(fr))
-        return fr.core.issue(Instr(kind, pipe, op, span, key=(src, dst, i)))
-
-    return run
+        instr = instrs[const]
+        return lambda fr: fr.core.issue(instr)
+    if type(ident) is int:
+        return lambda fr: fr.core.issue(instrs[int(fr.slots[ident])])
+    return lambda fr: fr.core.issue(instrs[int(ident(fr))])
 
 
 def _barrier(pipe_name: str):
@@ -220,9 +254,13 @@ def _mutex(c, e: Call) -> Callable:
     const, ident = _sync_id(c, e, "mutex_id")
     guards = [c.slot_or_expr(g) for g in (e.kwarg("guard") or ())]
     kind = "lock" if "lock" in e.op and "unlock" not in e.op else "unlock"
-    span, op = e.span, e.op
-    if ident is None and not guards:
-        return lambda fr: fr.core.issue(Instr(kind, pipe, op, span, key=const))
+    instrs = _SyncInstrs(kind, pipe, e.op, e.span, lambda i: i)
+    if not guards:
+        slot_id = _slot_mutex_id(c, e.args[0]) if ident is not None else None
+        if slot_id is not None:  # the auto-mutex form: the id of a TileGroup's slot
+            g, cursor, k = slot_id
+            return lambda fr: fr.core.issue(instrs[fr.slots[g].mutex_ids[fr.slots[cursor]][k]])
+        return _issue_sync(instrs, const, ident)
 
     def run(fr: Frame):
         slots = fr.slots
@@ -230,9 +268,18 @@ def _mutex(c, e: Call) -> Callable:
         for g in guards:
             if int(slots[g] if type(g) is int else g(fr)) == i:
                 return NOTHING  # the same id is already held by this op (codegen's dedup guard)
-        return fr.core.issue(Instr(kind, pipe, op, span, key=i))
+        return fr.core.issue(instrs[i])
 
     return run
+
+
+def _slot_mutex_id(c, e: Expr) -> tuple[int, int, int] | None:
+    """(group slot, cursor slot, k) when `e` is `tile_group.mutex_id(group, cursor, k=k)` of
+    two variables (the ids a TileGroup's mutex_ids holds are ints), else None."""
+    if isinstance(e, Call) and e.op == "tile_group.mutex_id" and \
+            all(isinstance(a, Var) for a in e.args[:2]):
+        return c.slot(e.args[0]), c.slot(e.args[1]), e.kwarg("k", 0)
+    return None
 
 
 def _cross_core(c, e: Call) -> Callable:
@@ -240,16 +287,8 @@ def _cross_core(c, e: Call) -> Callable:
     const, ident = _sync_id(c, e, "event_id")
     mode = e.kwarg("sync_mode")
     kind = "xset" if "set_cross" in e.op else "xwait"
-    span, op = e.span, e.op
-    if ident is None:
-        key = (mode, const)
-        return lambda fr: fr.core.issue(Instr(kind, pipe, op, span, key=key))
-
-    def run(fr: Frame):
-        i = int(fr.slots[ident] if type(ident) is int else ident(fr))
-        return fr.core.issue(Instr(kind, pipe, op, span, key=(mode, i)))
-
-    return run
+    return _issue_sync(_SyncInstrs(kind, pipe, e.op, e.span, lambda i: (mode, i)), const,
+                       ident)
 
 
 def _sync_all(c, e: Call) -> Callable:

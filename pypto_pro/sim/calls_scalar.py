@@ -39,16 +39,16 @@ def _make_tile(c, e: Call) -> Fn:
     if t.addr is None:  # (fails at run time, as a tile op on an unplaced tile does)
         return lambda fr: make_rt_tile(t, t.addr)
     geom, valid = TileGeometry.from_tile_type(t, t.addr), initial_valid(t)
-    return lambda fr: RtTile(geom, valid.copy(), t)  # placement fixed: worked out once
+    return lambda fr: RtTile(geom, valid, t)  # placement fixed: worked out once
 
 
 def _make_group(c, e: Call) -> Fn:
     t: TileGroupType = e.type
-
-    def build(fr: Frame) -> RtGroup:
-        return RtGroup([make_rt_tile(t.tile, a) for a in t.addrs], t.mutex_ids)
-
-    return build
+    if any(a is None for a in t.addrs):  # (fails at run time, as `_make_tile`)
+        return lambda fr: RtGroup([make_rt_tile(t.tile, a) for a in t.addrs], t.mutex_ids)
+    geoms = [TileGeometry.from_tile_type(t.tile, a) for a in t.addrs]  # worked out once
+    valid, tile, ids = initial_valid(t.tile), t.tile, t.mutex_ids
+    return lambda fr: RtGroup([RtTile(g, valid, tile) for g in geoms], ids)
 
 
 def _group_get(c, e: Call) -> Fn:
@@ -92,7 +92,7 @@ def _subview(c, e: Call) -> Fn:
                                span)
         addr = g.addr + r0 * g.cols * g.dtype.itemsize
         geom = replace(g, rows=sub.shape[0], cols=sub.shape[1], addr=addr)
-        return RtTile(geom, [min(parent.valid[0] - r0, sub.shape[0]), sub.shape[1]], sub)
+        return RtTile(geom, (min(parent.valid[0] - r0, sub.shape[0]), sub.shape[1]), sub)
 
     return build
 

@@ -346,6 +346,8 @@ class Core:
         self._enqueue(pipe, instr)
 
     def _enqueue(self, pipe: Pipe, instr: Instr) -> None:
+        if instr.kind != "op":  # a sync call site's instruction, shared by its issues
+            instr = instr.copy()
         instr.issue_time = self.time
         instr.seq = next(self._seq)
         if self.engine.observer is not None:

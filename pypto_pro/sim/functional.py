@@ -55,6 +55,10 @@ _S = PipeType.S
 #: what a parking core's generator yields (`issue` returns it for the program's `yield from`)
 _PARK = ("park",)
 _PARK_STEP = (_PARK,)
+#: pipe name → the FIFO entry of a lock granted at issue: such a lock never queues, so only
+#: its pipe is ever read (by its unlock, and by later locks stalling behind it), never its
+#: identity, which tells a queued lock's own request (`Instr.req`) from the others
+_GRANTED = {p._value_: _MutexReq(p) for p in PipeType}
 #: what an op may raise for bad operands; reported as a SimulationError at the op's span
 _OP_ERRORS = (IndexError, ValueError, TypeError, RuntimeError)
 
@@ -170,13 +174,16 @@ class FunctionalCore(Core):
                                   f"({instr.ir_op})", instr.span)
         queue = pipe.queue
         if not queue:  # the common case: nothing stalled on this pipe
-            if instr.kind == "op":
+            kind = instr.kind
+            if kind == "op":
                 if _batches(instr):
                     self._park(instr)
                     return _PARK_STEP
                 self._execute_op(instr)
-                return NOTHING
-            self._sync_now(pipe, instr)
+            elif kind == "unlock":  # the most frequent sync, without the dispatch
+                self._unlock(pipe, instr)
+            else:
+                self._sync_now(pipe, instr)
             return NOTHING
         if len(queue) >= self.engine.queue_depth:
             return self._issue_when_room(pipe, instr)
@@ -198,12 +205,15 @@ class FunctionalCore(Core):
 
     def _queue_behind(self, pipe: Pipe, instr: Instr) -> None:
         """Behind a stalled head: the pipe keeps its order (a lock joins its mutex's FIFO now,
-        at issue, as in the engine)."""
+        at issue, as in the engine). A sync instruction queues as a copy: its call site's is
+        shared, and the queued one keeps its issue order or FIFO place."""
         kind = instr.kind
-        if kind == "lock":
-            self._request(instr)
-        elif kind != "op":
-            self._number(instr)
+        if kind != "op":
+            instr = instr.copy()
+            if kind == "lock":
+                self._request(instr)
+            else:
+                self._number(instr)
         pipe.queue.append(instr)
 
     def _number(self, instr: Instr) -> None:
@@ -221,23 +231,32 @@ class FunctionalCore(Core):
         return req
 
     def _sync_now(self, pipe: Pipe, instr: Instr) -> None:
-        """A sync instruction at an idle pipe: the frequent kinds complete directly (what
-        `_complete_sync` does for them, without its trace and observer work)."""
+        """A sync instruction at an idle pipe. What is decided here (a lock of a free mutex, an
+        unlock, a wait whose flag is set) is a few operations on the core's sync state, as
+        `_complete_sync` does it without its trace and observer work; the rest runs on a copy
+        of the shared instruction, which keeps its issue order or FIFO place if it stalls."""
         kind = instr.kind
-        if kind == "lock":
-            req = self._request(instr)
-            if self.mutex[instr.key][0] is req:
-                return  # granted: every earlier request of the id was released
-        elif kind == "unlock":
+        if kind == "unlock":
             self._unlock(pipe, instr)
             return
+        if kind == "lock":
+            q = self.mutex.get(instr.key)
+            if q is None:
+                self.mutex[instr.key] = deque((_GRANTED[instr.pipe._value_],))
+                return
+            if not q:  # every earlier request of the id was released: granted
+                q.append(_GRANTED[instr.pipe._value_])
+                return
+            instr = instr.copy()  # held: it takes its place in the FIFO
+            self._request(instr)
+        elif kind == "wait_flag" and instr.key in self.flags:
+            self._take_flag(instr.key)  # (never queued: it needs no issue order)
+            return
         else:
+            instr = instr.copy()
             self._number(instr)
             if kind == "set_flag":
                 self._set_flag(instr, 0)
-                return
-            if kind == "wait_flag" and instr.key in self.flags:
-                self._take_flag(instr.key)
                 return
         if self._stalls(pipe, instr):
             self._stalled = True

@@ -159,20 +159,26 @@ class Launch:
     def release(self) -> None:
         """The launch is over: hand its memories (L2 and HBM, the slots' on-chip buffers) to
         the next launch on this SoC, and break the cycles through its cores (`Core.dispose`).
-        The blocks keep their cores for what they printed."""
+        The blocks keep their cores for what they printed. The pool is a stack and a launch
+        takes its memories in slot order, so they go back in reverse: a relaunch gets each
+        slot's memory back (`stream_memo` relies on it)."""
         self.engine.release_memory()
         for core in self.engine.cores:
             core.dispose()
         self.engine.cores = []
-        for slot in self.slots:
-            for memory in slot.memories.values():
+        for slot in reversed(self.slots):
+            for memory in reversed(slot.memories.values()):
                 _IDLE_CORE_MEMORY.setdefault((self.soc.name, memory.kind), []).append(memory)
 
     # ------------------------------------------------------------ operands
     def tile_ref(self, core: Core, tile: RtTile, span: Span, pair: bool, mode: Any) -> Any:
-        """The TileRef(s) of a tile operand, in the memory of the core owning its space."""
+        """The TileRef(s) of a tile operand, in the memory of the core owning its space. The
+        tile keeps the last one it made (`RtTile.last_ref`): a TileRef is never changed once
+        made (a replay rebinding or a deferred write copies it), so issues of a tile whose
+        memory and valid shape are unchanged share one."""
         space = tile.geom.space
-        rows, cols = tile.valid
+        valid = tile.valid
+        rows, cols = valid
         if core.kind == "AIC" and space is MemorySpace.Vec:
             if not core.peers:
                 raise SimulationError("a Vec tile used by the cube needs a mix kernel (the "
@@ -180,13 +186,20 @@ class Launch:
             if pair:
                 return tuple(TileRef(p.memory, tile.geom, rows, cols)
                              for p in self._acc_to_vec_targets(core, mode))
-            return TileRef(core.peers[0].memory, tile.geom, rows, cols)
-        if core.kind == "AIV" and space in CUBE_SPACES:
+            memory = core.peers[0].memory
+        elif core.kind == "AIV" and space in CUBE_SPACES:
             if not core.peers:
                 raise SimulationError(f"a {space.value} tile used by a vector core needs a mix "
                                       f"kernel (the AIC's buffers)", span)
-            return TileRef(core.peers[0].memory, tile.geom, rows, cols)
-        return TileRef(core.memory, tile.geom, rows, cols)
+            memory = core.peers[0].memory
+        else:
+            memory = core.memory
+        memo = tile.last_ref
+        if memo is not None and memo[0] is memory and memo[1] is valid:
+            return memo[2]
+        ref = TileRef(memory, tile.geom, rows, cols)
+        tile.last_ref = (memory, valid, ref)
+        return ref
 
     @staticmethod
     def _acc_to_vec_targets(core: Core, mode: Any) -> list[Core]:

@@ -41,11 +41,14 @@ NOTHING: tuple = ()  # what a statement that does not wait returns (`yield from`
 
 @dataclass(eq=False)
 class RtTile:
-    """A Tile object of the running kernel: placement plus its (mutable) valid shape."""
+    """A Tile object of the running kernel: placement plus its valid shape (a tuple that
+    `set_validshape` replaces). `last_ref` is `Launch.tile_ref`'s memo: (the memory, the valid
+    tuple, the TileRef it made)."""
 
     geom: TileGeometry
-    valid: list[int]
+    valid: tuple[int, int]
     ttype: TileType
+    last_ref: tuple | None = field(default=None, repr=False)
 
 
 @dataclass(eq=False)
@@ -64,9 +67,10 @@ def make_rt_tile(t: TileType, addr: int) -> RtTile:
     return RtTile(TileGeometry.from_tile_type(t, addr), initial_valid(t), t)
 
 
-def initial_valid(t: TileType) -> list[int]:
-    """A new tile's valid shape (its own list: `set_validshape` changes it)."""
-    return [v if v is not None else d for v, d in zip(t.valid_shape, t.shape)]
+def initial_valid(t: TileType) -> tuple[int, int]:
+    """A new tile's valid shape."""
+    rows, cols = (v if v is not None else d for v, d in zip(t.valid_shape, t.shape))
+    return rows, cols
 
 
 # ---------------------------------------------------------------- scalar semantics
@@ -110,6 +114,35 @@ def round_float(value: float, dtype: DataType) -> float:
     return value
 
 
+_DIVISIONS = (BinOp.FloorDiv, BinOp.FloorMod, BinOp.FloatDiv)
+
+
+def _wraps(dt: DataType | None) -> bool:
+    """A binary result of type `dt` wraps at the type's width (`convert_scalar`)."""
+    return dt is not None and dt.is_int and dt is not DataType.INDEX and dt.bits < 64
+
+
+def _reader(s: int | Callable[[Frame], Any]) -> Callable[[Frame], Any]:
+    """The closure of a `_Compiler.slot_or_expr` result."""
+    if type(s) is int:
+        return lambda fr: fr.slots[s]
+    return s
+
+
+def _binary_const(op: Callable[[Any, Any], Any], a: int | Callable[[Frame], Any], rhs: Any,
+                  dt: DataType | None) -> Callable[[Frame], Any]:
+    """`a op rhs` for a constant `rhs` (a nonzero divisor; no float rounding) and `a` a slot
+    or a closure (`_Compiler.slot_or_expr`): the hot index arithmetic (`i * 128`,
+    `(c + 1) % 2`), with fewer closure calls per evaluation."""
+    if _wraps(dt):
+        if type(a) is int:
+            return lambda fr: convert_scalar(op(fr.slots[a], rhs), dt)
+        return lambda fr: convert_scalar(op(a(fr), rhs), dt)
+    if type(a) is int:
+        return lambda fr: op(fr.slots[a], rhs)
+    return lambda fr: op(a(fr), rhs)
+
+
 # ---------------------------------------------------------------- the compiler
 
 
@@ -131,8 +164,7 @@ class _Compiler:
     # ------------------------------------------------------------ expressions
     def expr(self, e: Expr) -> Callable[[Frame], Any]:
         if isinstance(e, Var):
-            i = self.slot(e)
-            return lambda fr: fr.slots[i]
+            return _reader(self.slot(e))
         if isinstance(e, (ConstInt, ConstFloat, ConstBool, ConstStr, EnumConst)):
             v = e.value
             return lambda fr: v
@@ -175,14 +207,18 @@ class _Compiler:
         if all(isinstance(x, consts) for x in e.elements):
             value = tuple(x.value for x in e.elements)
             return lambda fr: value
-        fs = [self.expr(x) for x in e.elements]
-        if len(fs) == 2:
-            f0, f1 = fs
+        if len(e.elements) == 2:
+            s0, s1 = (self.slot_or_expr(x) for x in e.elements)
+            if type(s0) is int and type(s1) is int:  # tile offsets: two variables
+                return lambda fr: (fr.slots[s0], fr.slots[s1])
+            f0, f1 = _reader(s0), _reader(s1)
             return lambda fr: (f0(fr), f1(fr))
+        fs = [self.expr(x) for x in e.elements]
         return lambda fr: tuple([f(fr) for f in fs])
 
     def binary(self, e: BinaryExpr) -> Callable[[Frame], Any]:
-        a, b = self.expr(e.lhs), self.expr(e.rhs)
+        lhs = self.slot_or_expr(e.lhs)
+        a, b = _reader(lhs), self.expr(e.rhs)
         if e.op is BinOp.And:
             return lambda fr: bool(a(fr)) and bool(b(fr))
         if e.op is BinOp.Or:
@@ -191,7 +227,10 @@ class _Compiler:
         dt = e.type.dtype if isinstance(e.type, ScalarType) else None
         rounded = dt if dt is not None and dt.is_float and dt.bits < 64 else None
         span = e.span
-        if e.op in (BinOp.FloorDiv, BinOp.FloorMod, BinOp.FloatDiv):
+        if isinstance(e.rhs, (ConstInt, ConstFloat, ConstBool)) and rounded is None and not (
+                e.rhs.value == 0 and e.op in _DIVISIONS):
+            return _binary_const(op, lhs, e.rhs.value, dt)
+        if e.op in _DIVISIONS:
             def div(fr: Frame) -> Any:
                 rhs = b(fr)
                 if rhs == 0:
@@ -201,7 +240,7 @@ class _Compiler:
                                                                            rounded)
 
             return div
-        if dt is not None and dt.is_int and dt is not DataType.INDEX and dt.bits < 64:
+        if _wraps(dt):
             return lambda fr: convert_scalar(op(a(fr), b(fr)), dt)
         if rounded is not None:
             return lambda fr: round_float(op(a(fr), b(fr)), rounded)
@@ -253,13 +292,20 @@ class _Compiler:
         conv = s.var.type.dtype if isinstance(s.var.type, ScalarType) and \
             isinstance(s.value.type, ScalarType) and s.value.type != s.var.type else None
 
-        def run(fr: Frame) -> tuple:
-            v = f(fr)
-            fr.slots[i] = v if conv is None else convert_scalar(v, conv)
+        if conv is None:
+            def run(fr: Frame) -> tuple:
+                fr.slots[i] = f(fr)
+                fr.core.time += 1
+                return NOTHING
+
+            return run
+
+        def run_converted(fr: Frame) -> tuple:
+            fr.slots[i] = convert_scalar(f(fr), conv)
             fr.core.time += 1
             return NOTHING
 
-        return run
+        return run_converted
 
     def s_EvalStmt(self, s: EvalStmt):
         from .calls_issue import compile_effect
