@@ -4,18 +4,24 @@ from its recording and the scheduler's result.
 Values: walk the scheduler's order of op starts and finishes. At a start the op runs on its
 operands as they are then (`engine.start_op`: deferred writes, late GM snapshots), at a finish
 its writes land (`engine.land_writes`), exactly as the Python engine does at the same points
-of the same order, so a racy kernel computes what it computes there.
+of the same order, so a racy kernel computes what it computes there. When no op ever starts
+while an op writing memory it touches runs (`scheduler_native.first_race` over the ops'
+`footprints`), reading at the start and writing at the finish is the same as doing both at
+the start: the replay is eager, calling each op directly at its start (`PATHS` counts which).
 """
 from __future__ import annotations
 
 import copy
+from collections import Counter
 from itertools import repeat
 from typing import Any
 
 import numpy as np
 
+from ..errors import SimulationError
 from .engine import Engine, Pipe, land_writes, start_op
 from .memory import TileRef
+from .ops import IMPLS
 
 _KIND_NAMES = np.array(["instr", "sync", "stall"], dtype=object)
 _REASONS = ("", "hbm", "flag", "mutex", "cross_core", "queue", "barrier", "sync_all")
@@ -27,6 +33,8 @@ _PIPE_NAMES = np.array(["MTE1", "MTE2", "MTE3", "M", "FIX", "V", "S"], dtype=obj
 _IDS_INSTR, _IDS_BLOCKED, _IDS_MUTEX, _IDS_QUEUE, _IDS_BARRIER, _IDS_SYNC_ALL = \
     -1, -2, -16, -64, -128, -256
 _ROW_STALL = 2
+#: launches whose values each replay ran ("eager", "deferred"): what the tests look at
+PATHS: Counter[str] = Counter()
 
 
 class _Running:
@@ -51,8 +59,43 @@ class _Views:
         self.gm_views: dict[int, list[_Running]] = {}
 
 
-def run_values(rec: Any, sched: Any) -> None:
-    """Run every op at its start and land its writes at its finish, in the schedule's order."""
+def run_values(rec: Any, sched: Any, eager: bool) -> None:
+    """Run every op at its start and land its writes at its finish, in the schedule's order
+    (`eager`: the schedule has no race, so the writes land at the start)."""
+    PATHS["eager" if eager else "deferred"] += 1
+    if eager:
+        _run_eager(rec, sched)
+    else:
+        _run_deferred(rec, sched)
+
+
+def _run_eager(rec: Any, sched: Any) -> None:
+    """Every op at its start. (Runs of starts of one op on several cores through
+    `ops.run_grouped` measured no faster: the runs are short, and the batch key costs each
+    op.)"""
+    instrs = rec.instrs
+    rebind = _rebinding(rec, sched)
+    events = sched.events
+    for e in events[events >= 0].tolist():
+        if rebind:
+            instr = instrs[e]
+            instr.args = [_rebind(a, rebind) for a in instr.args]
+        _run_op(rec, e)
+
+
+def _run_op(rec: Any, e: int) -> None:
+    """Instruction `e` on its operands as they are now (an error as `start_op` reports it)."""
+    instr = rec.instrs[e]
+    try:
+        IMPLS[instr.ir_op](instr.args, instr.kwargs)
+    except SimulationError:
+        raise
+    except (IndexError, ValueError, TypeError, RuntimeError) as err:
+        label = [c.label for block in rec.cores for c in block][_streams(rec)[e]]
+        raise SimulationError(f"{instr.ir_op} on {label}: {err}", instr.span) from err
+
+
+def _run_deferred(rec: Any, sched: Any) -> None:
     instrs = rec.instrs
     rebind = _rebinding(rec, sched)
     labels = _labels(rec)
@@ -75,11 +118,16 @@ def run_values(rec: Any, sched: Any) -> None:
                 land_writes(views, held)
 
 
+def _streams(rec: Any) -> list[int]:
+    """Per instruction, the stream (a core of a block) that issued it."""
+    starts = np.array(rec.inst_stream_start + [len(rec.instrs)], dtype=np.int64)
+    return np.repeat(np.arange(len(starts) - 1), np.diff(starts)).tolist()
+
+
 def _labels(rec: Any) -> list[str]:
     """Per instruction, the label of the core that issued it (an op error names it)."""
     labels = np.array([c.label for block in rec.cores for c in block], dtype=object)
-    starts = np.array(rec.inst_stream_start + [len(rec.instrs)], dtype=np.int64)
-    return np.repeat(labels, np.diff(starts)).tolist()
+    return labels[_streams(rec)].tolist()
 
 
 def _rebinding(rec: Any, sched: Any) -> dict[int, Any]:

@@ -13,11 +13,13 @@
 // the caller then runs the Python engine, which gives the exact message.
 #include "l2_model.cpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <deque>
 #include <queue>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -736,6 +738,119 @@ struct Sched {
     }
 };
 
+// ---- the eager-replay check (footprints.py; keep FP_W in sync) ----
+// A footprint: the bytes [first + i * stride, first + i * stride + len) for i < rows of one
+// memory (on-chip buffer or GM storage), read or written by one op.
+constexpr int FP_W = 6;  // write, space, first, rows, stride, len
+struct Footprint { int64_t write, space, first, rows, stride, len; };
+
+int64_t floor_div(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
+int64_t ceil_div(int64_t a, int64_t b) { return -floor_div(-a, b); }
+
+// Does a row of `f` meet the byte range [a, b)?
+bool rows_meet(const Footprint& f, int64_t a, int64_t b) {
+    if (f.rows <= 1 || f.stride <= 0) return f.first < b && a < f.first + f.len;
+    const int64_t lo = std::max<int64_t>(0, floor_div(a - f.len - f.first, f.stride) + 1);
+    const int64_t hi = std::min<int64_t>(f.rows - 1, ceil_div(b - f.first, f.stride) - 1);
+    return lo <= hi;
+}
+
+int64_t extent_end(const Footprint& f) {
+    return f.first + (f.rows > 1 ? (f.rows - 1) * f.stride : 0) + f.len;
+}
+
+// Do two footprints share a byte? Exact for a range against rows and for rows of one stride;
+// rows of different strides are tested row by row (conservatively "yes" past a limit).
+bool overlaps(const Footprint& x, const Footprint& y) {
+    if (x.space != y.space || x.len <= 0 || y.len <= 0) return false;
+    if (extent_end(x) <= y.first || extent_end(y) <= x.first) return false;
+    if (x.rows <= 1 || x.stride <= 0) return rows_meet(y, x.first, extent_end(x));
+    if (y.rows <= 1 || y.stride <= 0) return rows_meet(x, y.first, extent_end(y));
+    if (x.stride == y.stride) {  // rows i of x and j of y meet iff -x.len < d + (i - j) t < y.len
+        const int64_t t = x.stride, d = x.first - y.first;
+        const int64_t lo = std::max<int64_t>(-(y.rows - 1), floor_div(-x.len - d, t) + 1);
+        const int64_t hi = std::min<int64_t>(x.rows - 1, ceil_div(y.len - d, t) - 1);
+        return lo <= hi;
+    }
+    const Footprint& few = x.rows <= y.rows ? x : y;
+    const Footprint& other = x.rows <= y.rows ? y : x;
+    if (few.rows > (int64_t{1} << 16)) return true;
+    for (int64_t i = 0; i < few.rows; ++i) {
+        const int64_t a = few.first + i * few.stride;
+        if (rows_meet(other, a, a + few.len)) return true;
+    }
+    return false;
+}
+
+// The first op start (in the schedule's event order) that touches memory an op still running
+// writes: out = (running op, starting op), or (op, op) for an op with two writes whose
+// footprints meet its others (the op library reads before it writes, but within one op only
+// a single written operand is taken on trust). Returns 1 when there is one, else 0 (out -1s).
+// index: per op (instruction, its first int in fps), in instruction order.
+int64_t first_race(const int64_t* events, int64_t n_events, const int64_t* fps, int64_t n_fps,
+                   const int64_t* index, int64_t n_ops, int64_t n_instrs, int64_t* out) {
+    auto fp = [&](int64_t k) {
+        const int64_t* r = fps + FP_W * k;
+        return Footprint{r[0], r[1], r[2], r[3], r[4], r[5]};
+    };
+    std::vector<int64_t> fp_off(static_cast<size_t>(n_instrs), 0);  // per instruction, its
+    std::vector<int64_t> fp_end(static_cast<size_t>(n_instrs), 0);  // footprint rows
+    for (int64_t j = 0; j < n_ops; ++j) {
+        const int64_t i = index[2 * j];
+        fp_off[static_cast<size_t>(i)] = index[2 * j + 1] / FP_W;
+        fp_end[static_cast<size_t>(i)] = (j + 1 < n_ops ? index[2 * j + 3] : n_fps) / FP_W;
+    }
+    int64_t n_spaces = 0;
+    for (int64_t k = 0; k < n_fps / FP_W; ++k)
+        n_spaces = std::max(n_spaces, fps[FP_W * k + 1] + 1);
+    // per memory, the write footprints of the ops between their start and finish: (op, row)
+    std::vector<std::vector<std::pair<int64_t, int64_t>>> writers(static_cast<size_t>(n_spaces));
+    out[0] = out[1] = -1;
+    for (int64_t n = 0; n < n_events; ++n) {
+        const int64_t e = events[n];
+        if (e < 0) {
+            const int64_t i = ~e;
+            for (int64_t k = fp_off[i]; k < fp_end[i]; ++k) {
+                if (!fps[FP_W * k]) continue;
+                auto& list = writers[static_cast<size_t>(fps[FP_W * k + 1])];
+                for (auto& w : list)
+                    if (w.first == i && w.second == k) {
+                        w = list.back();
+                        list.pop_back();
+                        break;
+                    }
+            }
+            continue;
+        }
+        const int64_t b0 = fp_off[e], b1 = fp_end[e];
+        int writes = 0;
+        for (int64_t k = b0; k < b1; ++k) writes += fps[FP_W * k] != 0;
+        if (writes > 1) {
+            for (int64_t k = b0; k < b1; ++k) {
+                if (!fps[FP_W * k]) continue;
+                const Footprint w = fp(k);
+                for (int64_t j = b0; j < b1; ++j)
+                    if (j != k && overlaps(w, fp(j))) {
+                        out[0] = out[1] = e;
+                        return 1;
+                    }
+            }
+        }
+        for (int64_t k = b0; k < b1; ++k) {
+            const Footprint f = fp(k);
+            for (const auto& w : writers[static_cast<size_t>(f.space)])
+                if (overlaps(fp(w.second), f)) {
+                    out[0] = w.first;
+                    out[1] = e;
+                    return 1;
+                }
+        }
+        for (int64_t k = b0; k < b1; ++k)
+            if (fps[FP_W * k]) writers[static_cast<size_t>(fps[FP_W * k + 1])].push_back({e, k});
+    }
+    return 0;
+}
+
 }  // namespace
 
 extern "C" {
@@ -808,5 +923,19 @@ void pypto_sched_copy(void* h, int64_t* rows, int64_t* events, int64_t* started)
 }
 
 void pypto_sched_free(void* h) { delete static_cast<Sched*>(h); }
+
+// The eager-replay check over a schedule's events (see first_race): fps FP_W int64 per
+// footprint (n_fps int64 in all), index 2 int64 per op; out[2].
+int64_t pypto_sched_first_race(const int64_t* events, int64_t n_events, const int64_t* fps,
+                               int64_t n_fps, const int64_t* index, int64_t n_ops,
+                               int64_t n_instrs, int64_t* out) {
+    return first_race(events, n_events, fps, n_fps, index, n_ops, n_instrs, out);
+}
+
+// One footprint test (for the tests of the overlap arithmetic): a and b FP_W int64 each.
+int64_t pypto_sched_overlaps(const int64_t* a, const int64_t* b) {
+    return overlaps(Footprint{a[0], a[1], a[2], a[3], a[4], a[5]},
+                    Footprint{b[0], b[1], b[2], b[3], b[4], b[5]});
+}
 
 }  // extern "C"

@@ -5,7 +5,8 @@ ctypes. `PYPTOPRO_SIM_ENGINE` picks the timed engine: `python` always runs `engi
 it is ready.
 
 `schedule` is one ctypes call per launch over flat int64 arrays (the recorded streams), then
-one to size and one to copy the results out.
+one to size and one to copy the results out; `first_race` one more over the schedule's events
+and the ops' footprints (`footprints`): may the replay run the ops eagerly?
 """
 from __future__ import annotations
 
@@ -16,10 +17,11 @@ from pathlib import Path
 import numpy as np
 
 from . import l2_native
+from .footprints import FP_W
 from .native_build import BackgroundLibrary
 
 ENV_ENGINE = "PYPTOPRO_SIM_ENGINE"
-FORMAT = 1
+FORMAT = 2
 _HERE = Path(__file__).parent
 ROW_W = 10  # scheduler.cpp ROW_W: uid, pipe, row kind, instr, start, end, ids, reason, flow, role
 
@@ -31,6 +33,9 @@ def _declare(lib: ctypes.CDLL) -> ctypes.CDLL:
     lib.pypto_sched_sizes.argtypes, lib.pypto_sched_sizes.restype = (ptr, ptr), None
     lib.pypto_sched_copy.argtypes, lib.pypto_sched_copy.restype = (ptr, ptr, ptr, ptr), None
     lib.pypto_sched_free.argtypes, lib.pypto_sched_free.restype = (ptr,), None
+    lib.pypto_sched_first_race.argtypes = (ptr, i64, ptr, i64, ptr, i64, i64, ptr)
+    lib.pypto_sched_first_race.restype = i64
+    lib.pypto_sched_overlaps.argtypes, lib.pypto_sched_overlaps.restype = (ptr, ptr), i64
     return l2_native.declare(lib)  # its L2 model, for a `NativeL2` over this library
 
 
@@ -81,3 +86,23 @@ def schedule(lib: ctypes.CDLL, cfg: np.ndarray, hbm_rate: float, l2_handle: ctyp
         lib.pypto_sched_free(handle)
     return Schedule(int(sizes[3]), rows, events, started, int(sizes[4]),
                     tuple(int(x) for x in sizes[6:11]))
+
+
+def first_race(lib: ctypes.CDLL, events: np.ndarray, table: np.ndarray, index: np.ndarray,
+               n_instrs: int) -> tuple[int, int] | None:
+    """The first (running op, starting op) of `events` where the starting op touches memory
+    the running one writes (`footprints.Footprints`: int64 `table`, FP_W per footprint, and
+    `index`, per op its instruction and first int), or None: then running every op at its
+    start gives the values of reading at the start and writing at the finish."""
+    out = np.empty(2, dtype=np.int64)
+    rows = table if len(table) else np.zeros(FP_W, dtype=np.int64)
+    pairs = index if len(index) else np.zeros(2, dtype=np.int64)
+    found = lib.pypto_sched_first_race(_at(events), len(events), _at(rows), len(table),
+                                       _at(pairs), len(index) // 2, n_instrs, _at(out))
+    return (int(out[0]), int(out[1])) if found else None
+
+
+def overlaps(lib: ctypes.CDLL, a: tuple[int, ...], b: tuple[int, ...]) -> bool:
+    """Whether footprints `a` and `b` (FP_W ints each) share a byte (scheduler.cpp)."""
+    x, y = np.array(a, dtype=np.int64), np.array(b, dtype=np.int64)
+    return bool(lib.pypto_sched_overlaps(_at(x), _at(y)))

@@ -12,7 +12,9 @@
    slots, the L2 counters, or an error code.
 3. Replay (`replay`): walks the starts and finishes, running each op on its operands at its
    start and landing its writes at its end, as `Core._run_op` / `Pipe.finish` do: same order,
-   same values, races included.
+   same values, races included. Recording also notes the memory each op reads and writes
+   (`footprints`): when the schedule shows no op starting on memory a running op writes, the
+   replay runs the ops eagerly, at their starts.
 
 A launch goes this way when it is eligible (`Ineligible`: a sanitizer, scalar reads of memory,
 setval, dump, SIMT launches and VF sections, whose cost needs the values; no L2) and the
@@ -36,6 +38,7 @@ from . import replay, scheduler_native
 from .calls_issue import Instr
 from .cost_model import VF_SECTION, op_cost
 from .engine import AIC_PIPES, AIV_PIPES, Core, _flag_ids, hw_op
+from .footprints import Footprints
 from .l2_native import ENV_L2, NativeL2
 from .memory_system import MemoryStats
 from .program import NOTHING
@@ -149,6 +152,7 @@ class Recording:
         self.members = [0] * len(CORE_TYPES)
         self.cores: list[list[RecordingCore]] = []  # per block
         self.placeholders: dict[int, tuple[int, str]] = {}  # id → (block, memory key)
+        self.footprints = Footprints()  # what each instruction reads and writes
 
     def storage(self, storage: tuple[int, int]) -> int:
         found = self.storages.get(storage[0])
@@ -216,6 +220,7 @@ class RecordingCore:
                     rec.n_lines += n
             rec.inst_meta.append(site[0])
             rec.op_costs.append((cost.bytes, cost.flops))
+            rec.footprints.add(i, instr.ir_op, instr.args, instr.kwargs, gm)
         else:
             key = instr.key
             found = self.sync_sites.get((instr.kind, id(instr.span), id(key), id(instr.pipe)))
@@ -401,7 +406,10 @@ def _run(launch: Any, lib: Any, rec: Recording) -> list | None:
         memory.reset()
         return None
     if not eng.timing_only:
-        replay.run_values(rec, sched)
+        fp = rec.footprints
+        race = scheduler_native.first_race(lib, sched.events, np.frombuffer(fp.table, np.int64),
+                                           np.frombuffer(fp.index, np.int64), len(rec.instrs))
+        replay.run_values(rec, sched, eager=race is None)
     eng.instructions = sched.instructions
     rec.sites.small[_size_key(launch)] = len(rec.instrs) < SMALL
     memory.stats = MemoryStats(*sched.l2_stats)

@@ -42,9 +42,9 @@ def _interrupt_the_ops(engine: str, monkeypatch) -> _InterruptAfter:
     if engine == "python":
         interrupt = _InterruptAfter(12, Core._run_op)
         monkeypatch.setattr(Core, "_run_op", lambda self, *a: interrupt(self, *a))
-    else:  # the stream engine's replay runs each op through `start_op`
-        interrupt = _InterruptAfter(12, replay.start_op)
-        monkeypatch.setattr(replay, "start_op", interrupt)
+    else:  # the stream engine's eager replay runs each op through `_run_op`
+        interrupt = _InterruptAfter(12, replay._run_op)
+        monkeypatch.setattr(replay, "_run_op", interrupt)
     return interrupt
 
 

@@ -71,8 +71,10 @@ def test_a_store_landing_during_a_load_of_its_window_is_not_seen(monkeypatch, si
     load = ev[(ev.op == "TLOAD") & (ev.line == ev[ev.op == "TLOAD"].line.max())].iloc[0]
     store = ev[ev.op == "TSTORE"].iloc[0]
     assert load.start < store.end < load.end  # the race this test is about did happen
-    # the racing load copied its window when the store landed; the first (x) never did
-    assert taken == [pl.PipeType.MTE2]
+    # the racing load copied its window when the store landed; the first (x) never did. The
+    # stream engine replays this kernel eagerly (the load only reads g: no tile race), so the
+    # load reads g at its start with no copy (test_eager_replay covers its deferred replay)
+    assert taken == ([pl.PipeType.MTE2] if sim_engine == "python" else [])
     assert torch.equal(out, torch.full((128, 128), 2.0))
     assert torch.equal(g[:64, :64], x) and torch.equal(g[64:], torch.full((64, 128), 2.0))
 
