@@ -58,14 +58,18 @@ from pypto_pro.errors import PyptoError
 from pypto_pro.examples import load
 from pypto_pro.runtime.backends import register_backend, use_backend
 from pypto_pro.runtime.backends.sim import SimBackend
+from pypto_pro.sim import stream_memo
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
 SIM_LATEST = RESULTS / "sim_latest.md"
 README = HERE / "README.md"
 SECTION = "bench_triton"
-BACKENDS = ("sim", "sim-func", "native", "triton", "torch")
-LABELS = {"sim": "sim (timing)", "sim-func": "sim functional-only", "native": "native",
+BACKENDS = ("sim", "sim-new", "sim-func", "native", "triton", "torch")
+#: "sim": a relaunch (the stream engine replays its kept schedule, `sim.stream_memo`);
+#: "sim-new": the same launch with the memo cleared first, as a new shape or kernel runs
+LABELS = {"sim": "sim (timing)", "sim-new": "sim (timing), new launch",
+          "sim-func": "sim functional-only", "native": "native",
           "triton": "Triton interpreter", "torch": "torch CPU"}
 TARGET_VS_TRITON = 20.0  # sim with timing ≥ 20× faster than the interpreter
 TARGET_FUNC_VS_TORCH = {"add_fp16": 5.0, "matmul_2048": 2.0}  # functional-only ≤ k× torch
@@ -217,6 +221,12 @@ def _launcher(w: Workload, backend: str) -> Callable[[tuple], Any]:
         return w.triton
     if backend == "torch":
         return lambda a: a[w.out_index].copy_(w.reference(a))
+    if backend == "sim-new":
+        def new(a: tuple) -> None:
+            stream_memo.clear()
+            with use_backend("sim"):
+                w.ours(a)
+        return new
 
     def ours(a: tuple) -> None:
         with use_backend(backend):
@@ -237,7 +247,7 @@ def measure(w: Workload, backend: str, runs: int) -> Cell:
         ref = w.reference(args)
         err = (args[w.out_index].float() - ref.float()).abs().max().item()
         cell.max_err, cell.correct = err, err <= w.atol
-        if backend == "sim":
+        if backend in ("sim", "sim-new"):
             trace = w.kernel.last_trace
             cell.instructions = int(dict(trace.meta.extra)["instructions"])
             cell.sim_us = trace.duration_us
@@ -264,7 +274,9 @@ def launch_overhead(backends: tuple[str, ...], n: int) -> dict[str, float]:
             fn, reps = (lambda: torch.add(x, y, out=z)), n * 4
         else:
             def fn(b=b):
-                with use_backend(b):
+                if b == "sim-new":
+                    stream_memo.clear()
+                with use_backend("sim" if b == "sim-new" else b):
                     ex.add_kernel[None, 1](x, y, z)
             reps = n
         for _ in range(3):
@@ -395,21 +407,23 @@ def tables(ws: list[Workload], cells: dict, overhead: dict, scale: dict | None,
            fidelity: list[dict]) -> str:
     out = ["### Wall time per launch, ms (median)", "",
            "| workload | tiles | " + " | ".join(LABELS[b] for b in BACKENDS) +
-           " | Triton / sim | Triton / functional | functional / torch | native / torch |",
-           "|---|---:|" + "---:|" * (len(BACKENDS) + 4)]
+           " | Triton / sim | Triton / sim new launch | Triton / functional | functional / torch"
+           " | native / torch |",
+           "|---|---:|" + "---:|" * (len(BACKENDS) + 5)]
     for w in ws:
         c = cells[w.key]
         func_target = TARGET_FUNC_VS_TORCH.get(w.key)
         out.append(
             f"| {w.title} | {w.tiles:,} | " + " | ".join(_ms(c.get(b)) for b in BACKENDS) +
             f" | {_fmt_ratio(_ratio(c.get('triton'), c.get('sim')), TARGET_VS_TRITON)}"
+            f" | {_fmt_ratio(_ratio(c.get('triton'), c.get('sim-new')), TARGET_VS_TRITON)}"
             f" | {_fmt_ratio(_ratio(c.get('triton'), c.get('sim-func')))}"
             f" | {_fmt_ratio(_ratio(c.get('sim-func'), c.get('torch')), func_target, False)}"
             f" | {_fmt_ratio(_ratio(c.get('native'), c.get('torch')))} |")
     out += ["", "### Simulator detail and memory", "",
             ("| workload | simulated µs | instructions | instr/s (timing) | "
              "instr/s (functional) | runs | native first launch s (compile) | "
-             "max err sim / func / native / Triton | peak RSS MiB sim / func / native / "
+             "max err sim / func / native / Triton | peak RSS MiB sim / new / func / native / "
              "Triton / torch |"),
             "|---|---:|---:|---:|---:|---:|---:|---|---|"]
     for w in ws:
@@ -434,7 +448,7 @@ def tables(ws: list[Workload], cells: dict, overhead: dict, scale: dict | None,
                 "|" + "---:|" * len(overhead),
                 "| " + " | ".join(
                     f"{v:.3f} ms" + ((" ✓" if v <= TARGET_LAUNCH_MS else " ✗")
-                                     if b == "sim" else "")
+                                     if b in ("sim", "sim-new") else "")
                     for b, v in overhead.items()) + " |"]
     if scale:
         sf, df = scale["size_fit"], scale["dim_fit"]
@@ -470,6 +484,7 @@ def chart(ws: list[Workload], cells: dict, scale: dict | None, path: Path) -> No
     names = [w.key for w in ws]
     top = TARGET_VS_TRITON
     for label, num, den in (("Triton / sim (timing)", "triton", "sim"),
+                            ("Triton / sim (timing), new launch", "triton", "sim-new"),
                             ("Triton / sim functional", "triton", "sim-func"),
                             ("sim functional / torch", "sim-func", "torch"),
                             ("native / torch", "native", "torch")):
@@ -562,8 +577,8 @@ def main() -> None:
     summary = (f"Whole run {time.perf_counter() - started:.0f} s on {environment(load_start)}. "
                f"Medians of {opts.runs} runs after a small-shape and a checked full-size "
                f"warm-up; {SLOW_RUNS} runs where the warm-up took > {SLOW_S:.0f} s and 2 for "
-               f"Triton's matmul 2048³ (see the runs column, order sim / functional / native / "
-               f"Triton / torch).")
+               f"Triton's matmul 2048³ (see the runs column, order sim / sim new launch / "
+               f"functional / native / Triton / torch).")
     print(text)
     print()
     print(summary)

@@ -73,13 +73,8 @@ def _run_eager(rec: Any, sched: Any) -> None:
     """Every op at its start. (Runs of starts of one op on several cores through
     `ops.run_grouped` measured no faster: the runs are short, and the batch key costs each
     op.)"""
-    instrs = rec.instrs
-    rebind = _rebinding(rec, sched)
     events = sched.events
     for e in events[events >= 0].tolist():
-        if rebind:
-            instr = instrs[e]
-            instr.args = [_rebind(a, rebind) for a in instr.args]
         _run_op(rec, e)
 
 
@@ -97,15 +92,12 @@ def _run_op(rec: Any, e: int) -> None:
 
 def _run_deferred(rec: Any, sched: Any) -> None:
     instrs = rec.instrs
-    rebind = _rebinding(rec, sched)
     labels = _labels(rec)
     views = _Views()
     running: dict[int, _Running] = {}
     for e in sched.events.tolist():
         if e >= 0:
             instr = instrs[e]
-            if rebind:
-                instr.args = [_rebind(a, rebind) for a in instr.args]
             writes: list = []
             _, view = start_op(instr, labels[e], writes)
             if writes or view is not None:
@@ -130,14 +122,19 @@ def _labels(rec: Any) -> list[str]:
     return labels[_streams(rec)].tolist()
 
 
-def _rebinding(rec: Any, sched: Any) -> dict[int, Any]:
-    """id(placeholder memory) → the slot memory its block ran on (blocks of later waves)."""
+def rebind(rec: Any, sched: Any) -> None:
+    """Point the tiles of the blocks of later waves, recorded on placeholder memories, at the
+    slot memories the schedule ran them on (once per recording: its instructions keep them)."""
     if not rec.placeholders:
-        return {}
+        return
     slot_of = dict(sched.started.tolist())
     slots = rec.launch.slots
-    return {pid: slots[slot_of[b]].memories[k] for pid, (b, k) in rec.placeholders.items()
-            if b in slot_of}
+    memories = {pid: slots[slot_of[b]].memories[k] for pid, (b, k) in rec.placeholders.items()
+                if b in slot_of}
+    for instr in rec.instrs:
+        if instr.kind == "op":
+            instr.args = [_rebind(a, memories) for a in instr.args]
+    rec.placeholders = {}
 
 
 def _rebind(arg: Any, rebind: dict[int, Any]) -> Any:

@@ -34,7 +34,7 @@ from ..errors import SimulationError
 from ..ir.attrs import CrossCoreSyncMode, SyncCoreType
 from ..ir.span import Span
 from ..ir.types import PipeType
-from . import replay, scheduler_native
+from . import replay, scheduler_native, stream_memo
 from .calls_issue import Instr
 from .cost_model import VF_SECTION, op_cost
 from .engine import AIC_PIPES, AIV_PIPES, Core, _flag_ids, hw_op
@@ -152,6 +152,7 @@ class Recording:
         self.members = [0] * len(CORE_TYPES)
         self.cores: list[list[RecordingCore]] = []  # per block
         self.placeholders: dict[int, tuple[int, str]] = {}  # id → (block, memory key)
+        self.table_rows: np.ndarray | None = None  # `table` as [instructions, 10]
         self.footprints = Footprints()  # what each instruction reads and writes
 
     def storage(self, storage: tuple[int, int]) -> int:
@@ -368,21 +369,29 @@ def _size_key(launch: Any) -> tuple:
 
 def run(launch: Any) -> list | None:
     """Run `launch` on the stream engine; its blocks, or None when the Python engine must run
-    it (then nothing has changed: no GM write, no trace row, an empty L2)."""
+    it (then nothing has changed: no GM write, no trace row, an empty L2). A relaunch replays
+    the kernel's kept recording and schedule (`stream_memo`)."""
     lib = _library(launch)
     if lib is None or launch.block_dim < 1:
         return None
-    rec = Recording(launch)
-    try:
-        return _run(launch, lib, rec)
-    finally:
-        launch.sync_groups.clear()  # (recording made them; the Python engine starts afresh)
-        for cores in rec.cores:
-            for core in cores:
-                core.dispose()
+    entry = stream_memo.lookup(launch)
+    if entry is None:
+        rec = Recording(launch)
+        try:
+            entry = _recorded(launch, lib, rec)
+        finally:
+            launch.sync_groups.clear()  # (recording made them; the Python engine starts afresh)
+            for cores in rec.cores:
+                for core in cores:
+                    core.dispose()
+        if entry is None:
+            return None
+    return _replayed(launch, entry)
 
 
-def _run(launch: Any, lib: Any, rec: Recording) -> list | None:
+def _recorded(launch: Any, lib: Any, rec: Recording) -> stream_memo.Entry | None:
+    """Record and schedule `launch` and check its schedule for races; the kept entry, or None
+    when the Python engine must run it."""
     try:
         record(rec)
     except Exception:  # noqa: BLE001 - the Python engine raises it again, with its context
@@ -395,24 +404,34 @@ def _run(launch: Any, lib: Any, rec: Recording) -> list | None:
     cfg = np.array([_KERNEL_CODE[launch.kernel_type], launch.block_dim, len(launch.slots),
                     soc.pipe_queue_depth, soft, len(rec.cores[0]), memory.line,
                     memory.miss_extra, *rec.members], dtype=np.int64)
-    table = np.frombuffer(rec.table, dtype=np.int64).reshape(-1, 10)
+    rec.table_rows = np.frombuffer(rec.table, dtype=np.int64).reshape(-1, 10)
     lines = np.concatenate(rec.lines).astype(np.int64, copy=False) if rec.lines else \
         np.zeros(1, dtype=np.int64)
     sched = scheduler_native.schedule(
         lib, cfg, memory.hbm_rate, memory.l2._handle, np.array(rec.stream_off, dtype=np.int64),
         np.array(rec.stream_info, dtype=np.int64), np.frombuffer(rec.records, dtype=np.int64),
-        table, lines, np.array(rec.storage_bytes or [0], dtype=np.int64))
+        rec.table_rows, lines, np.array(rec.storage_bytes or [0], dtype=np.int64))
     if sched.error:  # the Python engine runs it again for the exact error
         memory.reset()
         return None
-    if not eng.timing_only:
-        fp = rec.footprints
-        race = scheduler_native.first_race(lib, sched.events, np.frombuffer(fp.table, np.int64),
-                                           np.frombuffer(fp.index, np.int64), len(rec.instrs))
-        replay.run_values(rec, sched, eager=race is None)
-    eng.instructions = sched.instructions
+    fp = rec.footprints
+    race = scheduler_native.first_race(lib, sched.events, np.frombuffer(fp.table, np.int64),
+                                       np.frombuffer(fp.index, np.int64), len(rec.instrs))
+    replay.rebind(rec, sched)
     rec.sites.small[_size_key(launch)] = len(rec.instrs) < SMALL
-    memory.stats = MemoryStats(*sched.l2_stats)
+    rec.launch = rec.lines = rec.footprints = None  # (what the entry must not keep alive)
+    return stream_memo.store(launch, rec, sched, safe=race is None)
+
+
+def _replayed(launch: Any, entry: stream_memo.Entry) -> list:
+    """The values (unless timing only), counters, trace rows and blocks of a scheduled launch."""
+    eng, rec, sched = launch.engine, entry.rec, entry.sched
+    if not eng.timing_only:
+        replay.run_values(rec, sched, eager=entry.safe)
+    eng.instructions = sched.instructions
+    eng.memory.stats = MemoryStats(*sched.l2_stats)
     if eng.log is not None:
-        eng.log.rows.extend(replay.trace_rows(rec, sched, table))
+        if entry.rows is None:
+            entry.rows = replay.trace_rows(rec, sched, rec.table_rows)
+        eng.log.rows.extend(entry.rows)
     return replay.blocks(rec, sched)
