@@ -25,6 +25,7 @@ which stays the reference and gives the exact error.
 from __future__ import annotations
 
 import os
+import struct
 from array import array
 from typing import Any
 
@@ -57,6 +58,11 @@ _KERNEL_CODE = {"aiv": 0, "aic": 1, "mix": 2}
 #: ops whose cost needs their values (they run while costed): the Python engine runs them
 VALUE_COSTED = frozenset({"simt.launch", VF_SECTION})
 _MAX_XCORE_ID = 1 << 20  # scheduler.cpp packs (id, setter) in one int64
+# a record and a table row as bytes (int64s, range-checked): appending them to an int64 array
+# costs a third of extending it by a tuple
+_RECORD = struct.Struct("4q").pack
+_ROW = struct.Struct("10q").pack
+_SYNC_BY_INSTR_MAX = 4096  # shared sync instructions remembered per core kind (`Sites`)
 
 
 class Ineligible(Exception):
@@ -83,18 +89,19 @@ class Sites:
     """What the call sites of a kernel's programs give every instruction they issue, worked
     out on a site's first issue and kept on the kernel's program across launches: per core
     kind, (op, id(span), id(pipe)) → (meta row, pipe code) and (kind, id(span), id(key),
-    id(pipe)) → (key, instruction table row, meta row) (the key is kept: its id names it);
-    the numbers of keys, the trace's strings, and the meta rows (`meta`)."""
+    id(pipe)) → (key, instruction table row as bytes, meta row) (the key is kept: its id names
+    it), and the same by the id of a sync call site's shared `Instr` (`_SyncInstrs`; the
+    instruction is kept); the numbers of keys, the trace's strings, and the meta rows (`meta`)."""
 
     LIMIT = 100_000  # sites before starting over (dynamic sync ids: a new key each issue)
 
     def __init__(self) -> None:
         self.op_sites: dict[str, dict[tuple, tuple[int, int]]] = {"AIC": {}, "AIV": {}}
         self.sync_sites: dict[str, dict[tuple, tuple]] = {"AIC": {}, "AIV": {}}
+        self.sync_by_instr: dict[str, dict[int, tuple]] = {"AIC": {}, "AIV": {}}
         self.strings: dict[str, int] = {"": 0}
         self.keys: dict[Any, int] = {}
         self.meta_rows: list[tuple[str, str, str, int, int, int]] = []
-        self.small: dict[tuple, bool] = {}  # `_size_key` → fewer than SMALL instructions
 
     def string(self, text: str) -> int:
         found = self.strings.get(text)
@@ -184,6 +191,7 @@ class RecordingCore:
         self.subblock_num = geometry["subblock_num"]
         self.pipes = AIC_PIPES if kind == "AIC" else AIV_PIPES
         self.op_sites, self.sync_sites = rec.sites.op_sites[kind], rec.sites.sync_sites[kind]
+        self.sync_by_instr = rec.sites.sync_by_instr[kind]
         self.peers: list[RecordingCore] = []
         self.printed: list[str] = []
         self.time = self._mark = 0
@@ -210,12 +218,12 @@ class RecordingCore:
             cost = op_cost(instr.ir_op, instr.args, instr.kwargs, rec.soc)
             gm = cost.gm
             if gm is None:
-                rec.table.extend((0, site[1], 0, 0, 0, cost.cycles, -1, 0, 0, 0))
+                rec.table.frombytes(_ROW(0, site[1], 0, 0, 0, cost.cycles, -1, 0, 0, 0))
             else:
                 lines = gm.lines(rec.line)
                 n = lines.size
-                rec.table.extend((0, site[1], 0, 0, 0, cost.cycles, n, rec.n_lines,
-                                  int(gm.write), rec.storage(gm.storage)))
+                rec.table.frombytes(_ROW(0, site[1], 0, 0, 0, cost.cycles, n, rec.n_lines,
+                                         int(gm.write), rec.storage(gm.storage)))
                 if n:
                     rec.lines.append(lines)
                     rec.n_lines += n
@@ -223,14 +231,25 @@ class RecordingCore:
             rec.op_costs.append((cost.bytes, cost.flops))
             rec.footprints.add(i, instr.ir_op, instr.args, instr.kwargs, gm)
         else:
-            key = instr.key
-            found = self.sync_sites.get((instr.kind, id(instr.span), id(key), id(instr.pipe)))
-            if found is None or found[0] is not key:
-                found = self._sync_site(instr)
-            rec.table.extend(found[1])
+            found = self.sync_by_instr.get(id(instr))
+            if found is None or found[0] is not instr:
+                found = self._shared_sync_site(instr)
+            rec.table.frombytes(found[1])
             rec.inst_meta.append(found[2])
-        rec.records.extend((R_ISSUE, dt, i, 0))
+        rec.records.frombytes(_RECORD(R_ISSUE, dt, i, 0))
         return NOTHING
+
+    def _shared_sync_site(self, instr: Instr) -> tuple:
+        """(instr, table row, meta row) of a sync instruction, remembered by the instruction
+        (a call site shares one per id) unless too many are."""
+        key = instr.key
+        found = self.sync_sites.get((instr.kind, id(instr.span), id(key), id(instr.pipe)))
+        if found is None or found[0] is not key:
+            found = self._sync_site(instr)
+        found = (instr, found[1], found[2])
+        if len(self.sync_by_instr) < _SYNC_BY_INSTR_MAX:
+            self.sync_by_instr[id(instr)] = found
+        return found
 
     def _op_site(self, instr: Instr) -> tuple[int, int]:
         """(meta row, pipe code) of an op's call site (checked on its first issue)."""
@@ -271,17 +290,17 @@ class RecordingCore:
             if kind == "xwait":
                 blocked = f"xcore {key[1]} ({key[0].name if hasattr(key[0], 'name') else key[0]})"
         found = self.sync_sites[(kind, id(instr.span), id(key), id(pipe))] = (
-            key, (KIND_CODE[kind], PIPE_CODE[pipe], *row, 0, -1, 0, 0, 0),
+            key, _ROW(KIND_CODE[kind], PIPE_CODE[pipe], *row, 0, -1, 0, 0, 0),
             rec.sites.meta(instr, ids, blocked))
         return found
 
     def sync_scalar(self) -> tuple:
-        self.rec.records.extend((R_SYNC, self._since(), 0, 0))
+        self.rec.records.frombytes(_RECORD(R_SYNC, self._since(), 0, 0))
         return NOTHING
 
     def barrier(self, pipe_name: str, span: Span) -> tuple:
         code = -1 if pipe_name == "ALL" else PIPE_CODE[PipeType(pipe_name)]
-        self.rec.records.extend((R_BARRIER, self._since(), code, 0))
+        self.rec.records.frombytes(_RECORD(R_BARRIER, self._since(), code, 0))
         return NOTHING
 
     def sync_all(self, core_type: Any, span: Span, soft: bool = False) -> tuple:
@@ -289,7 +308,7 @@ class RecordingCore:
         ct = next(k for k, g in self.launch.sync_groups.items() if g is group)
         code = CORE_TYPES.index(ct)
         self.rec.members[code] = group.members
-        self.rec.records.extend((R_SYNC_ALL, self._since(), code, int(soft)))
+        self.rec.records.frombytes(_RECORD(R_SYNC_ALL, self._since(), code, int(soft)))
         return NOTHING
 
     def resolve_scalar_target(self, value: Any, span: Span) -> Any:
@@ -298,7 +317,7 @@ class RecordingCore:
     def dispose(self) -> None:
         """The launch is over (`Core.dispose`): drop the links that make cycles (the recording,
         peers, the launch); the block keeps the core for what it printed."""
-        self.rec = self.launch = self.op_sites = self.sync_sites = None
+        self.rec = self.launch = self.op_sites = self.sync_sites = self.sync_by_instr = None
         self.peers = []
 
 
@@ -335,15 +354,10 @@ def record(rec: Recording) -> None:
             except Ineligible:
                 program.stream_ineligible = True
                 raise
-            rec.records.extend((R_END, core.time - core._mark, 0, 0))
+            rec.records.frombytes(_RECORD(R_END, core.time - core._mark, 0, 0))
             rec.stream_off.append(len(rec.records) // 4)
             rec.stream_info.append((0 if core.kind == "AIC" else 1, core.subblock,
                                     core.block_idx))
-
-
-#: instructions below which a launch's fixed costs on the stream engine (numpy, ctypes)
-#: exceed what it saves: `auto` runs such a launch on the Python engine
-SMALL = 256
 
 
 def _library(launch: Any) -> Any:
@@ -354,17 +368,7 @@ def _library(launch: Any) -> Any:
         return None
     if any(getattr(p, "stream_ineligible", False) for p in launch.programs.values()):
         return None
-    if scheduler_native.LIBRARY.mode() != "native" and \
-            _sites(launch).small.get(_size_key(launch), False):
-        return None
     return scheduler_native.library()
-
-
-def _size_key(launch: Any) -> tuple:
-    """What a launch's instruction count depends on besides the kernel: the block count and
-    the parameters (tensors by shape)."""
-    return (launch.block_dim, *(getattr(v, "shape", None) or repr(v)
-                                for values in launch.params.values() for v in values))
 
 
 def run(launch: Any) -> list | None:
@@ -418,7 +422,6 @@ def _recorded(launch: Any, lib: Any, rec: Recording) -> stream_memo.Entry | None
     race = scheduler_native.first_race(lib, sched.events, np.frombuffer(fp.table, np.int64),
                                        np.frombuffer(fp.index, np.int64), len(rec.instrs))
     replay.rebind(rec, sched)
-    rec.sites.small[_size_key(launch)] = len(rec.instrs) < SMALL
     rec.launch = rec.lines = rec.footprints = None  # (what the entry must not keep alive)
     return stream_memo.store(launch, rec, sched, safe=race is None)
 

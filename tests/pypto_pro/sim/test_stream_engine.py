@@ -212,12 +212,11 @@ def test_without_the_library_the_python_engine_runs(monkeypatch, paths) -> None:
 
 def test_the_env_switch_picks_the_engine(compiled, monkeypatch, paths) -> None:
     ex = load("vector_add")
-    small, large = ex.make_inputs(128, 128, seed=0), ex.make_inputs(1024, 1024, seed=0)
-    for mode, args in (("python", large), ("native", small), ("auto", small),
-                       ("auto", large)):
+    args = ex.make_inputs(128, 128, seed=0)
+    for mode in ("python", "native", "auto"):
         with monkeypatch.context() as m, use_backend("sim"):
             m.setenv(ENV_ENGINE, mode)
             ex.add_kernel[None, 2](*args)
-    # auto: a launch known to be small (the native one above) costs less on the Python engine
-    assert paths == ["python", "native", "python", "native"]
-    assert dict(ex.add_kernel.last_trace.meta.extra)["instructions"] >= stream.SMALL
+    # auto: the library is built (`compiled`), so even a 1-tile launch takes it: a relaunch
+    # replays its kept schedule (`stream_memo`) for less than the Python engine's event loop
+    assert paths == ["python", "native", "native"]
