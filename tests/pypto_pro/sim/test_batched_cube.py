@@ -19,6 +19,7 @@ from pypto_pro.sim.memory import CoreMemory, TileGeometry, TileRef, storage_dtyp
 from pypto_pro.sim.ops import BATCH_IMPLS, IMPLS, SimOpError, cube, error_index
 from pypto_pro.sim.ops.batching import run_grouped
 from pypto_pro.sim.soc import soc
+from sim_support import Deferred, land
 
 SHAPE = (64, 128, 48)  # tile M, K, N
 SPACES = (M.Acc, M.Left, M.Right, M.Bias)  # the ones the tests use
@@ -35,25 +36,6 @@ def core_memory(slot: int) -> CoreMemory:
         mem.buffers[space].copy_(_PRISTINE.buffers[space])
         mem.initialised[space].zero_()
     return mem
-
-
-class Deferred(TileRef):
-    """A tile whose writes queue until `land` (like the timed engine's per-instruction copies)."""
-
-    writes_now = False
-
-    def __init__(self, tile: TileRef, queue: list):
-        super().__init__(tile.memory, tile.geometry, tile.valid_rows, tile.valid_cols)
-        self._target, self._queue = tile, queue
-
-    def write(self, value, offset=None):
-        self._queue.append((self._target.write, value, offset))
-
-
-def land(queue: list) -> None:
-    for write, value, offset in queue:
-        write(value, offset)
-    queue.clear()
 
 
 def random_storage(dtype: D, shape: tuple[int, int], gen: torch.Generator) -> torch.Tensor:

@@ -25,7 +25,6 @@ from pypto_pro.ir.dtype import DataType as D
 from pypto_pro.ir.types import MemorySpace as M
 from pypto_pro.ir.types import TileLayout as L
 from pypto_pro.runtime import backends
-from pypto_pro.runtime.backends.sim import SimBackend
 from pypto_pro.sim import functional
 from pypto_pro.sim.engine import _defer
 from pypto_pro.sim.memory import CoreMemory, GMRef, TileGeometry, TileRef, storage_dtype
@@ -294,11 +293,7 @@ def test_a_nan_in_a_native_fp16_batch_is_decided_per_core():
 # ---------------------------------------------------------------- the lockstep executor
 
 
-@pytest.fixture(autouse=True)
-def functional_backend(monkeypatch):
-    monkeypatch.setattr(backends, "_factories", dict(backends._factories))
-    monkeypatch.setattr(backends, "_instances", dict(backends._instances))
-    backends.register_backend("functional", lambda: SimBackend(functional_only=True))
+pytestmark = pytest.mark.usefixtures("functional_backend")  # (conftest)
 
 
 @pytest.fixture

@@ -9,6 +9,7 @@ import torch
 import pypto_pro.language as pl
 from pypto_pro.errors import DeadlockError
 from pypto_pro.runtime.backends import use_backend
+from sim_support import barrier_missing_a_core
 
 MTE2, V, MTE3 = pl.PipeType.MTE2, pl.PipeType.V, pl.PipeType.MTE3
 INTER_BLOCK, INTER_SUBBLOCK = pl.CrossCoreSyncMode.INTER_BLOCK, pl.CrossCoreSyncMode.INTER_SUBBLOCK
@@ -82,18 +83,6 @@ def test_inter_subblock_is_a_barrier_of_the_two_aivs():
     sets = _sync_times(trace, "system.set_cross_core")
     waits = _sync_times(trace, "system.wait_cross_core")
     assert len(sets.count()) == 2 and (waits.min() >= sets.min().max()).all()
-
-
-@pl.jit(arch="a5")
-def barrier_missing_a_core(x: pl.Tensor[[128, 128], pl.DT_FP16]):
-    with pl.section_cube():
-        pl.system.bar_all()
-    with pl.section_vector():
-        t = pl.make_tile(T16, addr=0x0)
-        pl.load(t, x, [0, 0])
-        if pl.get_block_idx() == 0:
-            pl.system.set_cross_core(pipe=MTE2, event_id=3, sync_mode=INTER_BLOCK)
-        pl.system.wait_cross_core(pipe=MTE3, event_id=3, sync_mode=INTER_BLOCK)
 
 
 def test_a_barrier_that_not_every_core_reaches_is_a_deadlock():

@@ -15,30 +15,12 @@ from pypto_pro.ir.types import TileLayout as L
 from pypto_pro.sim.memory import CoreMemory, TileGeometry, TileRef
 from pypto_pro.sim.ops import IMPLS, cube
 from pypto_pro.sim.soc import soc
+from sim_support import Deferred
 
 
 def tile(mem, rows, cols, dtype, space, layout, addr=0, valid=None, fractal=512):
     return TileRef(mem, TileGeometry(rows, cols, dtype, space, layout, fractal, addr),
                    *(valid or (rows, cols)))
-
-
-class Deferred(TileRef):
-    """A tile whose writes queue until `land` (like the timed engine's per-instruction copies)."""
-
-    writes_now = False
-
-    def __init__(self, target: TileRef, queue: list):
-        super().__init__(target.memory, target.geometry, target.valid_rows, target.valid_cols)
-        self._target, self._queue = target, queue
-
-    def write(self, value, offset=None):
-        self._queue.append((self._target.write, value, offset))
-
-
-def land(queue: list) -> None:
-    for write, value, offset in queue:
-        write(value, offset)
-    queue.clear()
 
 
 @pytest.mark.parametrize("src_layout, dst_layout", [

@@ -33,11 +33,7 @@ ROWS = pl.Tensor[[pl.DYNAMIC, 16], pl.DT_FP32]
 MODES = ("sim", "functional")
 
 
-@pytest.fixture(autouse=True)
-def functional_backend(monkeypatch):
-    monkeypatch.setattr(backends, "_factories", dict(backends._factories))
-    monkeypatch.setattr(backends, "_instances", dict(backends._instances))
-    backends.register_backend("functional", lambda: SimBackend(functional_only=True))
+pytestmark = pytest.mark.usefixtures("functional_backend")  # (conftest)
 
 
 def _launch(mode: str, kernel, block_dim: int, args: tuple) -> tuple:

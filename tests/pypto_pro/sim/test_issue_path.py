@@ -15,7 +15,6 @@ import torch
 import pypto_pro.language as pl
 from pypto_pro.errors import DeadlockError, PyptoError, SimulationError
 from pypto_pro.runtime import backends
-from pypto_pro.runtime.backends.sim import SimBackend
 
 MTE2, MTE3 = pl.PipeType.MTE2, pl.PipeType.MTE3
 T16 = pl.TileType([16, 16], pl.DT_FP32)
@@ -25,11 +24,7 @@ QUAD = pl.Tensor[[64, 16], pl.DT_FP32]
 MODES = ("sim", "functional")
 
 
-@pytest.fixture(autouse=True)
-def functional_backend(monkeypatch):
-    monkeypatch.setattr(backends, "_factories", dict(backends._factories))
-    monkeypatch.setattr(backends, "_instances", dict(backends._instances))
-    backends.register_backend("functional", lambda: SimBackend(functional_only=True))
+pytestmark = pytest.mark.usefixtures("functional_backend")  # (conftest)
 
 
 def _run(mode: str, kernel, args: tuple) -> tuple:

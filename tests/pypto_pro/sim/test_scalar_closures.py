@@ -12,14 +12,9 @@ import torch
 import pypto_pro.language as pl
 from pypto_pro.errors import SimulationError
 from pypto_pro.runtime import backends
-from pypto_pro.runtime.backends.sim import SimBackend
 
 
-@pytest.fixture(autouse=True)
-def functional_backend(monkeypatch):
-    monkeypatch.setattr(backends, "_factories", dict(backends._factories))
-    monkeypatch.setattr(backends, "_instances", dict(backends._instances))
-    backends.register_backend("functional", lambda: SimBackend(functional_only=True))
+pytestmark = pytest.mark.usefixtures("functional_backend")  # (conftest)
 
 
 @pl.jit(arch="a5")

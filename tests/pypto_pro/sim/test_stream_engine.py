@@ -18,6 +18,7 @@ from pypto_pro.runtime.backends import use_backend
 from pypto_pro.runtime.backends.native import compiler
 from pypto_pro.sim import engine, scheduler_native, stream
 from pypto_pro.sim.scheduler_native import ENV_ENGINE
+from sim_support import barrier_missing_a_core
 
 MTE2, V, MTE3 = pl.PipeType.MTE2, pl.PipeType.V, pl.PipeType.MTE3
 INTER_BLOCK = pl.CrossCoreSyncMode.INTER_BLOCK
@@ -117,18 +118,6 @@ def test_inter_block_sync_and_sync_all_run_identically(compiled, monkeypatch, pa
 
 
 # ---------------------------------------------------------------- failing runs
-
-
-@pl.jit(arch="a5")
-def barrier_missing_a_core(x: pl.Tensor[[128, 128], pl.DT_FP16]):
-    with pl.section_cube():
-        pl.system.bar_all()
-    with pl.section_vector():
-        t = pl.make_tile(T16, addr=0x0)
-        pl.load(t, x, [0, 0])
-        if pl.get_block_idx() == 0:
-            pl.system.set_cross_core(pipe=MTE2, event_id=3, sync_mode=INTER_BLOCK)
-        pl.system.wait_cross_core(pipe=MTE3, event_id=3, sync_mode=INTER_BLOCK)
 
 
 @pl.jit(arch="a5")

@@ -1,0 +1,43 @@
+"""Helpers shared by several simulator test modules (on pytest's `pythonpath`, see
+pyproject.toml; the test modules themselves are not importable under importlib mode)."""
+from __future__ import annotations
+
+import pypto_pro.language as pl
+from pypto_pro.sim.memory import TileRef
+
+T16 = pl.TileType([64, 128], pl.DT_FP16)
+
+
+class Deferred(TileRef):
+    """A tile whose writes queue until `land` (like the timed engine's per-instruction copies)."""
+
+    writes_now = False
+
+    def __init__(self, target: TileRef, queue: list):
+        super().__init__(target.memory, target.geometry, target.valid_rows, target.valid_cols)
+        self._target, self._queue = target, queue
+
+    def write(self, value, offset=None):
+        self._queue.append((self._target.write, value, offset))
+
+
+def land(queue: list) -> None:
+    """The queued writes of `Deferred` tiles land, in order."""
+    for write, value, offset in queue:
+        write(value, offset)
+    queue.clear()
+
+
+@pl.jit(arch="a5")
+def barrier_missing_a_core(x: pl.Tensor[[128, 128], pl.DT_FP16]):
+    """An INTER_BLOCK barrier that only block 0 sets: not every core reaches it (a deadlock)."""
+    with pl.section_cube():
+        pl.system.bar_all()
+    with pl.section_vector():
+        t = pl.make_tile(T16, addr=0x0)
+        pl.load(t, x, [0, 0])
+        if pl.get_block_idx() == 0:
+            pl.system.set_cross_core(pipe=pl.PipeType.MTE2, event_id=3,
+                                     sync_mode=pl.CrossCoreSyncMode.INTER_BLOCK)
+        pl.system.wait_cross_core(pipe=pl.PipeType.MTE3, event_id=3,
+                                  sync_mode=pl.CrossCoreSyncMode.INTER_BLOCK)
