@@ -255,16 +255,25 @@ _MEMO: dict[int, tuple[SoC, dict]] = {}
 _MEMO_LIMIT = 100_000  # entries per SoC before the memo starts over (a new block, new tiles)
 
 
-def op_cost(op_name: str, args: list, kwargs: dict, soc: SoC) -> OpCost:
+def op_cost(op_name: str, args: list, kwargs: dict, soc: SoC,
+            by_operands: dict | None = None) -> OpCost:
     """The cost of one instruction `op_name` with resolved operands `args` on `soc`.
 
     Pure in (op, each tile operand's geometry and valid shape) for every op but the GM
     accesses, VF sections and SIMT launches, so those costs are computed once per SoC; a tile
-    load or store has its on-chip part computed once and its GM window added per call."""
+    load or store has its on-chip part computed once and its GM window added per call.
+    `by_operands` (one launch's record phase: the same `soc`, operands never changed once
+    issued, and a TileRef shared per tile while unchanged) also keeps those costs by (op,
+    the operands' ids): the entry keeps the operands alive, so their ids are not reused."""
     window_op = op_name in _WINDOW_OPS
     if not window_op and (op_name in _GM_OPS or op_name == VF_SECTION or
                           op_name == "simt.launch"):
         return _op_cost(op_name, args, kwargs, soc)
+    if by_operands is not None and not window_op:
+        same = (op_name, *map(id, args))
+        found = by_operands.get(same)
+        if found is not None:
+            return found[0]
     entry = _MEMO.get(id(soc))
     if entry is None or entry[0] is not soc or len(entry[1]) > _MEMO_LIMIT:
         entry = _MEMO[id(soc)] = (soc, {})
@@ -274,6 +283,8 @@ def op_cost(op_name: str, args: list, kwargs: dict, soc: SoC) -> OpCost:
     found = entry[1].get(key)
     if found is None:
         found = entry[1][key] = (_op_cost(op_name, args, kwargs, soc), _geometries(args))
+    if by_operands is not None:
+        by_operands[same] = (found[0], args)
     return found[0]
 
 
@@ -282,7 +293,8 @@ def _window_op_cost(op_name: str, args: list, kwargs: dict, soc: SoC, memo: dict
     geometry and valid shape) and the GM dtype, its GM window on the offsets."""
     load = op_name == "block.load"
     gm, tile = (args[1], args[0]) if load else (args[0], args[1])
-    if not isinstance(tile, TileRef) or not isinstance(gm, GMRef):
+    if (type(tile) is not TileRef and not isinstance(tile, TileRef)) or \
+            (type(gm) is not GMRef and not isinstance(gm, GMRef)):
         return _op_cost(op_name, args, kwargs, soc)  # (the op itself reports the bad operand)
     rows, cols = tile.valid_rows, tile.valid_cols
     key = (op_name, id(tile.geometry), rows, cols, id(gm.dtype))  # (enum members are singletons)
@@ -294,17 +306,23 @@ def _window_op_cost(op_name: str, args: list, kwargs: dict, soc: SoC, memo: dict
     try:
         window = gm.window(args[2], rows, cols, **_gm_view(kwargs))
     except (IndexError, ValueError, TypeError):  # the op reports it (or the sanitizer skips it)
-        return onchip._replace(gm=_window(gm, args[2], rows, cols, kwargs, write=not load))
+        return _with_gm(onchip, _window(gm, args[2], rows, cols, kwargs, write=not load))
     cost = window.costs.get(id(onchip))
     if cost is None:  # (the entry keeps `onchip` alive, so its id names it)
-        cost = window.costs[id(onchip)] = onchip._replace(
-            gm=GMAccess(window.lines, not load, window.storage)), onchip
+        cost = window.costs[id(onchip)] = _with_gm(
+            onchip, GMAccess(window.lines, not load, window.storage)), onchip
     return cost[0]
+
+
+def _with_gm(cost: OpCost, gm: GMAccess) -> OpCost:
+    """`cost` with its GM side `gm` (a new launch makes one per GM window: `_replace` costs
+    twice as much)."""
+    return OpCost._make((*cost[:5], gm))
 
 
 def _shape_key(arg: object) -> object:
     """What the cost of a non-GM op reads of an operand: a tile's geometry and valid shape."""
-    if isinstance(arg, TileRef):
+    if type(arg) is TileRef or isinstance(arg, TileRef):
         return id(arg.geometry), arg.valid_rows, arg.valid_cols
     if isinstance(arg, (tuple, list)):
         return tuple([_shape_key(a) for a in arg])

@@ -13,6 +13,7 @@ tile as every byte it can touch (but for the block an insert writes).
 from __future__ import annotations
 
 import functools
+import struct
 from array import array
 from typing import Any
 
@@ -24,6 +25,8 @@ from .memory import GMRef, TileRef, WindowLines
 from .memory_system import GMAccess
 
 FP_W = 6  # scheduler.cpp FP_W
+#: a footprint row as bytes (int64s): appending bytes to the table costs a third of a tuple
+_ROW = struct.Struct(f"{FP_W}q").pack
 _WHOLE = (0, 1, 0, 1 << 62)  # a buffer's every byte (its size is not needed)
 _MEMORY = (TileRef, GMRef)
 _SCALARS = frozenset({int, float, bool, str, type(None)})
@@ -41,13 +44,16 @@ _BLOCKS: dict[tuple, tuple[Any, tuple[int, int, int, int] | None]] = {}
 
 
 @functools.lru_cache(maxsize=None)
-def _written(ir_op: str, nargs: int) -> tuple[int, ...]:
-    """Per operand position of an op called with `nargs` operands: 1 written, 0 only read."""
+def _op_info(ir_op: str, nargs: int) -> tuple[tuple[int, ...], tuple[int, int, int] | None, int]:
+    """What `Footprints.add` needs of an op called with `nargs` operands: per operand position
+    1 written or 0 only read, its `_SUB_BLOCK_OPS` entry, and its `_WINDOW_AT` position."""
     spec = REGISTRY.get(ir_op)
     if spec is None:
-        return (1,) * nargs
-    reads, writes = spec.roles(nargs)
-    return tuple(int(k in writes or k not in reads) for k in range(nargs))
+        written = (1,) * nargs
+    else:
+        reads, writes = spec.roles(nargs)
+        written = tuple(int(k in writes or k not in reads) for k in range(nargs))
+    return written, _SUB_BLOCK_OPS.get(ir_op), _WINDOW_AT.get(ir_op, -1)
 
 
 class Footprints:
@@ -60,7 +66,8 @@ class Footprints:
         self.table = array("q")
         self.index = array("q")
         self.spaces: dict[Any, int] = {}  # (id(memory), space) or GM storage id → space
-        # id(a tile, tile geometry, GM view or kwargs) → (it, ...): the entry keeps it alive
+        # id(a tile, tile geometry, GM view, GM window access or kwargs) → (it, ...): the entry
+        # keeps it alive
         self._known: dict[int, tuple] = {}
 
     def add(self, i: int, ir_op: str, args: list, kwargs: dict, gm: GMAccess | None) -> None:
@@ -69,12 +76,10 @@ class Footprints:
         table, index = self.table, self.index
         index.append(i)  # (two appends: extending an array by a tuple costs more)
         index.append(len(table))
-        written = _written(ir_op, len(args))
+        written, sub, window_at = _op_info(ir_op, len(args))
         known = self._known
-        sub = _SUB_BLOCK_OPS.get(ir_op)
         if sub is not None:
             args = self._sub_block(args, *sub)
-        window_at = _WINDOW_AT.get(ir_op, -1)
         for k, arg in enumerate(args):
             kind = type(arg)
             if kind is TileRef:
@@ -82,6 +87,8 @@ class Footprints:
                 if rows is None:
                     rows = self._tile(arg)
                 table.extend(rows[1 + written[k]])
+            elif kind is GMRef:
+                self._add_gm(arg, written[k], gm if k == window_at else None)
             elif kind in _SCALARS:
                 continue
             elif isinstance(arg, _MEMORY):
@@ -111,18 +118,28 @@ class Footprints:
         """A memory operand other than a plain TileRef (`gm`: the window of a GM one)."""
         if isinstance(ref, TileRef):
             self.table.extend(self._tile(ref)[1 + write])
-            return
-        found = self._known.get(id(ref))
+        else:
+            self._add_gm(ref, write, gm)
+
+    def _add_gm(self, ref: GMRef, write: int, gm: GMAccess | None) -> None:
+        """A GM operand: the window `gm` when it is this operand's, else its whole storage."""
+        known = self._known
+        if gm is not None:  # (a cost's GMAccess is shared per GM window: its row is known)
+            window = known.get(id(gm))
+            if window is not None and window[1] is ref and window[2] == write:
+                self.table.frombytes(window[3])
+                return
+        found = known.get(id(ref))
         if found is None:
             storage = ref.storage[0]
-            found = self._known[id(ref)] = (ref, storage, self._space(storage))
+            found = known[id(ref)] = (ref, storage, self._space(storage))
         lines = gm.lines if gm is not None and gm.storage[0] == found[1] else None
         if type(lines) is WindowLines:
             row = _window_row(lines, write, found[2])
-            if row is not None:
-                self.table.extend(row)
+            known[id(gm)] = (gm, ref, write, row)
+            self.table.frombytes(row)
         else:
-            self.table.extend((write, found[2], *_WHOLE))
+            self.table.frombytes(_ROW(write, found[2], *_WHOLE))
 
     def _tile(self, tile: TileRef) -> tuple:
         """(the tile, its row read, its row written), known by the tile and by its geometry
@@ -149,7 +166,7 @@ class Footprints:
         rect = _block_rect(dst, where[0], where[1], src.valid_rows, src.valid_cols)
         if rect is None:
             return args
-        self.table.extend((1, self._space((id(dst.memory), dst.geometry.space)), *rect))
+        self.table.frombytes(_ROW(1, self._space((id(dst.memory), dst.geometry.space)), *rect))
         args = list(args)
         args[at] = None
         return args
@@ -212,22 +229,22 @@ def _ints(value: Any) -> bool:
     return type(value) in (tuple, list) and all(type(v) is int for v in value)
 
 
-def _window_row(w: WindowLines, write: int, space: int) -> tuple[int, ...] | None:
-    """The footprint of a GM window (elements `base + r * rs + c * cs`), or None when it is
-    empty: a row is the bytes from its first to its last element; a window whose columns
+def _window_row(w: WindowLines, write: int, space: int) -> bytes:
+    """The footprint of a GM window (elements `base + r * rs + c * cs`) as bytes, none when it
+    is empty: a row is the bytes from its first to its last element; a window whose columns
     run down the storage is taken by columns; 4-bit elements and negative strides take the
     bounding range or the whole storage."""
     base, rs, cs, rows, cols, bits = w.base, w.rs, w.cs, w.rows, w.cols, w.bits
     if rows <= 0 or cols <= 0:
-        return None
+        return b""
     if rs < 0 or cs < 0:
-        return (write, space, *_WHOLE)
+        return _ROW(write, space, *_WHOLE)
     if cs != 1 and rs == 1:
         rows, cols, rs, cs = cols, rows, cs, rs
     if bits % 8:
         last = base + (rows - 1) * rs + (cols - 1) * cs
         first = base * bits // 8
-        return write, space, first, 1, 0, -(-(last + 1) * bits // 8) - first
+        return _ROW(write, space, first, 1, 0, -(-(last + 1) * bits // 8) - first)
     size = bits // 8
-    return (write, space, base * size, rows, rs * size if rows > 1 else 0,
-            ((cols - 1) * cs + 1) * size)
+    return _ROW(write, space, base * size, rows, rs * size if rows > 1 else 0,
+                ((cols - 1) * cs + 1) * size)

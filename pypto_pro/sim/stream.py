@@ -161,6 +161,7 @@ class Recording:
         self.placeholders: dict[int, tuple[int, str]] = {}  # id → (block, memory key)
         self.table_rows: np.ndarray | None = None  # `table` as [instructions, 10]
         self.footprints = Footprints()  # what each instruction reads and writes
+        self.costs: dict | None = {}  # `op_cost`'s by_operands while recording
 
     def storage(self, storage: tuple[int, int]) -> int:
         found = self.storages.get(storage[0])
@@ -215,7 +216,7 @@ class RecordingCore:
             site = self.op_sites.get((instr.ir_op, id(instr.span), id(instr.pipe)))
             if site is None:
                 site = self._op_site(instr)
-            cost = op_cost(instr.ir_op, instr.args, instr.kwargs, rec.soc)
+            cost = op_cost(instr.ir_op, instr.args, instr.kwargs, rec.soc, rec.costs)
             gm = cost.gm
             if gm is None:
                 rec.table.frombytes(_ROW(0, site[1], 0, 0, 0, cost.cycles, -1, 0, 0, 0))
@@ -358,6 +359,7 @@ def record(rec: Recording) -> None:
             rec.stream_off.append(len(rec.records) // 4)
             rec.stream_info.append((0 if core.kind == "AIC" else 1, core.subblock,
                                     core.block_idx))
+    rec.costs = None  # (the kept recording holds no more than its instructions)
 
 
 def _library(launch: Any) -> Any:
