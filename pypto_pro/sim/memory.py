@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
@@ -53,6 +54,9 @@ _ALL_INITIALISED = {1: 1, 2: 0x0101, 4: 0x01010101, 8: 0x0101010101010101}
 _ROW_LINES: dict[tuple[int, ...], np.ndarray] = {}
 _ROW_LINES_MAX = 4096
 _VIEWS_MAX = 1024  # per core
+_PLANS_MAX = 512  # one-copy plans per ref or GM window before they start over
+#: what a `TileRef`'s derived views depend on (`TileRef.epoch`)
+_LOCATION = frozenset({"memory", "geometry", "valid_rows", "valid_cols"})
 #: (id(tile type), addr) → (the tile type, its `TileGeometry`); see `from_tile_type`
 _GEOMETRIES: dict[tuple[int, int], tuple[TileType, TileGeometry]] = {}
 _GEOMETRIES_MAX = 4096
@@ -208,15 +212,29 @@ class TileRef:
 
     writes_now = WRITES_NOW
     late_snapshot = LATE_SNAPSHOT
+    #: bumped by every change of a made TileRef's memory, geometry or valid shape (a replay
+    #: rebinding its copy, tests): what is derived from them alone and kept (per ref:
+    #: `_valid_views`, (epoch, `BlockViews` of the valid window), and `_plans` (`kept`), the
+    #: one-copy plans of `copy_from` per (source tile, offset) and of `add_from`, `ops.cube`'s
+    #: product plans; per GM window: those of `load_window`) names the epoch it was made in
+    epoch = 0
+    _valid_views: tuple[int, BlockViews | None] | None = None
+    _plans: dict | None = None
 
     def __init__(self, memory: CoreMemory, geometry: TileGeometry, valid_rows: int | None = None,
                  valid_cols: int | None = None):
-        self.memory, self.geometry = memory, geometry
-        self.valid_rows = geometry.rows if valid_rows is None else valid_rows
-        self.valid_cols = geometry.cols if valid_cols is None else valid_cols
-        if not (0 <= self.valid_rows <= geometry.rows and 0 <= self.valid_cols <= geometry.cols):
-            raise ValueError(f"valid shape [{self.valid_rows}, {self.valid_cols}] exceeds tile "
+        rows = geometry.rows if valid_rows is None else valid_rows
+        cols = geometry.cols if valid_cols is None else valid_cols
+        if not (0 <= rows <= geometry.rows and 0 <= cols <= geometry.cols):
+            raise ValueError(f"valid shape [{rows}, {cols}] exceeds tile "
                              f"shape [{geometry.rows}, {geometry.cols}]")
+        # (not through `__setattr__`: a new ref changes nothing derived)
+        self.__dict__.update(memory=memory, geometry=geometry, valid_rows=rows, valid_cols=cols)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in _LOCATION:
+            TileRef.epoch += 1
+        object.__setattr__(self, name, value)
 
     dtype = property(lambda self: self.geometry.dtype)
     space = property(lambda self: self.geometry.space)
@@ -319,33 +337,93 @@ class TileRef:
         this tile writes now, the dtypes agree, the tiles live in different buffers (so nothing
         read is overwritten first) and both blocks have views of one element shape. False when
         the caller must take `read` + `write`."""
-        if not self.writes_now or src.dtype is not self.dtype or \
-                src.memory.buffer(src.space) is self.memory.buffer(self.space):
+        return self.writes_now and self._copy_planned(self.kept(), (src, at), self._copy_plan,
+                                                      src, at)
+
+    def kept(self) -> dict:
+        """What ops keep for this ref (`_plans`; each entry names the `epoch` it was made in),
+        holding no more than `_PLANS_MAX`."""
+        plans = self._plans
+        if plans is None:
+            plans = self.__dict__["_plans"] = {}  # (not an `epoch` change)
+        elif len(plans) >= _PLANS_MAX:
+            plans.clear()
+        return plans
+
+    def load_window(self, src: GMRef, offsets: list | tuple, transpose: bool = False,
+                    axes: tuple[int, int] | None = None) -> bool:
+        """Write GM view `src`'s window at `offsets` (this tile's valid shape; `transpose`,
+        `axes` as in `read_window`) into the valid window with one copy out of the tensor, when
+        this tile writes now (so a view of GM will do: `peek_window`), the dtypes agree and
+        both have strided views. False when the caller must take `read_window` + `write`. The
+        plan is kept on the window (`GMWindow.plans`: it lives with the GM view, so no tile
+        keeps a tensor alive)."""
+        rows, cols = self.valid_rows, self.valid_cols
+        if not self.writes_now or src.dtype is not self.dtype or src._bits == 4 or not rows \
+                or not cols:
             return False
-        r0, c0, rows, cols = (0, 0, *src.valid) if at is None else (*at, *self.valid)
-        theirs = src._views(r0, c0, rows, cols)
-        if theirs is None:
+        window = src.window(offsets, rows, cols, transpose, axes)
+        return self._copy_planned(window.plans, self, self._load_plan, src, window)
+
+    def _copy_planned(self, plans: dict, key: object, plan_for: Callable[..., tuple],
+                      *args: Any) -> bool:
+        """Run the one-copy plan `plan_for(*args)` makes (kept in `plans` under `key`):
+        (epoch, this tile's `BlockViews`, the source to copy into their values) or (epoch,
+        None, None) when it does not apply."""
+        plan = plans.get(key)
+        if plan is None or plan[0] != self.epoch:
+            plan = plan_for(*args)
+            if len(plans) >= _PLANS_MAX:
+                plans.clear()
+            plans[key] = plan
+        mine = plan[1]
+        if mine is None:
             return False
-        mine = self._views(0, 0, rows, cols)
-        if mine is None or mine.values.shape != theirs.values.shape or \
-                mine.values.dtype is not theirs.values.dtype:
-            return False
-        mine.values.copy_(theirs.values)
+        mine.values.copy_(plan[2])
         self._mark_written(mine)
         return True
+
+    def _copy_plan(self, src: TileRef, at: tuple[int, int] | None) -> tuple:
+        """The `_copy_planned` plan of `copy_from`."""
+        if src.dtype is not self.dtype or (src.memory is self.memory and src.space is self.space):
+            return (self.epoch, None, None)
+        r0, c0, rows, cols = (0, 0, *src.valid) if at is None else (*at, *self.valid)
+        theirs = src._views(r0, c0, rows, cols)
+        mine = None if theirs is None else self._views(0, 0, rows, cols)
+        if mine is None or mine.values.shape != theirs.values.shape or \
+                mine.values.dtype is not theirs.values.dtype:
+            return (self.epoch, None, None)
+        return (self.epoch, mine, theirs.values)
+
+    def _load_plan(self, src: GMRef, window: GMWindow) -> tuple:
+        """The `_copy_planned` plan of `load_window`."""
+        mine = self._views(0, 0, self.valid_rows, self.valid_cols)
+        view = None if mine is None else src._strided_view(window)
+        if view is None:
+            return (self.epoch, None, None)
+        if mine.fractal:  # element words split into the fractal grid: a view, never a copy
+            view = view.view(mine.values.dtype).view(*mine.grid)
+        return (self.epoch, mine, view)
 
     def add_from(self, addend: torch.Tensor) -> bool:
         """block[0:r, 0:c] = addend + block in place for an FP32 tile writing now (one pass over
         the buffer instead of read, add, write; the same float32 sums). False when the caller
         must take `read` + `write`."""
-        if not self.writes_now or self.dtype is not DataType.FP32 or \
-                addend.dtype is not torch.float32:
+        if not self.writes_now or self.dtype is not DataType.FP32:
             return False
-        views = self._views(0, 0, *addend.shape)
+        plans = self.kept()
+        # one plan, for the last addend (a product's reused scratch: the same every time)
+        plan = plans.get("add_from")
+        if plan is None or plan[0] != self.epoch or plan[1] is not addend:
+            views = None if addend.dtype is not torch.float32 else \
+                self._views(0, 0, *addend.shape)
+            plan = plans["add_from"] = (self.epoch, addend, views, None if views is None
+                                        else addend.view(*views.grid))
+        views = plan[2]
         if views is None:
             return False
         block = views.typed
-        torch.add(addend.view(*views.grid), block, out=block)
+        torch.add(plan[3], block, out=block)
         self._mark_written(views)
         return True
 
@@ -390,11 +468,19 @@ class TileRef:
             views.mask.fill_(views.mask_fill)
 
     def _views(self, r0: int, c0: int, rows: int, cols: int) -> BlockViews | None:
+        whole = r0 == 0 and c0 == 0 and rows == self.valid_rows and cols == self.valid_cols
+        if whole:  # the valid window: kept on the ref
+            memo = self._valid_views
+            if memo is not None and memo[0] == self.epoch:
+                return memo[1]
         g = self.geometry
         if r0 < 0 or c0 < 0 or r0 + rows > g.rows or c0 + cols > g.cols:
             raise ValueError(f"block [{r0}:{r0 + rows}, {c0}:{c0 + cols}] is outside tile shape "
                              f"[{g.rows}, {g.cols}]")
-        return self.memory.block_views(g, r0, c0, rows, cols)
+        views = self.memory.block_views(g, r0, c0, rows, cols)
+        if whole:
+            self.__dict__["_valid_views"] = (self.epoch, views)  # (not an `epoch` change)
+        return views
 
     def read_linear(self, offset: int, count: int = 1) -> torch.Tensor:
         """`count` elements at physical element `offset` from the tile's address (scalar access)."""
@@ -598,10 +684,14 @@ class GMRef:
         """The window as a strided view of the typed storage (byte-sized dtypes): no gathers."""
         if self._bits == 4 or rows == 0 or cols == 0:
             return None
-        window = self.window(offsets, rows, cols, transpose, axes)
+        return self._strided_view(self.window(offsets, rows, cols, transpose, axes))
+
+    def _strided_view(self, window: GMWindow) -> torch.Tensor | None:
+        """`window`'s strided view (made once), None when it has none."""
         view = window.view
         if view is _UNSET:
             base, rs, cs = window.geometry
+            rows, cols = window.lines.rows, window.lines.cols
             typed = self._typed()
             last = base + (rows - 1) * rs + (cols - 1) * cs
             view = window.view = None if base < 0 or last >= typed.numel() or rs < 0 or cs < 0 \
@@ -787,15 +877,17 @@ def _dtype_of(tensor: torch.Tensor) -> DataType:
 class GMWindow:
     """One checked window of a `GMRef`: `geometry` (first element, row stride, col stride),
     `view` (its strided view of the typed storage, None when it has none, `_UNSET` until
-    asked), `lines` (its L2 lines) and `costs` (the `cost_model` costs naming it)."""
+    asked), `lines` (its L2 lines), `costs` (the `cost_model` costs naming it) and `plans`
+    (`TileRef.load_window`'s, per tile)."""
 
-    __slots__ = ("geometry", "lines", "storage", "view", "costs")
+    __slots__ = ("geometry", "lines", "storage", "view", "costs", "plans")
 
     def __init__(self, geometry: tuple[int, int, int], lines: WindowLines,
                  storage: tuple[int, int]) -> None:
         self.geometry, self.lines, self.storage = geometry, lines, storage
         self.view: torch.Tensor | None | object = _UNSET
         self.costs: dict = {}
+        self.plans: dict = {}
 
 
 class WindowLines:

@@ -9,15 +9,16 @@ Products are computed in float32 (exact for <= 12-bit significands: FP16/BF16/FP
 accumulation; CPU fp16 matmul would be far slower), FP32 x FP32 in float32, integer and MX ones
 in float64 (exact), then rounded once into the accumulator dtype.
 
-Float operands are read out of their storage in one converting copy, into float32 buffers
-each thread reuses for every product (in cache: about half the time of a new tensor), and so is
-a product its caller consumes at once (`mm(out=)`, which sums like `a @ b`). The order MKL sums
-a float32 product in depends on how it is called; the simulator's values are those of the
-row-major `a @ b`. When M and N are multiples of `ALIGNED` a column-major rhs (`a @ bt.t()`) and
-a batch (`torch.bmm`) sum in that same order (checked on this torch/MKL build for M, N in
-16..256 step 16, any K, 1 and 2 threads; other shapes can differ: gemv kernels, odd N), so only
-those shapes read a column-major rhs (ZN/NN fractals, DN: fractal rows become contiguous runs)
-as its transpose and batch float products. Integer products are exact, so they batch at any shape.
+Float operands are read out of their storage in one converting copy (views and buffers planned
+once per tile pair: `_plan`), into float32 buffers each thread reuses for every product (in
+cache: about half the time of a new tensor), and so is a product its caller consumes at once
+(`mm(out=)`, which sums like `a @ b`). The order MKL sums a float32 product in depends on how
+it is called; the simulator's values are those of the row-major `a @ b`. When M and N are
+multiples of `ALIGNED` a column-major rhs (`a @ bt.t()`) and a batch (`torch.bmm`) sum in that
+same order (checked on this torch/MKL build for M, N in 16..256 step 16, any K, 1 and 2
+threads; other shapes can differ: gemv kernels, odd N), so only those shapes read a
+column-major rhs (ZN/NN fractals, DN: fractal rows become contiguous runs) as its transpose and
+batch float products. Integer products are exact, so they batch at any shape.
 
 `BATCH_IMPLS` runs one op for many cores (`batching`): every call's operands are gathered into
 [B, ...] tensors, one `bmm` computes all products, and each core's result lands through its own
@@ -80,31 +81,66 @@ def _product(op: str, lhs: TileRef, rhs: TileRef, reuse: bool = False) -> torch.
     """lhs[M, K] @ rhs[K, N] over the valid windows, float32 or exact float64; `reuse`: a
     float32 product may land in a scratch buffer (the caller is done with it before the next
     product: it writes it at once or computes a new tensor from it)."""
-    m, k, n = _sizes(op, lhs, rhs)
-    if lhs.dtype in INT_IN:
+    if type(lhs) is TileRef and type(rhs) is TileRef:  # (not the engine's per-op copies)
+        plans = lhs.kept()  # (on the tile: a plan holds views of its buffers)
+        key = ("product", rhs, threading.get_ident())  # (the scratch buffers are per thread)
+        kept = plans.get(key)
+        if kept is None or kept[0] != TileRef.epoch:
+            kept = plans[key] = (TileRef.epoch, _plan(lhs, rhs, *_sizes(op, lhs, rhs)))
+        plan = kept[1]
+    else:
+        plan = _plan(lhs, rhs, *_sizes(op, lhs, rhs))
+    if not plan:
+        m, k, n = _sizes(op, lhs, rhs)
         return _int_block(lhs, m, k) @ _int_block(rhs, k, n)
-    a = _float32_block(lhs, m, k, "lhs")
+    a, b = _float32(plan[0]), _float32(plan[1])
+    return torch.mm(a, b, out=plan[2]) if reuse else a @ b
+
+
+def _plan(lhs: TileRef, rhs: TileRef, m: int, k: int, n: int) -> tuple:
+    """How a float product of two tiles gets its float32 operands, made once per pair (kept
+    while their memories, geometries and valid shapes are unchanged: `TileRef.epoch`): (lhs
+    `_Operand`, rhs `_Operand`, the product's scratch); () for an integer product."""
+    if lhs.dtype in INT_IN:
+        return ()
     b = None
     if m % ALIGNED == 0 and n % ALIGNED == 0 and _column_major(rhs):
         bt = _storage_view(rhs, k, n, transposed=True)
         if bt is not None:
-            b = _converted(bt, (n, k), "rhs").t()
-    if b is None:
-        b = _float32_block(rhs, k, n, "rhs")
-    return torch.mm(a, b, out=_scratch("product", (m, n))[0]) if reuse else a @ b
+            matrix, grid = _scratch("rhs", (n, k), bt.shape)
+            b = (grid, bt, matrix.t())
+    return (_operand(lhs, m, k, "lhs"), b or _operand(rhs, k, n, "rhs"),
+            _scratch("product", (m, n))[0])
+
+
+#: a float operand of `_plan`: (scratch grid, storage view, float32 matrix) when one copy of
+#: the view into the `role` scratch converts it (the types whose values are a plain cast of
+#: their storage: a buffer in cache takes it in about half the time of a new tensor), else
+#: (None, tile, block shape): its values are decoded per product
+_Operand = tuple
+
+
+def _operand(tile: TileRef, rows: int, cols: int, role: str) -> _Operand:
+    """The `_Operand` of the top-left [rows, cols] block of `tile`."""
+    view = _storage_view(tile, rows, cols)
+    if view is None:
+        return (None, tile, (rows, cols))
+    matrix, grid = _scratch(role, (rows, cols), view.shape)
+    return (grid, view, matrix)
+
+
+def _float32(operand: _Operand) -> torch.Tensor:
+    """An `_Operand`'s current values as a float32 matrix (a scratch buffer: valid until the
+    next product)."""
+    grid, source, matrix = operand
+    if grid is None:
+        return to_compute(source.read_block(0, 0, *matrix), source.dtype).to(torch.float32)
+    grid.copy_(source)
+    return matrix
 
 
 def _int_block(tile: TileRef, rows: int, cols: int) -> torch.Tensor:
     return to_compute(tile.read_block(0, 0, rows, cols), tile.dtype).to(torch.float64)
-
-
-def _float32_block(tile: TileRef, rows: int, cols: int, role: str) -> torch.Tensor:
-    """The top-left block of a float operand as float32 values (one copy, into the `role`
-    scratch buffer, for the types whose values are a plain cast of their storage)."""
-    view = _storage_view(tile, rows, cols)
-    if view is not None:
-        return _converted(view, (rows, cols), role)
-    return to_compute(tile.read_block(0, 0, rows, cols), tile.dtype).to(torch.float32)
 
 
 def _column_major(tile: TileRef) -> bool:
@@ -124,15 +160,6 @@ def _storage_view(tile: TileRef, rows: int, cols: int, transposed: bool = False
     if views is None:
         return None
     return views.transposed if transposed else views.typed
-
-
-def _converted(view: torch.Tensor, shape: tuple[int, int], role: str) -> torch.Tensor:
-    """`view`'s elements as a row-major float32 `shape` matrix in the `role` scratch buffer
-    (valid until the next product: a buffer in cache takes the converting copy in about half
-    the time of a new tensor)."""
-    out, grid = _scratch(role, shape, view.shape)
-    grid.copy_(view)
-    return out
 
 
 #: float32 buffers reused by every product of a thread (launches may run in several), by

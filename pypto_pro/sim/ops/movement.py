@@ -53,7 +53,10 @@ def load(args: list, kwargs: dict) -> None:
     """`load(dst_tile, src_gm, offsets)`: the tile's valid window from GM at `offsets`."""
     op = "block.load"
     dst, src = tile_arg(args[0], op=op, position=0), gm_arg(args[1], op=op, position=1)
-    dst.write(_loaded(dst, src, args[2], _gm_view(kwargs)))
+    offsets, view = args[2], _gm_view(kwargs)
+    if type(offsets) not in (list, tuple) or \
+            not dst.load_window(src, offsets, view["transpose"], view["axes"]):
+        dst.write(_loaded(dst, src, offsets, view))
 
 
 def _loaded(dst: TileRef, src: GMRef, offsets: object, view: dict) -> torch.Tensor:
