@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import torch
+
 from .memory import GMRef
 
 _generation = 0  # `clear` bumps it: entries of earlier generations never hit
@@ -46,6 +48,8 @@ def key(launch: Any) -> tuple:
 def _value_key(value: Any) -> Any:
     if type(value) is GMRef:
         return id(value)
+    if isinstance(value, torch.Tensor):  # (a pointer's: its storage may be swapped, `set_`)
+        return id(value), value.data_ptr(), value.storage_offset(), value.untyped_storage().nbytes()
     if isinstance(value, tuple):  # a pointer (tensor, offset)
         return tuple(_value_key(v) for v in value)
     if isinstance(value, dict):  # a struct's fields

@@ -150,3 +150,11 @@ def test_the_memo_keeps_no_tensor_of_an_earlier_launch_alive(recorded) -> None:
     _launch(ex.add_kernel, 4, (x, y, torch.zeros_like(x)))
     gc.collect()
     assert gone() is None
+
+
+def test_a_pointer_whose_storage_was_swapped_is_another_key() -> None:
+    t = torch.zeros(64)
+    before = stream_memo._value_key((t, 0))
+    t.set_(torch.zeros(64).untyped_storage())
+    assert stream_memo._value_key((t, 0)) != before
+    assert stream_memo._value_key((t, 0)) == stream_memo._value_key((t, 0))
