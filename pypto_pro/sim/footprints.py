@@ -172,10 +172,7 @@ class Footprints:
         return args
 
     def _space(self, key: Any) -> int:
-        space = self.spaces.get(key)
-        if space is None:
-            space = self.spaces[key] = len(self.spaces)
-        return space
+        return number(self.spaces, key)
 
 
 def _tile_span(tile: TileRef) -> tuple[int, int]:
@@ -248,3 +245,11 @@ def _window_row(w: WindowLines, write: int, space: int) -> bytes:
     size = bits // 8
     return _ROW(write, space, base * size, rows, rs * size if rows > 1 else 0,
                 ((cols - 1) * cs + 1) * size)
+
+
+def number(table: dict, key: Any) -> int:
+    """`key`'s number in `table`: the next one on its first use (ids the compiled code takes)."""
+    found = table.get(key)
+    if found is None:
+        found = table[key] = len(table)
+    return found

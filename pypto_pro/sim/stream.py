@@ -39,7 +39,7 @@ from . import replay, scheduler_native, stream_memo
 from .calls_issue import Instr
 from .cost_model import VF_SECTION, op_cost
 from .engine import AIC_PIPES, AIV_PIPES, Core, _flag_ids, hw_op
-from .footprints import Footprints
+from .footprints import Footprints, number
 from .l2_native import ENV_L2, NativeL2
 from .memory_system import MemoryStats
 from .program import NOTHING
@@ -104,16 +104,10 @@ class Sites:
         self.meta_rows: list[tuple[str, str, str, int, int, int]] = []
 
     def string(self, text: str) -> int:
-        found = self.strings.get(text)
-        if found is None:
-            found = self.strings[text] = len(self.strings)
-        return found
+        return number(self.strings, text)
 
     def key(self, key: Any) -> int:
-        found = self.keys.get(key)
-        if found is None:
-            found = self.keys[key] = len(self.keys)
-        return found
+        return number(self.keys, key)
 
     def meta(self, instr: Instr, ids: str, blocked: str) -> int:
         """A new row of what trace rows show of an instruction: (hw op, ir op, file, line,
