@@ -3,17 +3,24 @@
 Neither phase before the values depends on the data (`stream`): a program whose control flow
 or costs read memory is not eligible, and the memory system gives each storage its device
 address in the order the launch first touches it (`MemorySystem.reset`), so where the host put
-a tensor does not matter either. The recorded streams and their schedule are a pure function of
-the kernel's programs, the SoC, the block count and the parameters — tensors by their `GMRef`
-(one per tensor, shape, strides and storage: `backends.sim._gm_view`), everything else by value.
-A relaunch with the same ones replays the kept schedule (values, trace rows, L2 counters) and
-skips recording and scheduling, which are most of a timed launch.
+a tensor does not matter either. The recorded streams, their schedule, the race verdict and the
+trace rows are a pure function of the kernel's programs, the SoC, the block count and the
+parameters: tensors by their geometry (`_value_key`: shape, strides, dtypes, offset in the
+storage, storage size, and which parameters share a storage), everything else by value. A
+relaunch with equal ones replays the kept schedule (values, trace rows, L2 counters) and skips
+recording and scheduling, which are most of a timed launch.
 
-One entry per kernel (on its first program), for the GM views the backend keeps anyway: the
-memo holds no tensor alive that the backend's GM view cache does not. The recorded instructions
-hold tiles of the slot memories they ran on, so a hit also needs the same memory objects in the
-same slots; the memory pool hands them back in slot order to a relaunch that follows its
-previous launch (`Launch.release`). Anything else records afresh and replaces the entry.
+A relaunch with other tensors of the same geometry (a notebook cell that allocates its inputs
+and outputs afresh) first rebinds the recording (`_rebind`): every GM view an instruction holds
+is a view of one of the old launch's storages, and becomes the same view of the new tensor
+sharing that storage's place in the key. An operand it cannot rebind records afresh.
+
+One entry per kernel (on its first program). It holds the parameters it is bound to, so the
+storage pointers it names stay unique, and no more: a rebinding hit swaps in the new ones and
+no view of the old tensors is left. The recorded instructions hold tiles of the slot memories
+they ran on, so a hit also needs the same memory objects in the same slots; the memory pool
+hands them back in slot order to a relaunch that follows its previous launch
+(`Launch.release`). Anything else records afresh and replaces the entry.
 """
 from __future__ import annotations
 
@@ -21,41 +28,72 @@ from typing import Any
 
 import torch
 
-from .memory import GMRef
+from .memory import GMRef, TileRef
 
 _generation = 0  # `clear` bumps it: entries of earlier generations never hit
+
+#: a tensor leaf of the parameters (a GM view, or a pointer's or a struct's tensor) and the
+#: storage it was bound to (`set_` swaps a tensor's storage under the same object)
+_Leaf = tuple[Any, int]
+_SCALAR_BASES = (int, float, bool, str, type(None))
+_SCALARS = frozenset(_SCALAR_BASES)
+#: operand types that never hold GM (the common ones, checked first)
+_PLAIN = _SCALARS | {TileRef}
 
 
 class Entry:
     """What a relaunch reuses: the recording, the schedule, the trace rows once made."""
 
-    __slots__ = ("key", "generation", "memories", "params", "rec", "sched", "rows", "safe")
+    __slots__ = ("key", "generation", "memories", "params", "leaves", "rec", "sched", "rows",
+                 "safe", "gm_sites")
 
-    def __init__(self, key: tuple, launch: Any, rec: Any, sched: Any, safe: bool) -> None:
+    def __init__(self, key: tuple, leaves: list[_Leaf], launch: Any, rec: Any, sched: Any,
+                 safe: bool) -> None:
         self.key, self.generation = key, _generation
         self.memories = _memories(launch)
-        self.params = launch.params  # (keeps the GM views of the key alive: ids stay unique)
+        self.params, self.leaves = launch.params, leaves
         self.rec, self.sched, self.safe = rec, sched, safe
         self.rows: list[tuple] | None = None
+        # (instruction, argument position or kwarg name) of every operand holding GM: found
+        # on the first rebinding, the same for every later one (it swaps views for views)
+        self.gm_sites: list[tuple[int, int | str]] | None = None
 
 
-def key(launch: Any) -> tuple:
-    """What a launch's recording and schedule depend on besides its programs."""
+def _described(launch: Any) -> tuple[tuple, list[_Leaf]]:
+    """(what a launch's recording and schedule depend on besides its programs: the key, the
+    tensor leaves of its parameters in order)."""
+    storages: dict[int, int] = {}
+    leaves: list[_Leaf] = []
+    params = tuple(tuple(_value_key(v, storages, leaves) for v in values)
+                   for values in launch.params.values())
     return (launch.kernel_type, launch.block_dim, len(launch.slots), id(launch.soc),
-            *(tuple(_value_key(v) for v in values) for values in launch.params.values()))
+            *params), leaves
 
 
-def _value_key(value: Any) -> Any:
-    if type(value) is GMRef:
-        return id(value)
-    if isinstance(value, torch.Tensor):  # (a pointer's: its storage may be swapped, `set_`)
-        return id(value), value.data_ptr(), value.storage_offset(), value.untyped_storage().nbytes()
+def _value_key(value: Any, storages: dict[int, int], leaves: list[_Leaf]) -> Any:
+    """A parameter's part of the key; its tensors go on `leaves`. A tensor's storage is named
+    by the order in which the parameters first name it (`storages`: pointer → that number), so
+    two launches that share storages between the same parameters have equal keys."""
+    kind = type(value)
+    if kind in _SCALARS:
+        return kind, value  # (1, 1.0 and True are equal keys otherwise)
+    if kind is GMRef:
+        ptr, nbytes = value.storage
+        leaves.append((value, ptr))
+        return (GMRef, value.shape, value.strides, value.dtype, value.base_offset,
+                value.tensor.dtype, nbytes, storages.setdefault(ptr, len(storages)))
+    if isinstance(value, torch.Tensor):  # a pointer's or a struct's
+        storage = value.untyped_storage()
+        ptr = storage.data_ptr()
+        leaves.append((value, ptr))
+        return (torch.Tensor, tuple(value.shape), value.stride(), value.dtype,
+                value.storage_offset(), storage.nbytes(), storages.setdefault(ptr, len(storages)))
     if isinstance(value, tuple):  # a pointer (tensor, offset)
-        return tuple(_value_key(v) for v in value)
+        return tuple(_value_key(v, storages, leaves) for v in value)
     if isinstance(value, dict):  # a struct's fields
-        return tuple((k, _value_key(v)) for k, v in value.items())
-    if isinstance(value, (int, float, bool, str, type(None))):
-        return type(value), value  # (1, 1.0 and True are equal keys otherwise)
+        return tuple((k, _value_key(v, storages, leaves)) for k, v in value.items())
+    if isinstance(value, _SCALAR_BASES):  # (a subclass: an int enum member, ...)
+        return kind, value
     return id(value)  # (held by `Entry.params`)
 
 
@@ -68,23 +106,127 @@ def _holder(launch: Any) -> Any:
 
 
 def lookup(launch: Any) -> Entry | None:
-    """The entry `launch` may replay, or None (then the kernel's entry is dropped: it keeps no
-    tensor of an earlier launch alive)."""
+    """The entry `launch` may replay, bound to its tensors, or None (then the kernel's entry is
+    dropped: it keeps no tensor of an earlier launch alive)."""
     holder = _holder(launch)
     entry = getattr(holder, "stream_memo", None)
     if entry is None:
         return None
     now = _memories(launch)
-    if entry.generation != _generation or entry.key != key(launch) or \
-            len(now) != len(entry.memories) or any(a is not b for a, b in zip(now, entry.memories)):
-        holder.stream_memo = None
-        return None
-    return entry
+    if entry.generation == _generation and len(now) == len(entry.memories) and \
+            all(a is b for a, b in zip(now, entry.memories)):
+        if _unchanged(entry, launch):
+            return entry
+        found, leaves = _described(launch)
+        if entry.key == found and (_same(entry.leaves, leaves) or
+                                   _rebind(entry, launch.params, leaves)):
+            return entry
+    holder.stream_memo = None
+    return None
+
+
+def _unchanged(entry: Entry, launch: Any) -> bool:
+    """The entry's own GM views and equal scalars (a relaunch with the same tensors, the
+    backend's GM views kept): the key is the entry's without making it."""
+    old, new = entry.params, launch.params
+    return entry.key[:4] == (launch.kernel_type, launch.block_dim, len(launch.slots),
+                             id(launch.soc)) and old.keys() == new.keys() and all(
+        len(a) == len(b) and all(x is y if type(x) is GMRef else type(x) in _SCALARS and
+                                 type(x) is type(y) and x == y for x, y in zip(a, b))
+        for a, b in zip(old.values(), new.values()))
+
+
+def _same(old: list[_Leaf], new: list[_Leaf]) -> bool:
+    return all(a is b and pa == pb for (a, pa), (b, pb) in zip(old, new))
+
+
+def _rebind(entry: Entry, params: dict, leaves: list[_Leaf]) -> bool:
+    """Point `entry`'s recording at the tensors of `leaves` (the same geometry as its own);
+    False, with nothing changed, when an operand holds GM the parameters do not explain."""
+    views: dict[int, GMRef] = {}  # id(an old parameter view) → the new one
+    tensors: dict[int, torch.Tensor] = {}  # id(an old parameter tensor) → the new one
+    storages: dict[int, torch.Tensor] = {}  # old storage pointer → a new tensor on its successor
+    for (old, ptr), (new, _) in zip(entry.leaves, leaves):
+        if type(old) is GMRef:
+            views[id(old)] = new
+            old, new = old.tensor, new.tensor
+        tensors[id(old)] = new
+        storages.setdefault(ptr, new)
+    made: dict[int, Any] = {}  # id(an old operand) → its rebound value (shared, as it was)
+
+    def rebound(value: Any) -> Any:
+        found = made.get(id(value))
+        if found is not None:
+            return found
+        kind = type(value)
+        if kind is GMRef:
+            found = views.get(id(value))
+            if found is None:  # a view the kernel made (`make_tensor`, `set_stride`)
+                tensor = storages.get(value.storage[0])
+                if tensor is None:
+                    raise LookupError
+                found = GMRef(tensors.get(id(value.tensor), tensor), value.shape, value.strides,
+                              value.dtype, value.base_offset)
+        elif kind is tuple:
+            found = tuple([rebound(v) for v in value])
+        elif isinstance(value, torch.Tensor):
+            found = tensors.get(id(value))
+            if found is None:
+                raise LookupError  # (a tensor in a recorded operand: none is known to occur)
+        elif _holds_gm(value):
+            raise LookupError  # (an operand kind holding GM that rebinding does not know)
+        else:
+            return value
+        made[id(value)] = found
+        return found
+
+    instrs = entry.rec.instrs
+    if entry.gm_sites is None:
+        entry.gm_sites = _gm_sites(instrs)
+    try:
+        values = [rebound(instrs[i].args[at] if type(at) is int else instrs[i].kwargs[at])
+                  for i, at in entry.gm_sites]
+    except LookupError:
+        return False
+    for (i, at), value in zip(entry.gm_sites, values):
+        instr = instrs[i]
+        if type(at) is int:
+            if type(instr.args) is not list:
+                instr.args = list(instr.args)
+            instr.args[at] = value
+        else:  # (static kwargs are shared between instructions: never written in place)
+            instr.kwargs = {**instr.kwargs, at: value}
+    entry.params, entry.leaves = params, leaves
+    entry.rec.tape = None  # (the compiled replay steps hold the old views: built again)
+    return True
+
+
+def _gm_sites(instrs: list) -> list[tuple[int, int | str]]:
+    """Where the recorded ops hold GM: views, tensors, tuples holding one."""
+    sites: list[tuple[int, int | str]] = []
+    for i, instr in enumerate(instrs):
+        if instr.kind != "op":
+            continue
+        sites += [(i, k) for k, a in enumerate(instr.args) if _holds_gm(a)]
+        sites += [(i, k) for k, a in instr.kwargs.items() if _holds_gm(a)]
+    return sites
+
+
+def _holds_gm(value: Any) -> bool:
+    if type(value) in _PLAIN:
+        return False
+    if isinstance(value, (GMRef, torch.Tensor)):
+        return True
+    if isinstance(value, dict):
+        value = value.values()
+    elif not isinstance(value, (tuple, list)):
+        return False
+    return any([_holds_gm(v) for v in value])
 
 
 def store(launch: Any, rec: Any, sched: Any, safe: bool) -> Entry:
     """Keep this launch's recording and schedule for its relaunch (replacing the kernel's last)."""
-    entry = Entry(key(launch), launch, rec, sched, safe)
+    entry = Entry(*_described(launch), launch, rec, sched, safe)
     _holder(launch).stream_memo = entry
     return entry
 
@@ -95,4 +237,4 @@ def clear() -> None:
     _generation += 1
 
 
-__all__ = ["Entry", "clear", "key", "lookup", "store"]
+__all__ = ["Entry", "clear", "lookup", "store"]
