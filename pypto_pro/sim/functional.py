@@ -48,6 +48,7 @@ from ..errors import SimulationError
 from ..ir.types import PipeType
 from .calls_issue import Instr
 from .engine import Core, Engine, Pipe, _MutexReq
+from .functional_memo import Ran
 from .ops import BATCH_IMPLS, IMPLS, batch_key, error_index, run_grouped
 from .program import NOTHING
 
@@ -71,6 +72,9 @@ class FunctionalEngine(Engine):
         super().__init__(soc, None, functional_only=True)
         self._ready: deque[Callable[[], None]] = deque()
         self.parked: list[FunctionalCore] = []
+        #: the ops run so far, for a relaunch to replay (`functional_memo`); None when this
+        #: launch cannot be replayed (or nobody asked)
+        self.ran: Ran | None = None
 
     def at(self, t: int, fn: Callable[[], None]) -> None:
         self._ready.append(fn)
@@ -111,6 +115,9 @@ class FunctionalEngine(Engine):
         instrs = [core.parked for core in group]
         for core in group:
             core.parked = None
+        ran = self.ran
+        if ran is not None and not all([ran.ran(i, c.label) for i, c in zip(instrs, group)]):
+            self.ran = None
         first = instrs[0]
         try:
             run_grouped(BATCH_IMPLS[first.ir_op], [i.args for i in instrs], first.kwargs)
@@ -160,6 +167,15 @@ class FunctionalCore(Core):
 
     def sync_scalar(self):
         return NOTHING  # no clock to catch up with
+
+    # what a relaunch cannot replay (`functional_memo`): control flow or text from values
+    def resolve_scalar_target(self, value: Any, span: Any) -> Any:
+        self.engine.ran = None
+        return super().resolve_scalar_target(value, span)
+
+    def print(self, text: str) -> None:
+        self.engine.ran = None
+        super().print(text)
 
     # ------------------------------------------------------------ issue
     def issue(self, instr: Instr):
@@ -275,6 +291,9 @@ class FunctionalCore(Core):
         self._execute_op(instr)
 
     def _execute_op(self, instr: Instr) -> None:
+        ran = self.engine.ran
+        if ran is not None and not ran.ran(instr, self.label):
+            self.engine.ran = None
         try:
             IMPLS[instr.ir_op](instr.args, instr.kwargs)
         except SimulationError:

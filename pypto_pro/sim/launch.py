@@ -20,7 +20,8 @@ from ..ir.types import CUBE_SPACES, MemorySpace
 from ..trace.schema import EventLog
 from .engine import Core, Engine
 from .functional import FunctionalCore, FunctionalEngine
-from . import stream
+from . import functional_memo, stream
+from .functional_memo import Ran
 from .memory import CoreMemory, TileRef
 from .program import CompiledProgram, RtTile
 
@@ -93,16 +94,23 @@ class Launch:
 
     # ------------------------------------------------------------ running
     def run(self) -> list[_Block]:
-        if isinstance(self.engine, Engine):  # timed: the compiled stream engine when it can
+        eng = self.engine
+        functional = isinstance(eng, FunctionalEngine)
+        if functional:  # a relaunch replays the ops the last launch ran, when it can
+            blocks = functional_memo.replayed(self)  # (no sanitizer runs functional-only)
+            eng.ran = Ran() if blocks is None else None
+        else:  # timed: the compiled stream engine when it can
             blocks = stream.run(self)
-            if blocks is not None:
-                self.blocks = blocks
-                return blocks
+        if blocks is not None:
+            self.blocks = blocks
+            return blocks
         for slot in self.slots:
             self._start_next(slot, 0)
-        self.engine.run()
-        if self.pending or any(not c.done for c in self.engine.cores):
-            raise self.engine.deadlock()
+        eng.run()
+        if self.pending or any(not c.done for c in eng.cores):
+            raise eng.deadlock()
+        if functional:
+            functional_memo.store(self)
         return self.blocks
 
     def _start_next(self, slot: _Slot, t: int) -> None:

@@ -31,6 +31,10 @@ import torch
 from .memory import GMRef, TileRef
 
 _generation = 0  # `clear` bumps it: entries of earlier generations never hit
+#: the kinds of entry a kernel keeps (attributes of its first program): the stream engine's
+#: recording and schedule, the functional executor's ops in the order it ran them
+#: (`functional_memo`); both rebind the same way (`Entry.rec.instrs`, `Entry.rec.tape`)
+TIMED, FUNCTIONAL = "stream_memo", "functional_memo"
 
 #: a tensor leaf of the parameters (a GM view, or a pointer's or a struct's tensor) and the
 #: storage it was bound to (`set_` swaps a tensor's storage under the same object)
@@ -105,11 +109,12 @@ def _holder(launch: Any) -> Any:
     return next(iter(launch.programs.values()))
 
 
-def lookup(launch: Any) -> Entry | None:
-    """The entry `launch` may replay, bound to its tensors, or None (then the kernel's entry is
-    dropped: it keeps no tensor of an earlier launch alive)."""
+def lookup(launch: Any, kind: str = TIMED) -> Entry | None:
+    """The entry of `kind` (`TIMED`, `FUNCTIONAL`) `launch` may replay, bound to its tensors,
+    or None (then the kernel's entry is dropped: it keeps no tensor of an earlier launch
+    alive)."""
     holder = _holder(launch)
-    entry = getattr(holder, "stream_memo", None)
+    entry = getattr(holder, kind, None)
     if entry is None:
         return None
     now = _memories(launch)
@@ -121,7 +126,7 @@ def lookup(launch: Any) -> Entry | None:
         if entry.key == found and (_same(entry.leaves, leaves) or
                                    _rebind(entry, launch.params, leaves)):
             return entry
-    holder.stream_memo = None
+    setattr(holder, kind, None)
     return None
 
 
@@ -224,10 +229,11 @@ def _holds_gm(value: Any) -> bool:
     return any([_holds_gm(v) for v in value])
 
 
-def store(launch: Any, rec: Any, sched: Any, safe: bool) -> Entry:
-    """Keep this launch's recording and schedule for its relaunch (replacing the kernel's last)."""
+def store(launch: Any, rec: Any, sched: Any, safe: bool, kind: str = TIMED) -> Entry:
+    """Keep this launch's recording and schedule for its relaunch (replacing the kernel's last
+    entry of `kind`)."""
     entry = Entry(*_described(launch), launch, rec, sched, safe)
-    _holder(launch).stream_memo = entry
+    setattr(_holder(launch), kind, entry)
     return entry
 
 
@@ -237,4 +243,4 @@ def clear() -> None:
     _generation += 1
 
 
-__all__ = ["Entry", "clear", "lookup", "store"]
+__all__ = ["FUNCTIONAL", "TIMED", "Entry", "clear", "lookup", "store"]

@@ -25,7 +25,7 @@ from pypto_pro.ir.dtype import DataType as D
 from pypto_pro.ir.types import MemorySpace as M
 from pypto_pro.ir.types import TileLayout as L
 from pypto_pro.runtime import backends
-from pypto_pro.sim import functional
+from pypto_pro.sim import functional, stream_memo
 from pypto_pro.sim.engine import _defer
 from pypto_pro.sim.memory import CoreMemory, GMRef, TileGeometry, TileRef, storage_dtype
 from pypto_pro.sim.ops import BATCH_IMPLS, IMPLS, batch_key, error_index, run_grouped
@@ -298,7 +298,9 @@ pytestmark = pytest.mark.usefixtures("functional_backend")  # (conftest)
 
 @pytest.fixture
 def batches(monkeypatch) -> Counter:
-    """(op, batch size) → how many batches the functional engine ran."""
+    """(op, batch size) → how many batches the functional engine ran (every launch runs the
+    executor: no kept ops are replayed)."""
+    stream_memo.clear()
     seen: Counter = Counter()
     run = functional.FunctionalEngine._run_batch
 
