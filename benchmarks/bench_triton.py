@@ -65,12 +65,22 @@ RESULTS = HERE / "results"
 SIM_LATEST = RESULTS / "sim_latest.md"
 README = HERE / "README.md"
 SECTION = "bench_triton"
-BACKENDS = ("sim", "sim-new", "sim-func", "native", "triton", "torch")
+BACKENDS = ("sim", "sim-fresh", "sim-new", "sim-func", "sim-func-new", "native", "triton",
+            "torch")
 #: "sim": a relaunch (the stream engine replays its kept schedule, `sim.stream_memo`);
-#: "sim-new": the same launch with the memo cleared first, as a new shape or kernel runs
-LABELS = {"sim": "sim (timing)", "sim-new": "sim (timing), new launch",
-          "sim-func": "sim functional-only", "native": "native",
+#: "sim-fresh": a relaunch on new tensors of the same geometry, made (untimed) before each
+#: launch, as a notebook cell that allocates its tensors runs again (the memo rebinds);
+#: "sim-new" / "sim-func-new": the launch with the memos cleared first, as a new shape or
+#: kernel runs ("sim-func" relaunches replay the executor's ops, `sim.functional_memo`)
+LABELS = {"sim": "sim (timing)", "sim-fresh": "sim (timing), new tensors",
+          "sim-new": "sim (timing), new launch", "sim-func": "sim functional-only",
+          "sim-func-new": "sim functional-only, new launch", "native": "native",
           "triton": "Triton interpreter", "torch": "torch CPU"}
+#: backend → the registered backend it launches on, after clearing the memos
+CLEARED = {"sim-new": "sim", "sim-func-new": "sim-func"}
+SHORT = {"sim": "sim", "sim-fresh": "new tensors", "sim-new": "new", "sim-func": "func",
+         "sim-func-new": "func new", "native": "native", "triton": "Triton", "torch": "torch"}
+TIMED = ("sim", "sim-fresh", "sim-new")
 TARGET_VS_TRITON = 20.0  # sim with timing ≥ 20× faster than the interpreter
 TARGET_FUNC_VS_TORCH = {"add_fp16": 5.0, "matmul_2048": 2.0}  # functional-only ≤ k× torch
 TARGET_LAUNCH_MS = 0.5  # sim, 1-tile kernel, cache hit
@@ -221,17 +231,26 @@ def _launcher(w: Workload, backend: str) -> Callable[[tuple], Any]:
         return w.triton
     if backend == "torch":
         return lambda a: a[w.out_index].copy_(w.reference(a))
-    if backend == "sim-new":
-        def new(a: tuple) -> None:
-            stream_memo.clear()
-            with use_backend("sim"):
-                w.ours(a)
-        return new
+    return _ours(w.ours, backend)
+
+
+def _ours(run: Callable[[tuple], None], backend: str) -> Callable[[tuple], None]:
+    """`run` (our kernel's launch) on the simulator or native `backend`."""
+    name = CLEARED.get(backend) or ("sim" if backend == "sim-fresh" else backend)
 
     def ours(a: tuple) -> None:
-        with use_backend(backend):
-            w.ours(a)
+        if backend in CLEARED:
+            stream_memo.clear()
+        with use_backend(name):
+            run(a)
     return ours
+
+
+def _fresh(args: tuple) -> tuple:
+    """New tensors with the same geometry and values (a tensor passed twice stays shared)."""
+    made: dict[int, torch.Tensor] = {}
+    return tuple(made.setdefault(id(a), a.clone()) if isinstance(a, torch.Tensor) else a
+                 for a in args)
 
 
 def measure(w: Workload, backend: str, runs: int) -> Cell:
@@ -247,19 +266,24 @@ def measure(w: Workload, backend: str, runs: int) -> Cell:
         ref = w.reference(args)
         err = (args[w.out_index].float() - ref.float()).abs().max().item()
         cell.max_err, cell.correct = err, err <= w.atol
-        if backend in ("sim", "sim-new"):
+        if backend in TIMED:
             trace = w.kernel.last_trace
             cell.instructions = int(dict(trace.meta.extra)["instructions"])
             cell.sim_us = trace.duration_us
         n = w.triton_runs if backend == "triton" and w.triton_runs else runs
         if warm_s > SLOW_S:
             n = min(n, SLOW_RUNS)
-        times = [wall(lambda: launch(args)) for _ in range(n)]
+        times = [_timed(launch, _fresh(args) if backend == "sim-fresh" else args)
+                 for _ in range(n)]
         cell.median_s, cell.runs = statistics.median(times), n
     except (PyptoError, RuntimeError, ValueError) as e:  # a failing backend gets a cell
         cell.error = f"{type(e).__name__}: {str(e).splitlines()[0][:160]}"
     cell.rss_mib = peak_rss_mib()
     return cell
+
+
+def _timed(launch: Callable[[tuple], Any], args: tuple) -> float:
+    return wall(lambda: launch(args))
 
 
 def launch_overhead(backends: tuple[str, ...], n: int) -> dict[str, float]:
@@ -269,19 +293,14 @@ def launch_overhead(backends: tuple[str, ...], n: int) -> dict[str, float]:
     out: dict[str, float] = {}
     for b in backends:
         if b == "triton":
-            fn, reps = (lambda: tk.add(x, y, z)), max(5, n // 5)
+            launch, reps = (lambda a: tk.add(*a)), max(5, n // 5)
         elif b == "torch":
-            fn, reps = (lambda: torch.add(x, y, out=z)), n * 4
+            launch, reps = (lambda a: torch.add(a[0], a[1], out=a[2])), n * 4
         else:
-            def fn(b=b):
-                if b == "sim-new":
-                    stream_memo.clear()
-                with use_backend("sim" if b == "sim-new" else b):
-                    ex.add_kernel[None, 1](x, y, z)
-            reps = n
-        for _ in range(3):
-            fn()
-        out[b] = statistics.median(wall(fn) for _ in range(reps)) * 1e3
+            launch, reps = _ours(lambda a: ex.add_kernel[None, 1](*a), b), n
+        times = [_timed(launch, _fresh((x, y, z)) if b == "sim-fresh" else (x, y, z))
+                 for _ in range(reps + 3)]
+        out[b] = statistics.median(times[3:]) * 1e3
     return out
 
 
@@ -406,25 +425,25 @@ def _fmt_ratio(r: float | None, target: float | None = None, higher: bool = True
 def tables(ws: list[Workload], cells: dict, overhead: dict, scale: dict | None,
            fidelity: list[dict]) -> str:
     out = ["### Wall time per launch, ms (median)", "",
-           "| workload | tiles | " + " | ".join(LABELS[b] for b in BACKENDS) +
-           " | Triton / sim | Triton / sim new launch | Triton / functional | functional / torch"
-           " | native / torch |",
-           "|---|---:|" + "---:|" * (len(BACKENDS) + 5)]
+           "| workload | tiles | " + " | ".join(LABELS[b] for b in BACKENDS) + " | " +
+           " | ".join(f"Triton / {LABELS[b]}" for b in TIMED) +
+           " | functional / torch | functional new launch / torch | native / torch |",
+           "|---|---:|" + "---:|" * (len(BACKENDS) + len(TIMED) + 3)]
     for w in ws:
         c = cells[w.key]
         func_target = TARGET_FUNC_VS_TORCH.get(w.key)
         out.append(
             f"| {w.title} | {w.tiles:,} | " + " | ".join(_ms(c.get(b)) for b in BACKENDS) +
-            f" | {_fmt_ratio(_ratio(c.get('triton'), c.get('sim')), TARGET_VS_TRITON)}"
-            f" | {_fmt_ratio(_ratio(c.get('triton'), c.get('sim-new')), TARGET_VS_TRITON)}"
-            f" | {_fmt_ratio(_ratio(c.get('triton'), c.get('sim-func')))}"
+            "".join(f" | {_fmt_ratio(_ratio(c.get('triton'), c.get(b)), TARGET_VS_TRITON)}"
+                    for b in TIMED) +
             f" | {_fmt_ratio(_ratio(c.get('sim-func'), c.get('torch')), func_target, False)}"
+            f" | {_fmt_ratio(_ratio(c.get('sim-func-new'), c.get('torch')), func_target, False)}"
             f" | {_fmt_ratio(_ratio(c.get('native'), c.get('torch')))} |")
     out += ["", "### Simulator detail and memory", "",
             ("| workload | simulated µs | instructions | instr/s (timing) | "
              "instr/s (functional) | runs | native first launch s (compile) | "
-             "max err sim / func / native / Triton | peak RSS MiB sim / new / func / native / "
-             "Triton / torch |"),
+             "max err sim / func / native / Triton | peak RSS MiB "
+             f"{' / '.join(SHORT[b] for b in BACKENDS)} |"),
             "|---|---:|---:|---:|---:|---:|---:|---|---|"]
     for w in ws:
         c = cells[w.key]
@@ -448,7 +467,7 @@ def tables(ws: list[Workload], cells: dict, overhead: dict, scale: dict | None,
                 "|" + "---:|" * len(overhead),
                 "| " + " | ".join(
                     f"{v:.3f} ms" + ((" ✓" if v <= TARGET_LAUNCH_MS else " ✗")
-                                     if b in ("sim", "sim-new") else "")
+                                     if b in TIMED else "")
                     for b, v in overhead.items()) + " |"]
     if scale:
         sf, df = scale["size_fit"], scale["dim_fit"]
@@ -483,10 +502,9 @@ def chart(ws: list[Workload], cells: dict, scale: dict | None, path: Path) -> No
         "speed ratios (log): > 1 means the first is slower", "simulator wall vs tiles"))
     names = [w.key for w in ws]
     top = TARGET_VS_TRITON
-    for label, num, den in (("Triton / sim (timing)", "triton", "sim"),
-                            ("Triton / sim (timing), new launch", "triton", "sim-new"),
-                            ("Triton / sim functional", "triton", "sim-func"),
+    for label, num, den in (*((f"Triton / {LABELS[b]}", "triton", b) for b in TIMED),
                             ("sim functional / torch", "sim-func", "torch"),
+                            ("sim functional, new launch / torch", "sim-func-new", "torch"),
                             ("native / torch", "native", "torch")):
         ys = [_ratio(cells[w.key].get(num), cells[w.key].get(den)) for w in ws]
         top = max([top, *(y for y in ys if y)])
@@ -577,8 +595,8 @@ def main() -> None:
     summary = (f"Whole run {time.perf_counter() - started:.0f} s on {environment(load_start)}. "
                f"Medians of {opts.runs} runs after a small-shape and a checked full-size "
                f"warm-up; {SLOW_RUNS} runs where the warm-up took > {SLOW_S:.0f} s and 2 for "
-               f"Triton's matmul 2048³ (see the runs column, order sim / sim new launch / "
-               f"functional / native / Triton / torch).")
+               f"Triton's matmul 2048³ (see the runs column, order "
+               f"{' / '.join(SHORT[b] for b in BACKENDS)}).")
     print(text)
     print()
     print(summary)
