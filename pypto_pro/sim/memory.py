@@ -62,6 +62,8 @@ _GEOMETRIES: dict[tuple[int, int], tuple[TileType, TileGeometry]] = {}
 _GEOMETRIES_MAX = 4096
 _WINDOWS_MAX = 1024  # `GMWindow`s per GM view before it starts over (a few lines arrays each)
 _UNSET = object()  # `GMWindow.view` not made yet
+#: a kept piece of an op: its torch calls with every view bound (`ops.STEPS`, `sim.tape`)
+Step = Callable[[], None]
 
 
 class SimMemoryError(IndexError):
@@ -331,14 +333,43 @@ class TileRef:
         if track:
             init[idx.reshape(-1)] = True
 
+    def write_step(self, value: torch.Tensor) -> Step | None:
+        """The step of `write(value, offset=(0, 0))` for `value` that tensor, whatever it holds
+        when the step runs, when the block has views of `value`'s dtype; else None."""
+        views = self._views(0, 0, *value.shape)
+        if not self.writes_now or views is None or value.dtype is not views.dtype or \
+                (views.fractal and not value.is_contiguous()):  # (its reshape: a view)
+            return None
+        source = value.view(views.values.dtype).reshape(*views.grid) if views.fractal else value
+        return _copy_into(self.memory, views, source)
+
+    def read_step(self, into: torch.Tensor) -> Step | None:
+        """The step copying the valid window's stored elements into `into` (a [rows, cols]
+        view of another memory, e.g. a GM window), as `into.copy_(read())` would, when the
+        window has views of `into`'s dtype; else None."""
+        views = self._views(0, 0, self.valid_rows, self.valid_cols)
+        if views is None or views.dtype is not into.dtype:
+            return None
+        if not views.fractal:
+            return functools.partial(into.copy_, views.values)
+        _, fr, _, fc = views.grid  # `into` in the grid's [row fractal, row, col fractal, col]
+        rs, cs = into.stride()
+        grid = into.as_strided(views.grid, (fr * rs, rs, fc * cs, cs), into.storage_offset())
+        return functools.partial(grid.copy_, views.typed)
+
     def copy_from(self, src: TileRef, at: tuple[int, int] | None = None) -> bool:
         """Write `src`'s valid window (`at` (row, col): the block of this tile's valid shape
         there) at (0, 0) with one copy between the two buffers (no logical intermediate), when
-        this tile writes now, the dtypes agree, the tiles live in different buffers (so nothing
-        read is overwritten first) and both blocks have views of one element shape. False when
-        the caller must take `read` + `write`."""
-        return self.writes_now and self._copy_planned(self.kept(), (src, at), self._copy_plan,
-                                                      src, at)
+        `copy_step` has one. False when the caller must take `read` + `write`."""
+        return _ran(self.copy_step(src, at))
+
+    def copy_step(self, src: TileRef, at: tuple[int, int] | None = None) -> Step | None:
+        """The one-copy step of `copy_from`: when this tile writes now, the dtypes agree, the
+        tiles live in different buffers (so nothing read is overwritten first) and both blocks
+        have views of one element shape; else None."""
+        if not self.writes_now:
+            return None
+        return self._kept_step(self.kept(), (src, at), self._copy_plan, src, at)
 
     def kept(self) -> dict:
         """What ops keep for this ref (`_plans`; each entry names the `epoch` it was made in),
@@ -354,78 +385,76 @@ class TileRef:
                     axes: tuple[int, int] | None = None) -> bool:
         """Write GM view `src`'s window at `offsets` (this tile's valid shape; `transpose`,
         `axes` as in `read_window`) into the valid window with one copy out of the tensor, when
-        this tile writes now (so a view of GM will do: `peek_window`), the dtypes agree and
-        both have strided views. False when the caller must take `read_window` + `write`. The
-        plan is kept on the window (`GMWindow.plans`: it lives with the GM view, so no tile
-        keeps a tensor alive)."""
+        `load_step` has one. False when the caller must take `read_window` + `write`."""
+        return _ran(self.load_step(src, offsets, transpose, axes))
+
+    def load_step(self, src: GMRef, offsets: list | tuple, transpose: bool = False,
+                  axes: tuple[int, int] | None = None) -> Step | None:
+        """The one-copy step of `load_window`: when this tile writes now (so a view of GM will
+        do: `peek_window`), the dtypes agree and both have strided views; else None. Kept on
+        the window (`GMWindow.plans`: it lives with the GM view, so no tile keeps a tensor
+        alive)."""
         rows, cols = self.valid_rows, self.valid_cols
         if not self.writes_now or src.dtype is not self.dtype or src._bits == 4 or not rows \
                 or not cols:
-            return False
+            return None
         window = src.window(offsets, rows, cols, transpose, axes)
-        return self._copy_planned(window.plans, self, self._load_plan, src, window)
+        return self._kept_step(window.plans, self, self._load_plan, src, window)
 
-    def _copy_planned(self, plans: dict, key: object, plan_for: Callable[..., tuple],
-                      *args: Any) -> bool:
-        """Run the one-copy plan `plan_for(*args)` makes (kept in `plans` under `key`):
-        (epoch, this tile's `BlockViews`, the source to copy into their values) or (epoch,
-        None, None) when it does not apply."""
+    def _kept_step(self, plans: dict, key: object, plan_for: Callable[..., tuple],
+                   *args: Any) -> Step | None:
+        """The one-copy step `plan_for(*args)` makes, kept in `plans` under `key` as (epoch,
+        the step or None when it does not apply)."""
         plan = plans.get(key)
         if plan is None or plan[0] != self.epoch:
             plan = plan_for(*args)
             if len(plans) >= _PLANS_MAX:
                 plans.clear()
             plans[key] = plan
-        mine = plan[1]
-        if mine is None:
-            return False
-        mine.values.copy_(plan[2])
-        self._mark_written(mine)
-        return True
+        return plan[1]
 
     def _copy_plan(self, src: TileRef, at: tuple[int, int] | None) -> tuple:
-        """The `_copy_planned` plan of `copy_from`."""
+        """The `_kept_step` plan of `copy_step`."""
         if src.dtype is not self.dtype or (src.memory is self.memory and src.space is self.space):
-            return (self.epoch, None, None)
+            return (self.epoch, None)
         r0, c0, rows, cols = (0, 0, *src.valid) if at is None else (*at, *self.valid)
         theirs = src._views(r0, c0, rows, cols)
         mine = None if theirs is None else self._views(0, 0, rows, cols)
         if mine is None or mine.values.shape != theirs.values.shape or \
                 mine.values.dtype is not theirs.values.dtype:
-            return (self.epoch, None, None)
-        return (self.epoch, mine, theirs.values)
+            return (self.epoch, None)
+        return (self.epoch, _copy_into(self.memory, mine, theirs.values))
 
     def _load_plan(self, src: GMRef, window: GMWindow) -> tuple:
-        """The `_copy_planned` plan of `load_window`."""
+        """The `_kept_step` plan of `load_step`."""
         mine = self._views(0, 0, self.valid_rows, self.valid_cols)
         view = None if mine is None else src._strided_view(window)
         if view is None:
-            return (self.epoch, None, None)
+            return (self.epoch, None)
         if mine.fractal:  # element words split into the fractal grid: a view, never a copy
             view = view.view(mine.values.dtype).view(*mine.grid)
-        return (self.epoch, mine, view)
+        return (self.epoch, _copy_into(self.memory, mine, view))
 
     def add_from(self, addend: torch.Tensor) -> bool:
         """block[0:r, 0:c] = addend + block in place for an FP32 tile writing now (one pass over
-        the buffer instead of read, add, write; the same float32 sums). False when the caller
-        must take `read` + `write`."""
+        the buffer instead of read, add, write; the same float32 sums), when `add_step` has
+        one. False when the caller must take `read` + `write`."""
+        return _ran(self.add_step(addend))
+
+    def add_step(self, addend: torch.Tensor) -> Step | None:
+        """The in-place step of `add_from` for `addend` (that tensor, whatever it holds when
+        the step runs); None when it does not apply."""
         if not self.writes_now or self.dtype is not DataType.FP32:
-            return False
+            return None
         plans = self.kept()
         # one plan, for the last addend (a product's reused scratch: the same every time)
         plan = plans.get("add_from")
         if plan is None or plan[0] != self.epoch or plan[1] is not addend:
             views = None if addend.dtype is not torch.float32 else \
                 self._views(0, 0, *addend.shape)
-            plan = plans["add_from"] = (self.epoch, addend, views, None if views is None
-                                        else addend.view(*views.grid))
-        views = plan[2]
-        if views is None:
-            return False
-        block = views.typed
-        torch.add(plan[3], block, out=block)
-        self._mark_written(views)
-        return True
+            plan = plans["add_from"] = (self.epoch, addend, None if views is None
+                                        else _add_into(self.memory, views, addend))
+        return plan[2]
 
     def compute_target(self, sources: tuple[TileRef | tuple[TileRef, tuple[int, int]], ...],
                        same_ok: bool) -> torch.Tensor | None:
@@ -462,6 +491,15 @@ class TileRef:
                 return None
         self._mark_written(views)
         return views.values
+
+    def written_marker(self) -> Step:
+        """The step marking the valid window written (after `compute_target` gave a target)."""
+        return _marker(self.memory, self._views(0, 0, self.valid_rows, self.valid_cols))
+
+    def peek_view(self, r0: int, c0: int, rows: int, cols: int) -> torch.Tensor | None:
+        """The block as `peek_block` gives it when that is a view of the buffer, else None."""
+        views = self._views(r0, c0, rows, cols)
+        return views.values if views is not None and not views.fractal else None
 
     def _mark_written(self, views: BlockViews) -> None:
         if self.memory.track_init:
@@ -523,6 +561,46 @@ class TileRef:
         offs = g.offsets(self.valid)[r0:r0 + rows, c0:c0 + cols]
         self.memory.check_range(g.space, *self._byte_bounds(offs))
         return offs
+
+
+def _ran(step: Step | None) -> bool:
+    """Run `step` if there is one; whether there was."""
+    if step is None:
+        return False
+    step()
+    return True
+
+
+def _marker(memory: CoreMemory, views: BlockViews) -> Step:
+    """Marks the block of `views` initialised, while its memory tracks that (a step's last
+    act: `track_init` may change between the runs of a kept step)."""
+    mask, fill = views.mask, views.mask_fill
+
+    def mark() -> None:
+        if memory.track_init:
+            mask.fill_(fill)
+    return mark
+
+
+def _copy_into(memory: CoreMemory, views: BlockViews, source: torch.Tensor) -> Step:
+    """The step copying `source` (a view) into the block of `views` and marking it written."""
+    values, mark = views.values, _marker(memory, views)
+
+    def step() -> None:
+        values.copy_(source)
+        mark()
+    return step
+
+
+def _add_into(memory: CoreMemory, views: BlockViews, addend: torch.Tensor) -> Step:
+    """The step adding `addend` into the FP32 block of `views` in place (`TileRef.add_step`)."""
+    block, grid, add, mark = views.typed, addend.view(*views.grid), torch.add, \
+        _marker(memory, views)
+
+    def step() -> None:
+        add(grid, block, out=block)
+        mark()
+    return step
 
 
 @dataclass(frozen=True)
@@ -678,6 +756,11 @@ class GMRef:
             view.copy_(value if value.dtype is view.dtype else value.to(view.dtype))
             return
         self._write_elems(self._window_offsets(offsets, rows, cols, transpose, axes), value)
+
+    def window_view(self, offsets: Sequence[int], rows: int, cols: int, transpose: bool = False,
+                    axes: tuple[int, int] | None = None) -> torch.Tensor | None:
+        """The window as `peek_window` gives it when that is a view of the tensor, else None."""
+        return self._strided_window(offsets, rows, cols, transpose, axes)
 
     def _strided_window(self, offsets: Sequence[int], rows: int, cols: int, transpose: bool,
                         axes: tuple[int, int] | None) -> torch.Tensor | None:

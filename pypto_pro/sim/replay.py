@@ -7,7 +7,8 @@ its writes land (`engine.land_writes`), exactly as the Python engine does at the
 of the same order, so a racy kernel computes what it computes there. When no op ever starts
 while an op writing memory it touches runs (`scheduler_native.first_race` over the ops'
 `footprints`), reading at the start and writing at the finish is the same as doing both at
-the start: the replay is eager, calling each op directly at its start (`PATHS` counts which).
+the start: the replay is eager, calling each op directly at its start (`PATHS` counts which);
+a kept recording's relaunches of the same operands make its `tape`, then run that instead.
 """
 from __future__ import annotations
 
@@ -19,9 +20,9 @@ from typing import Any
 import numpy as np
 
 from ..errors import SimulationError
+from . import tape
 from .engine import Engine, Pipe, land_writes, start_op
 from .memory import TileRef
-from .ops import IMPLS
 
 _KIND_NAMES = np.array(["instr", "sync", "stall"], dtype=object)
 _REASONS = ("", "hbm", "flag", "mutex", "cross_core", "queue", "barrier", "sync_all")
@@ -33,7 +34,8 @@ _PIPE_NAMES = np.array(["MTE1", "MTE2", "MTE3", "M", "FIX", "V", "S"], dtype=obj
 _IDS_INSTR, _IDS_BLOCKED, _IDS_MUTEX, _IDS_QUEUE, _IDS_BARRIER, _IDS_SYNC_ALL = \
     -1, -2, -16, -64, -128, -256
 _ROW_STALL = 2
-#: launches whose values each replay ran ("eager", "deferred"): what the tests look at
+#: launches whose values each replay ran ("eager", "deferred"; of the eager ones, "tape":
+#: those that ran their recording's tape, "taping": those that made it): what tests look at
 PATHS: Counter[str] = Counter()
 
 
@@ -70,24 +72,36 @@ def run_values(rec: Any, sched: Any, eager: bool) -> None:
 
 
 def _run_eager(rec: Any, sched: Any) -> None:
-    """Every op at its start. (Runs of starts of one op on several cores through
-    `ops.run_grouped` measured no faster: the runs are short, and the batch key costs each
-    op.)"""
-    events = sched.events
-    for e in events[events >= 0].tolist():
-        _run_op(rec, e)
+    """Every op at its start, through its impl or the recording's tape (`tape`). (Runs of
+    starts of one op on several cores through `ops.run_grouped` measured no faster: the runs
+    are short, and the batch key costs each op.)"""
+    kept = tape.kept(rec, sched)
+    if kept is not None:
+        PATHS["tape"] += 1
+        tape.play(rec, kept, _op_error)
+    else:
+        events = sched.events
+        if tape.make(rec, sched, events[events >= 0].tolist(), _run_op):
+            PATHS["taping"] += 1
 
 
-def _run_op(rec: Any, e: int) -> None:
-    """Instruction `e` on its operands as they are now (an error as `start_op` reports it)."""
+def _run_op(rec: Any, e: int, build: bool) -> tape.Step | None:
+    """Instruction `e` on its operands as they are now (an error as `start_op` reports it);
+    if `build`, its step (`tape.step`)."""
     instr = rec.instrs[e]
     try:
-        IMPLS[instr.ir_op](instr.args, instr.kwargs)
+        return tape.step(instr.ir_op, instr.args, instr.kwargs, build)
     except SimulationError:
         raise
-    except (IndexError, ValueError, TypeError, RuntimeError) as err:
-        label = [c.label for block in rec.cores for c in block][_streams(rec)[e]]
-        raise SimulationError(f"{instr.ir_op} on {label}: {err}", instr.span) from err
+    except tape.OP_ERRORS as err:
+        raise _op_error(rec, e, err) from err
+
+
+def _op_error(rec: Any, e: int, err: Exception) -> SimulationError:
+    """The error instruction `e` failing with `err` raises."""
+    instr = rec.instrs[e]
+    label = [c.label for block in rec.cores for c in block][_streams(rec)[e]]
+    return SimulationError(f"{instr.ir_op} on {label}: {err}", instr.span)
 
 
 def _run_deferred(rec: Any, sched: Any) -> None:

@@ -13,6 +13,13 @@ data families (everything but sync/meta/alloc/scalar/debug/simt), `block.getval`
 section (`vf.vec_scope`) and a SIMT launch (`simt.launch`). The Reg API ops inside a VF
 section (`vf.*`) run in `sim.vf`, not here.
 
+`STEPS` maps some of those ops to `step(args, kwargs) -> Step | None`, called right after
+`IMPLS[op](args, kwargs)` ran on the same operands: a closure that runs the op again on the
+values its operands then hold, with everything else of that run (checks passed, views, plans)
+bound, or None when the op must go through its impl every time (its path depends on values or
+has no views). The eager replay keeps them as a tape (`sim.tape`); they are valid while
+`TileRef.epoch` is unchanged. Family modules export their own `STEPS`.
+
 `BATCH_IMPLS` maps some of those ops to `batch_impl(calls, kwargs)`: the same op run for many
 cores at once (`calls`: one `IMPLS` argument list per core, distinct cores, one shared kwargs),
 with exactly the effect of `for args in calls: IMPLS[op](args, kwargs)` (`batching`;
@@ -28,6 +35,7 @@ class SimOpError(ValueError):
 
 
 Impl = Callable[[list, dict], object]
+StepBuilder = Callable[[list, dict], Callable[[], object] | None]
 BatchImpl = Callable[[list[list], dict], None]
 
 # The family modules import SimOpError from this package, so they are imported after it.
@@ -57,7 +65,7 @@ _FAMILIES = (movement, elementwise, compare, convert, rearrange, reduce, expand,
 
 
 def _collect(name: str) -> dict:
-    """The union of the family modules' tables `name` (IMPLS or BATCH_IMPLS)."""
+    """The union of the family modules' tables `name` (IMPLS, BATCH_IMPLS or STEPS)."""
     table: dict = {}
     for module in _FAMILIES:
         part = getattr(module, name, {})
@@ -83,11 +91,14 @@ def missing_ops() -> set[str]:
 
 IMPLS: dict[str, Impl] = _collect("IMPLS")
 BATCH_IMPLS: dict[str, BatchImpl] = _collect("BATCH_IMPLS")
+STEPS: dict[str, StepBuilder] = _collect("STEPS")
+if set(STEPS) - set(IMPLS):
+    raise RuntimeError(f"steps without an implementation: {sorted(set(STEPS) - set(IMPLS))}")
 if set(BATCH_IMPLS) - set(IMPLS):
     raise RuntimeError(f"batched ops without a per-core implementation: "
                        f"{sorted(set(BATCH_IMPLS) - set(IMPLS))}")
 
 from .batching import batch_key, error_index, run_grouped  # noqa: E402
 
-__all__ = ["BATCH_IMPLS", "IMPLS", "BatchImpl", "Impl", "SimOpError", "batch_key",
-           "error_index", "missing_ops", "required_ops", "run_grouped"]
+__all__ = ["BATCH_IMPLS", "IMPLS", "STEPS", "BatchImpl", "Impl", "SimOpError", "StepBuilder",
+           "batch_key", "error_index", "missing_ops", "required_ops", "run_grouped"]

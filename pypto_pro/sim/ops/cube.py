@@ -36,7 +36,7 @@ import torch
 from pypto_pro.ir.dtype import DataType
 from pypto_pro.ir.types import TileLayout
 
-from ..memory import TileRef
+from ..memory import Step, TileRef
 from . import SimOpError
 from .batching import Writes, batched
 from .numerics import decode_e8m0, to_compute
@@ -81,20 +81,41 @@ def _product(op: str, lhs: TileRef, rhs: TileRef, reuse: bool = False) -> torch.
     """lhs[M, K] @ rhs[K, N] over the valid windows, float32 or exact float64; `reuse`: a
     float32 product may land in a scratch buffer (the caller is done with it before the next
     product: it writes it at once or computes a new tensor from it)."""
-    if type(lhs) is TileRef and type(rhs) is TileRef:  # (not the engine's per-op copies)
-        plans = lhs.kept()  # (on the tile: a plan holds views of its buffers)
-        key = ("product", rhs, threading.get_ident())  # (the scratch buffers are per thread)
-        kept = plans.get(key)
-        if kept is None or kept[0] != TileRef.epoch:
-            kept = plans[key] = (TileRef.epoch, _plan(lhs, rhs, *_sizes(op, lhs, rhs)))
-        plan = kept[1]
-    else:
-        plan = _plan(lhs, rhs, *_sizes(op, lhs, rhs))
+    plan = _kept_plan(op, lhs, rhs)
     if not plan:
         m, k, n = _sizes(op, lhs, rhs)
         return _int_block(lhs, m, k) @ _int_block(rhs, k, n)
     a, b = _float32(plan[0]), _float32(plan[1])
     return torch.mm(a, b, out=plan[2]) if reuse else a @ b
+
+
+def _kept_plan(op: str, lhs: TileRef, rhs: TileRef) -> tuple:
+    """`_plan` of the pair, kept on `lhs` (`TileRef.kept`) unless a tile is an engine's per-op
+    copy."""
+    if type(lhs) is not TileRef or type(rhs) is not TileRef:
+        return _plan(lhs, rhs, *_sizes(op, lhs, rhs))
+    plans = lhs.kept()  # (on the tile: a plan holds views of its buffers)
+    key = ("product", rhs, threading.get_ident())  # (the scratch buffers are per thread)
+    kept = plans.get(key)
+    if kept is None or kept[0] != TileRef.epoch:
+        kept = plans[key] = (TileRef.epoch, _plan(lhs, rhs, *_sizes(op, lhs, rhs)))
+    return kept[1]
+
+
+def _product_step(op: str, lhs: TileRef, rhs: TileRef) -> tuple[Step, torch.Tensor] | None:
+    """(a step computing `_product(op, lhs, rhs, reuse=True)` into its scratch, that scratch)
+    when the product's plan converts both operands with one copy each; None otherwise."""
+    plan = _kept_plan(op, lhs, rhs)
+    if not plan or plan[0][0] is None or plan[1][0] is None:
+        return None
+    (grid_a, view_a, a), (grid_b, view_b, b), product = plan
+    mm = torch.mm
+
+    def step() -> None:
+        grid_a.copy_(view_a)
+        grid_b.copy_(view_b)
+        mm(a, b, out=product)
+    return step, product
 
 
 def _plan(lhs: TileRef, rhs: TileRef, m: int, k: int, n: int) -> tuple:
@@ -237,6 +258,46 @@ def matmul_bias(args: list, kwargs: dict) -> None:
     _finish(dst, _with_bias(_product("block.matmul_bias", lhs, rhs, reuse=True), bias))
 
 
+def _matmul_step(args: list, kwargs: dict) -> Step | None:
+    """`matmul` on a float plan: the product into its scratch, then written (an FP32 tile
+    through its block views, else `_finish`)."""
+    dst, lhs, rhs = args[:3]
+    product = _product_step("block.matmul", lhs, rhs) if dst.writes_now else None
+    if product is None:
+        return None
+    compute, result = product
+    # FP32: `encode` gives the product itself, written through the block's views
+    write = dst.write_step(result) if dst.dtype is DataType.FP32 else None
+    if write is None:
+        def step() -> None:
+            compute()
+            _finish(dst, result)
+        return step
+
+    def written() -> None:
+        compute()
+        write()
+    return written
+
+
+def _matmul_acc_step(args: list, kwargs: dict) -> Step | None:
+    """`matmul_acc` on a float plan accumulating in place (`TileRef.add_step`)."""
+    dst, acc, lhs, rhs = args[:4]
+    product = _product_step("block.matmul_acc", lhs, rhs)
+    if product is None or acc.memory is not dst.memory or \
+            not (acc.geometry is dst.geometry or acc.geometry == dst.geometry):
+        return None
+    compute, result = product
+    add = dst.add_step(result)
+    if add is None:
+        return None
+
+    def step() -> None:
+        compute()
+        add()
+    return step
+
+
 def _mx_product(op: str, lhs: TileRef, rhs: TileRef, scale_a: TileRef,
                 scale_b: TileRef) -> torch.Tensor:
     """sum_k lhs[m,k] 2^(sa[m,k/32]-127) rhs[k,n] 2^(sb[k/32,n]-127), exact in float64."""
@@ -343,6 +404,8 @@ IMPLS = {
     "block.matmul_bias": matmul_bias, "block.gemv_bias": matmul_bias,
     "block.matmul_mx": matmul_mx, "block.matmul_mx_acc": matmul_mx_acc,
 }
+STEPS = {"block.matmul": _matmul_step, "block.gemv": _matmul_step,
+         "block.matmul_acc": _matmul_acc_step, "block.gemv_acc": _matmul_acc_step}
 #: M·K·N from which a product runs at issue in the lockstep functional executor: a batch of
 #: them computes no faster than one product per core (the arithmetic dominates) and runs after
 #: every core's operand moves, when they have left the cache (the 2048^3 matmul's 128^3 K steps:

@@ -23,7 +23,7 @@ import torch
 
 from pypto_pro.ir.dtype import DataType
 
-from ..memory import TileRef
+from ..memory import Step, TileRef
 from . import SimOpError, batching
 from .batching import Writes, batched, column, per_call, stack_blocks, tile_writes
 from .numerics import float_to_stored, to_compute, wrap_int
@@ -142,8 +142,54 @@ def _apply_binary(name: str, out: TileRef, lhs: TileRef, rhs: TileRef | torch.Te
                 if target is None:
                     out.write(result)
                 return
+    _float32_binary(name, out, lhs, rhs)
+
+
+def _float32_binary(name: str, out: TileRef, lhs: TileRef, rhs: TileRef | torch.Tensor) -> None:
+    """`_apply_binary` computed in float32 / int64 and stored (the general path)."""
+    shape = out.valid
     b = rhs if isinstance(rhs, torch.Tensor) else block_operand(rhs, shape)
     store(out, BINARY[name][0](block_operand(lhs, shape), b))
+
+
+def _binary_step(name: str, out: TileRef, lhs: TileRef, rhs: TileRef | torch.Tensor
+                 ) -> Step | None:
+    """`_apply_binary`'s native path with the operands' buffer views bound (FP16/BF16: the NaN
+    check and its fallback included); None when the op takes the general path or an operand
+    block is no view."""
+    native = NATIVE.get(name)
+    dtype = out.dtype
+    if native is None or not (dtype is DataType.FP32 or dtype in NATIVE_DTYPES) or \
+            not out.writes_now:
+        return None
+    shape = out.valid
+    scalar = isinstance(rhs, torch.Tensor)
+    a = lhs.peek_view(0, 0, *shape)
+    b = rhs if scalar else rhs.peek_view(0, 0, *shape)
+    if a is None or b is None:
+        return None
+    fp32 = dtype is DataType.FP32
+    target = out.compute_target((lhs,) if scalar else (lhs, rhs), same_ok=fp32)
+    if target is not None:
+        mark = out.written_marker()
+        if fp32:
+            def in_place() -> None:
+                native(a, b, out=target)
+                mark()
+            return in_place
+    elif fp32:
+        return None
+
+    def step() -> None:  # (FP16/BF16)
+        result = native(a, b) if target is None else native(a, b, out=target)
+        if not result.numel() or not math.isnan(result.max().item()):
+            if target is None:
+                out.write(result)
+            else:
+                mark()
+            return
+        _float32_binary(name, out, lhs, rhs)
+    return step
 
 
 def _checked_tiles(op: str, args: list, count: int, allowed: tuple[DataType, ...]
@@ -174,6 +220,19 @@ def _scalar_impl(name: str) -> Callable[[list, dict], None]:
         out, src = _checked_tiles(op, args, 2, allowed)
         _apply_binary(SCALAR[name], out, src, scalar_in_dtype(args[2], src.dtype))
     return impl
+
+
+def _binary_step_of(name: str) -> Callable[[list, dict], Step | None]:
+    def step(args: list, kwargs: dict) -> Step | None:
+        return _binary_step(name, args[0], args[1], args[2])
+    return step
+
+
+def _scalar_step_of(name: str) -> Callable[[list, dict], Step | None]:
+    def step(args: list, kwargs: dict) -> Step | None:
+        return _binary_step(SCALAR[name], args[0], args[1],
+                            scalar_in_dtype(args[2], args[1].dtype))
+    return step
 
 
 def _native_in_place(name: str, out: object) -> bool:
@@ -256,6 +315,27 @@ def _unary_impl(name: str) -> Callable[[list, dict], None]:
                 return
         store(out, fn(block_operand(src, out.valid)))
     return impl
+
+
+def _unary_step_of(name: str) -> Callable[[list, dict], Step | None]:
+    """The in-place FP32 path of the unary impl with its views bound (None: another path)."""
+    fn = UNARY[name][0]
+
+    def step(args: list, kwargs: dict) -> Step | None:
+        out, src = args[0], args[1]
+        if name not in IN_PLACE_UNARY or out.dtype is not DataType.FP32:
+            return None
+        view = src.peek_view(0, 0, *out.valid)
+        target = None if view is None else out.compute_target((src,), same_ok=True)
+        if target is None:
+            return None
+        mark = out.written_marker()
+
+        def in_place() -> None:
+            fn(view, out=target)
+            mark()
+        return in_place
+    return step
 
 
 def _unary_in_place(name: str, out: object) -> bool:
@@ -391,6 +471,12 @@ IMPLS = {
     "block.addc": addc, "block.subc": subc, "block.addsc": addsc, "block.subsc": subsc,
     "block.mul_add_dst": mul_add_dst, "block.fused_mul_add": fused_mul_add,
     "block.fused_mul_add_relu": fused_mul_add_relu, "block.axpy": axpy,
+}
+
+STEPS = {
+    **{f"block.{n}": _binary_step_of(n) for n in NATIVE},
+    **{f"block.{n}": _scalar_step_of(n) for n, binary in SCALAR.items() if binary in NATIVE},
+    **{f"block.{n}": _unary_step_of(n) for n in IN_PLACE_UNARY},
 }
 
 BATCH_IMPLS = {

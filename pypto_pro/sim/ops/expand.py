@@ -14,6 +14,7 @@ import torch
 
 from pypto_pro.ir.dtype import DataType
 
+from ..memory import Step
 from . import SimOpError, batching
 from .batching import Writes, batched, column, per_call, stack_blocks, tile_writes
 from .elementwise import FLOATS, NUMERIC, block_values
@@ -59,6 +60,29 @@ def _apply(op: str, name: str, args: list, axis: int) -> None:
                          out=target)
             return
     store(out, OPS[name][0](block_values(src, out.valid), block_values(args[2], shape)))
+
+
+def _step(name: str, axis: int) -> Callable[[list, dict], Step | None]:
+    """The in-place FP32 path of `_apply` with its views bound (None: another path)."""
+    fn = OPS[name][0]
+
+    def step(args: list, kwargs: dict) -> Step | None:
+        out, src, s = args[0], args[1], args[2]
+        if name not in IN_PLACE or out.dtype is not DataType.FP32:
+            return None
+        shape = _broadcast_shape(out, axis)
+        a, b = src.peek_view(0, 0, *out.valid), s.peek_view(0, 0, *shape)
+        target = None if a is None or b is None else \
+            out.compute_target((src, (s, shape)), same_ok=True)
+        if target is None:
+            return None
+        mark = out.written_marker()
+
+        def in_place() -> None:
+            fn(a, b, out=target)
+            mark()
+        return in_place
+    return step
 
 
 def _in_place(name: str, out: object) -> bool:
@@ -123,6 +147,9 @@ IMPLS = {
     "block.row_expand_binop": _binop(1), "block.col_expand_binop": _binop(0),
     "block.row_expand": _plain(1), "block.col_expand": _plain(0),
 }
+
+STEPS = {f"block.{axis}_expand_{n}": _step(n, k) for axis, k in (("row", 1), ("col", 0))
+         for n in IN_PLACE}
 
 BATCH_IMPLS = {
     f"block.{axis}_expand_{n}": batched(IMPLS[f"block.{axis}_expand_{n}"], _batch(n, k),

@@ -73,8 +73,7 @@ def convert(acc: TileRef, block: tuple[int, int, int, int], out_dtype: DataType,
     if scale is None and out_dtype is DataType.INT8:
         raise SimOpError(f"{op}: {acc.dtype.value} -> INT8 needs a quant scale")
     stored = acc.read_block(*block)
-    relu = enum_arg(kwargs.get("relu_pre_mode"), ReluPreMode, ReluPreMode.NoRelu,
-                    op=op) is ReluPreMode.NormalRelu
+    relu = _relu(kwargs)
     if out_dtype is acc.dtype and scale is None and not relu:
         return stored  # FP32 -> FP32, INT32 -> INT32 unscaled: the bits, as the round trip gives
     values = to_compute(stored, acc.dtype)
@@ -85,6 +84,17 @@ def convert(acc: TileRef, block: tuple[int, int, int, int], out_dtype: DataType,
     if relu:
         values = torch.relu(values)
     return encode(out_dtype, values, RoundMode.CAST_RINT)
+
+
+def _relu(kwargs: dict) -> bool:
+    return enum_arg(kwargs.get("relu_pre_mode"), ReluPreMode, ReluPreMode.NoRelu,
+                    op="fixpipe") is ReluPreMode.NormalRelu
+
+
+def passes_bits(acc: TileRef, out_dtype: DataType, kwargs: dict, scale: object) -> bool:
+    """`convert` gives the accumulator's stored bits (same dtype, no scale, no ReLU)."""
+    return out_dtype is acc.dtype and acc.dtype in ACC_DTYPES and scale is None and \
+        not _relu(kwargs)
 
 
 def block_scale(kwargs: dict, extra: object = None, scale_tile: TileRef | None = None,

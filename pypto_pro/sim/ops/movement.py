@@ -18,10 +18,10 @@ import torch
 
 from pypto_pro.ir.types import MemorySpace
 
-from ..memory import GMRef, TileRef, storage_dtype
+from ..memory import GMRef, Step, TileRef, storage_dtype
 from . import SimOpError
 from .batching import Writes, always, batched
-from .fixpipe import block_scale, convert
+from .fixpipe import block_scale, convert, passes_bits
 from .numerics import RoundMode, to_compute
 from .operands import AccToVecMode, AtomicType, encode, enum_arg, gm_arg, tile_arg
 
@@ -53,10 +53,20 @@ def load(args: list, kwargs: dict) -> None:
     """`load(dst_tile, src_gm, offsets)`: the tile's valid window from GM at `offsets`."""
     op = "block.load"
     dst, src = tile_arg(args[0], op=op, position=0), gm_arg(args[1], op=op, position=1)
-    offsets, view = args[2], _gm_view(kwargs)
-    if type(offsets) not in (list, tuple) or \
-            not dst.load_window(src, offsets, view["transpose"], view["axes"]):
-        dst.write(_loaded(dst, src, offsets, view))
+    step = _load_step(args, kwargs)
+    if step is None:
+        dst.write(_loaded(dst, src, args[2], _gm_view(kwargs)))
+    else:
+        step()
+
+
+def _load_step(args: list, kwargs: dict) -> Step | None:
+    """A load's one copy out of GM (`TileRef.load_step`), None when it takes `_loaded`."""
+    offsets = args[2]
+    if type(offsets) not in (list, tuple):
+        return None
+    view = _gm_view(kwargs)
+    return args[0].load_step(args[1], offsets, view["transpose"], view["axes"])
 
 
 def _loaded(dst: TileRef, src: GMRef, offsets: object, view: dict) -> torch.Tensor:
@@ -83,10 +93,14 @@ def _offsets(value: object) -> list[int]:
         else [int(value)]
 
 
+def _atomic(op: str, kwargs: dict) -> bool:
+    return enum_arg(kwargs.get("atomic"), AtomicType, AtomicType.AtomicNone,
+                    op=op) is AtomicType.AtomicAdd
+
+
 def _to_gm(op: str, dst: GMRef, data: torch.Tensor, offsets: list[int], kwargs: dict) -> None:
     view = _gm_view(kwargs)
-    if enum_arg(kwargs.get("atomic"), AtomicType, AtomicType.AtomicNone,
-                op=op) is AtomicType.AtomicAdd:
+    if _atomic(op, kwargs):
         dst.atomic_add_window(offsets, data, **view)
     else:
         dst.write_window(offsets, data, **view)
@@ -114,6 +128,20 @@ def _stored(dst: GMRef, src: TileRef) -> torch.Tensor:
         data.contiguous().view(storage_dtype(dst.dtype))
 
 
+def _store_step(args: list, kwargs: dict) -> Step | None:
+    """A store of a tile's valid window as it is stored (the same dtype; from Acc: a fixpipe
+    passing the bits) into its GM window (a view): one copy (`TileRef.read_step`); None for
+    the other paths."""
+    dst, src = args[0], args[1]
+    if len(args) > 3 or dst.dtype is not src.dtype or not dst.writes_now or \
+            _atomic("block.store", kwargs) or (src.space is MemorySpace.Acc and not passes_bits(
+                src, dst.dtype, kwargs, block_scale(kwargs))):
+        return None
+    view = _gm_view(kwargs)
+    window = dst.window_view(_offsets(args[2]), *src.valid, view["transpose"], view["axes"])
+    return None if window is None else src.read_step(window)
+
+
 def _store_batch(calls: list[list], kwargs: dict) -> Writes | None:
     """Every call's data, then the GM writes in call order (the last of overlapping windows
     wins, as in the loop). Acc sources (the fixpipe) and dequant scalars stay per core."""
@@ -123,8 +151,7 @@ def _store_batch(calls: list[list], kwargs: dict) -> Writes | None:
             len(first) > 3:
         return None
     view = _gm_view(kwargs)
-    atomic = enum_arg(kwargs.get("atomic"), AtomicType, AtomicType.AtomicNone,
-                      op="block.store") is AtomicType.AtomicAdd
+    atomic = _atomic("block.store", kwargs)
     return [(i, dst.atomic_add_window if atomic else dst.write_window,
              (_offsets(offsets), _stored(dst, src), view["transpose"], view["axes"]))
             for i, (dst, src, offsets) in enumerate(calls)]
@@ -211,6 +238,16 @@ def _move_batch(calls: list[list], kwargs: dict) -> Writes | None:
             for i, args in enumerate(calls)]
 
 
+def _move_step(args: list, kwargs: dict) -> Step | None:
+    """A tile -> tile move's one copy between buffers (`TileRef.copy_step`), None for the
+    other paths (the fixpipe out of L0C, a pair of destinations, read + write)."""
+    dst, src = args[0], args[1]
+    if src.space is MemorySpace.Acc or not isinstance(dst, TileRef):
+        return None
+    return dst.copy_step(src, None if len(args) < 3 or args[2] is None
+                         else tuple(_offsets(args[2])))
+
+
 def move_fp(args: list, kwargs: dict) -> None:
     """`move_fp(dst, src_acc, scale_tile)`: Acc -> Vec/Mat with per-channel scales."""
     op = "block.move_fp"
@@ -276,6 +313,7 @@ def setval(args: list, kwargs: dict) -> None:
 BATCH_IMPLS = {"block.load": batched(load, _load_batch, always),
                "block.store": batched(store, _store_batch, always),
                "block.move": batched(move, _move_batch, always)}
+STEPS = {"block.load": _load_step, "block.store": _store_step, "block.move": _move_step}
 IMPLS = {
     "block.load": load, "block.store": store, "block.store_fp": store_fp,
     "block.move": move, "block.move_fp": move_fp, "block.insert": insert,

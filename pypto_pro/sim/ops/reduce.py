@@ -13,6 +13,9 @@ from collections.abc import Callable
 
 import torch
 
+from pypto_pro.ir.dtype import DataType
+
+from ..memory import Step
 from . import SimOpError
 from .batching import Writes, batched, column, stack_blocks, tile_writes
 from .elementwise import NUMERIC, block_values
@@ -51,6 +54,22 @@ def _reduce(op: str, args: list, kind: str, axis: int) -> None:
         return
     result = REDUCERS[kind](block_values(src, src.valid), axis)
     store(out, result, offset=(0, 0))
+
+
+def _reduce_step(kind: str, axis: int) -> Callable[[list, dict], Step | None]:
+    """`_reduce` of an FP32 source over its valid window when that is a contiguous view of the
+    buffer (the same values as the copy `block_values` reads: the same layout)."""
+    reducer = REDUCERS[kind]
+
+    def step(args: list, kwargs: dict) -> Step | None:
+        out, src = args[0], args[1]
+        if src.dtype is not DataType.FP32 or 0 in src.valid:
+            return None
+        view = src.peek_view(0, 0, *src.valid)
+        if view is None or not view.is_contiguous():
+            return None
+        return lambda: store(out, reducer(view, axis), offset=(0, 0))
+    return step
 
 
 def _reduce_batch(op: str, calls: list[list], kind: str, axis: int) -> Writes:
@@ -97,6 +116,9 @@ IMPLS = {
     "block.row_reduce": _generic(1),
     "block.col_reduce": _generic(0),
 }
+
+STEPS = {f"block.{'row' if axis == 1 else 'col'}_{k}": _reduce_step(k, axis)
+         for k in REDUCERS for axis in (1, 0)}
 
 BATCH_IMPLS = {
     **{f"block.row_{k}": batched(IMPLS[f"block.row_{k}"], _batch(k, 1)) for k in REDUCERS},
