@@ -8,20 +8,18 @@ that did none of those keeps its ops in the order they ran (`Ran`), and a relaun
 same programs, slot memories and parameters — by the stream memo's rules, tensors by geometry
 and rebound to new ones (`stream_memo`, kind `FUNCTIONAL`) — runs them again in that order with
 no program, no sync and no lockstep rounds. A batch ran as one torch computation that is
-bit-identical to its ops one by one (`ops.batching`), so the replay runs them one by one.
+bit-identical to its ops one by one (`ops.batching`), so the replay runs them one by one, and
+from the third launch of the same operands on as the prebuilt steps of a `tape`.
 """
 from __future__ import annotations
 
 from typing import Any
 
 from ..errors import SimulationError
-from . import stream_memo
-from .ops import IMPLS
+from . import stream_memo, tape
 
 #: ops that run a compiled body of their own (its control flow may read memory)
 _BODIES = frozenset({"vf.vec_scope", "simt.launch"})
-#: what an op may raise for bad operands; reported as a SimulationError at the op's span
-_OP_ERRORS = (IndexError, ValueError, TypeError, RuntimeError)
 
 
 class Ran:
@@ -56,15 +54,29 @@ def replayed(launch: Any) -> list | None:
     from .launch import _Block
 
     ran = entry.rec
-    for instr, label in zip(ran.instrs, ran.labels):
-        try:
-            IMPLS[instr.ir_op](instr.args, instr.kwargs)
-        except SimulationError:
-            raise
-        except _OP_ERRORS as err:
-            raise SimulationError(f"{instr.ir_op} on {label}: {err}", instr.span) from err
+    kept = tape.kept(ran, None)
+    if kept is not None:
+        tape.play(ran, kept, _op_error)
+    else:
+        tape.make(ran, None, list(range(len(ran.instrs))), _run_op)
     launch.engine.instructions = ran.instructions
     return [_Block(b) for b in ran.blocks]
+
+
+def _run_op(ran: Ran, e: int, build: bool) -> tape.Step | None:
+    instr = ran.instrs[e]
+    try:
+        return tape.step(instr.ir_op, instr.args, instr.kwargs, build)
+    except SimulationError:
+        raise
+    except tape.OP_ERRORS as err:
+        raise _op_error(ran, e, err) from err
+
+
+def _op_error(ran: Ran, e: int, err: Exception) -> SimulationError:
+    """The executor's error for op `e` failing with `err` (`functional._op_error`)."""
+    instr = ran.instrs[e]
+    return SimulationError(f"{instr.ir_op} on {ran.labels[e]}: {err}", instr.span)
 
 
 def store(launch: Any) -> None:
