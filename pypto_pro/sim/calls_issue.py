@@ -14,6 +14,7 @@ from ..ir import ops as opreg
 from ..ir.nodes import Call, Expr, Var
 from ..ir.span import Span
 from ..ir.types import PipeType, TileType
+from .cost_model import WINDOW_OPS
 from .memory import GMRef
 from .program import NOTHING, Frame, RtGroup, RtTile
 from .simt import SimtLaunch, compile_simt
@@ -24,18 +25,31 @@ from .simt import SimtLaunch, compile_simt
 NO_KWARGS: Mapping[str, Any] = MappingProxyType({})
 
 
+class OpSite:
+    """A tile-op call site, named by every instruction it issues (`Instr.site`): the record
+    phase keeps per site what does not depend on the operands (`stream.RecordingCore`).
+    `window`: a tile load or store (its GM window moves with the offsets); `static_kwargs`:
+    every issue passes the same kwargs mapping."""
+
+    __slots__ = ("window", "static_kwargs")
+
+    def __init__(self, window: bool, static_kwargs: bool) -> None:
+        self.window, self.static_kwargs = window, static_kwargs
+
+
 class Instr:
     """One instruction in a pipe queue. A plain slotted class with a hand-written __init__:
     one is made per issued tile op, and a dataclass's default factories allocate a list and a
     dict each time. A sync call site issues one shared instruction per id (`_SyncInstrs`): a
-    core that keeps per-issue state on one (`issue_time`, `seq`, `req`) queues a `copy`."""
+    core that keeps per-issue state on one (`issue_time`, `seq`, `req`) queues a `copy`. A tile
+    op names its call site (`site`; None for the others)."""
 
-    __slots__ = ("kind", "pipe", "ir_op", "span", "args", "kwargs", "key", "issue_time", "seq",
-                 "req")
+    __slots__ = ("kind", "pipe", "ir_op", "span", "args", "kwargs", "key", "site", "issue_time",
+                 "seq", "req")
 
     def __init__(self, kind: str, pipe: PipeType, ir_op: str, span: Span,
                  args: Sequence[Any] = (), kwargs: Mapping[str, Any] = NO_KWARGS,
-                 key: Any = None) -> None:
+                 key: Any = None, site: OpSite | None = None) -> None:
         self.kind = kind  # "op" | "set_flag" | "wait_flag" | "lock" | "unlock" | "xset" | "xwait"
         self.pipe = pipe
         self.ir_op = ir_op
@@ -43,6 +57,7 @@ class Instr:
         self.args = args
         self.kwargs = kwargs
         self.key = key  # flag (src, dst, id) / mutex id / cross-core (mode, id)
+        self.site = site
         self.issue_time = 0
         self.seq = 0  # issue order within the core (mutex FIFO order)
         self.req: Any = None  # a lock's place in its mutex's FIFO (set when it is queued)
@@ -53,7 +68,7 @@ class Instr:
     def copy(self) -> Instr:
         """A fresh instruction like this one, without per-issue state."""
         return Instr(self.kind, self.pipe, self.ir_op, self.span, self.args, self.kwargs,
-                     self.key)
+                     self.key, self.site)
 
 
 def compile_effect(c, e: Expr) -> Callable:
@@ -87,25 +102,29 @@ def _tile_op(c, e: Call, spec: opreg.OpSpec) -> Callable:
     span, op = e.span, e.op
     split = op in ("block.move", "block.move_fp") and e.kwarg("acc_to_vec_mode") is not None
     mode = e.kwarg("acc_to_vec_mode")
+    site = OpSite(op in WINDOW_OPS, not dyn_kwargs)
 
     def run(fr: Frame):
         core, slots = fr.core, fr.slots
-        values = [slots[a] if type(a) is int else a(fr) for a in args]
-        if split and type(values[0]) is RtTile:  # the AIV tile(s) the mode names
-            values[0] = core.launch.tile_ref(core, values[0], span, True, mode)
         memory = core.memory
-        for n, v in enumerate(values):
-            if type(v) is RtTile:  # `Launch.tile_ref`, its memo checked here: most hit it
-                memo = v.last_ref
-                values[n] = memo[2] if memo is not None and memo[0] is memory and \
-                    memo[1] is v.valid else core.launch.tile_ref(core, v, span, False, None)
+        values = []  # (one loop: a comprehension and a second pass cost a visible share)
+        for a in args:
+            v = slots[a] if type(a) is int else a(fr)
+            if type(v) is RtTile:
+                if split and not values:  # the AIV tile(s) the mode names
+                    v = core.launch.tile_ref(core, v, span, True, mode)
+                else:  # `Launch.tile_ref`, its memo checked here: most hit it
+                    memo = v.last_ref
+                    v = memo[2] if memo is not None and memo[0] is memory and \
+                        memo[1] is v.valid else core.launch.tile_ref(core, v, span, False, None)
+            values.append(v)
         if dyn_kwargs:  # the static ones are shared: nothing writes an instruction's kwargs
             kw = dict(kwargs)
             for k, f in dyn_kwargs:
                 kw[k] = f(fr)
         else:
             kw = kwargs
-        return core.issue(Instr("op", pipe, op, span, values, kw))
+        return core.issue(Instr("op", pipe, op, span, values, kw, None, site))
 
     return run
 

@@ -244,10 +244,10 @@ def simt_launch_cost(args: list, kwargs: dict, soc: SoC) -> OpCost:
 
 
 #: ops whose cost involves their GM operand (a window of lines per call): never memoised
-_GM_OPS = frozenset({"block.load", "block.store", "block.store_fp", "block.init_output",
+GM_OPS = frozenset({"block.load", "block.store", "block.store_fp", "block.init_output",
                      "block.getval", "block.setval"})
 #: ... except the on-chip part of a tile load or store (`_window_op_cost`)
-_WINDOW_OPS = frozenset({"block.load", "block.store", "block.store_fp"})
+WINDOW_OPS = frozenset({"block.load", "block.store", "block.store_fp"})
 #: id(SoC) → (the SoC, {(op, operand shapes): (OpCost, the tile geometries named)}); see
 #: `op_cost`. A key names a geometry by its id (hashing the dataclass costs more than the cost
 #: formulas), so the entry keeps the geometry alive: its id is not reused while the key exists.
@@ -265,8 +265,8 @@ def op_cost(op_name: str, args: list, kwargs: dict, soc: SoC,
     `by_operands` (one launch's record phase: the same `soc`, operands never changed once
     issued, and a TileRef shared per tile while unchanged) also keeps those costs by (op,
     the operands' ids): the entry keeps the operands alive, so their ids are not reused."""
-    window_op = op_name in _WINDOW_OPS
-    if not window_op and (op_name in _GM_OPS or op_name == VF_SECTION or
+    window_op = op_name in WINDOW_OPS
+    if not window_op and (op_name in GM_OPS or op_name == VF_SECTION or
                           op_name == "simt.launch"):
         return _op_cost(op_name, args, kwargs, soc)
     if by_operands is not None and not window_op:
@@ -274,35 +274,57 @@ def op_cost(op_name: str, args: list, kwargs: dict, soc: SoC,
         found = by_operands.get(same)
         if found is not None:
             return found[0]
-    entry = _MEMO.get(id(soc))
-    if entry is None or entry[0] is not soc or len(entry[1]) > _MEMO_LIMIT:
-        entry = _MEMO[id(soc)] = (soc, {})
+    memo = _memo(soc)
     if window_op:
-        return _window_op_cost(op_name, args, kwargs, soc, entry[1])
+        return _window_op_cost(op_name, args, kwargs, soc, memo)
     key = (op_name, *[_shape_key(a) for a in args])
-    found = entry[1].get(key)
+    found = memo.get(key)
     if found is None:
-        found = entry[1][key] = (_op_cost(op_name, args, kwargs, soc), _geometries(args))
+        found = memo[key] = (_op_cost(op_name, args, kwargs, soc), _geometries(args))
     if by_operands is not None:
         by_operands[same] = (found[0], args)
     return found[0]
 
 
-def _window_op_cost(op_name: str, args: list, kwargs: dict, soc: SoC, memo: dict) -> OpCost:
-    """`_movement_cost` of a tile load or store: its on-chip part depends only on the tile (its
-    geometry and valid shape) and the GM dtype, its GM window on the offsets."""
-    load = op_name == "block.load"
-    gm, tile = (args[1], args[0]) if load else (args[0], args[1])
+def _memo(soc: SoC) -> dict:
+    """The costs kept for `soc` (see `_MEMO`)."""
+    entry = _MEMO.get(id(soc))
+    if entry is None or entry[0] is not soc or len(entry[1]) > _MEMO_LIMIT:
+        entry = _MEMO[id(soc)] = (soc, {})
+    return entry[1]
+
+
+def window_onchip_cost(op_name: str, args: list, kwargs: dict, soc: SoC) -> OpCost | None:
+    """The cost of tile load or store `op_name` without its GM side (`gm` None): what every
+    window of the same tile and GM tensor costs; None when an operand is not a tile or a GM
+    view where the op needs one."""
+    return _onchip(op_name, args, kwargs, soc, _memo(soc))
+
+
+def _onchip(op_name: str, args: list, kwargs: dict, soc: SoC, memo: dict) -> OpCost | None:
+    """`window_onchip_cost`: it depends only on the tile (its geometry and valid shape) and
+    the GM dtype."""
+    gm, tile = (args[1], args[0]) if op_name == "block.load" else (args[0], args[1])
     if (type(tile) is not TileRef and not isinstance(tile, TileRef)) or \
             (type(gm) is not GMRef and not isinstance(gm, GMRef)):
-        return _op_cost(op_name, args, kwargs, soc)  # (the op itself reports the bad operand)
-    rows, cols = tile.valid_rows, tile.valid_cols
-    key = (op_name, id(tile.geometry), rows, cols, id(gm.dtype))  # (enum members are singletons)
-    found = memo.get(key)
+        return None
+    key = (op_name, id(tile.geometry), tile.valid_rows, tile.valid_cols, id(gm.dtype))
+    found = memo.get(key)  # (enum members are singletons: the dtype's id names it)
     if found is None:
         found = memo[key] = (_op_cost(op_name, args, kwargs, soc)._replace(gm=None),
                              [tile.geometry])
-    onchip = found[0]
+    return found[0]
+
+
+def _window_op_cost(op_name: str, args: list, kwargs: dict, soc: SoC, memo: dict) -> OpCost:
+    """`_movement_cost` of a tile load or store: its on-chip part (`_onchip`) with the GM
+    window of its offsets."""
+    onchip = _onchip(op_name, args, kwargs, soc, memo)
+    if onchip is None:
+        return _op_cost(op_name, args, kwargs, soc)  # (the op itself reports the bad operand)
+    load = op_name == "block.load"
+    gm, tile = (args[1], args[0]) if load else (args[0], args[1])
+    rows, cols = tile.valid_rows, tile.valid_cols
     try:
         window = gm.window(args[2], rows, cols, **_gm_view(kwargs))
     except (IndexError, ValueError, TypeError):  # the op reports it (or the sanitizer skips it)

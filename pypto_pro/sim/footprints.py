@@ -66,16 +66,39 @@ class Footprints:
         self.table = array("q")
         self.index = array("q")
         self.spaces: dict[Any, int] = {}  # (id(memory), space) or GM storage id → space
-        # id(a tile, tile geometry, GM view, GM window access or kwargs) → (it, ...): the entry
-        # keeps it alive
+        # id(a tile, tile geometry, GM view or kwargs) → (it, ...): the entry keeps it alive
         self._known: dict[int, tuple] = {}
 
     def add(self, i: int, ir_op: str, args: list, kwargs: dict, gm: GMAccess | None) -> None:
         """The footprints of instruction `i`, op `ir_op` on resolved operands `args` (`gm`: the
         GM side of its cost)."""
-        table, index = self.table, self.index
+        index = self.index
         index.append(i)  # (two appends: extending an array by a tuple costs more)
-        index.append(len(table))
+        index.append(len(self.table))
+        self._rows(ir_op, args, kwargs, gm)
+
+    def rows(self, ir_op: str, args: list, kwargs: dict | None) -> bytes:
+        """The rows `add` gives an op without a GM window, as bytes (not added)."""
+        table = self.table
+        start = len(table)
+        self._rows(ir_op, args, kwargs, None)
+        found = table[start:].tobytes()
+        del table[start:]
+        return found
+
+    def window_parts(self, ir_op: str, args: list, kwargs: dict) -> tuple[bytes, int, int, bytes]:
+        """What `add` gives a tile load or store but for its GM window's row: (the rows of the
+        operands before the GM one, the GM operand's space and write flag, the rows of the
+        operands after it and of the kwargs), spaces numbered in `add`'s order."""
+        written, _, at = _op_info(ir_op, len(args))
+        head = self.rows(ir_op, [a if k < at else None for k, a in enumerate(args)], None)
+        space = self._gm(args[at])[2]
+        tail = self.rows(ir_op, [a if k > at else None for k, a in enumerate(args)], kwargs)
+        return head, space, written[at], tail
+
+    def _rows(self, ir_op: str, args: list, kwargs: dict | None, gm: GMAccess | None) -> None:
+        """`add`'s rows, appended to the table."""
+        table = self.table
         written, sub, window_at = _op_info(ir_op, len(args))
         known = self._known
         if sub is not None:
@@ -123,23 +146,20 @@ class Footprints:
 
     def _add_gm(self, ref: GMRef, write: int, gm: GMAccess | None) -> None:
         """A GM operand: the window `gm` when it is this operand's, else its whole storage."""
-        known = self._known
-        if gm is not None:  # (a cost's GMAccess is shared per GM window: its row is known)
-            window = known.get(id(gm))
-            if window is not None and window[1] is ref and window[2] == write:
-                self.table.frombytes(window[3])
-                return
-        found = known.get(id(ref))
-        if found is None:
-            storage = ref.storage[0]
-            found = known[id(ref)] = (ref, storage, self._space(storage))
+        found = self._gm(ref)
         lines = gm.lines if gm is not None and gm.storage[0] == found[1] else None
         if type(lines) is WindowLines:
-            row = _window_row(lines, write, found[2])
-            known[id(gm)] = (gm, ref, write, row)
-            self.table.frombytes(row)
+            self.table.frombytes(_window_row(lines, write, found[2]))
         else:
             self.table.frombytes(_ROW(write, found[2], *_WHOLE))
+
+    def _gm(self, ref: GMRef) -> tuple:
+        """(the GM view, its storage's identity, its space), known by the view."""
+        found = self._known.get(id(ref))
+        if found is None:
+            storage = ref.storage[0]
+            found = self._known[id(ref)] = (ref, storage, self._space(storage))
+        return found
 
     def _tile(self, tile: TileRef) -> tuple:
         """(the tile, its row read, its row written), known by the tile and by its geometry
@@ -227,24 +247,29 @@ def _ints(value: Any) -> bool:
 
 
 def _window_row(w: WindowLines, write: int, space: int) -> bytes:
-    """The footprint of a GM window (elements `base + r * rs + c * cs`) as bytes, none when it
-    is empty: a row is the bytes from its first to its last element; a window whose columns
-    run down the storage is taken by columns; 4-bit elements and negative strides take the
-    bounding range or the whole storage."""
+    """The footprint of a GM window as bytes (`window_span`), none when it is empty."""
+    span = window_span(w)
+    return b"" if span is None else _ROW(write, space, *span)
+
+
+def window_span(w: WindowLines) -> tuple[int, int, int, int] | None:
+    """(first byte, rows, row stride, row bytes) of a GM window (elements `base + r * rs +
+    c * cs`), None when it is empty: a row is the bytes from its first to its last element; a
+    window whose columns run down the storage is taken by columns; 4-bit elements and negative
+    strides take the bounding range or the whole storage."""
     base, rs, cs, rows, cols, bits = w.base, w.rs, w.cs, w.rows, w.cols, w.bits
     if rows <= 0 or cols <= 0:
-        return b""
+        return None
     if rs < 0 or cs < 0:
-        return _ROW(write, space, *_WHOLE)
+        return _WHOLE
     if cs != 1 and rs == 1:
         rows, cols, rs, cs = cols, rows, cs, rs
     if bits % 8:
         last = base + (rows - 1) * rs + (cols - 1) * cs
         first = base * bits // 8
-        return _ROW(write, space, first, 1, 0, -(-(last + 1) * bits // 8) - first)
+        return first, 1, 0, -(-(last + 1) * bits // 8) - first
     size = bits // 8
-    return _ROW(write, space, base * size, rows, rs * size if rows > 1 else 0,
-                ((cols - 1) * cs + 1) * size)
+    return base * size, rows, rs * size if rows > 1 else 0, ((cols - 1) * cs + 1) * size
 
 
 def number(table: dict, key: Any) -> int:

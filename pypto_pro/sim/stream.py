@@ -6,7 +6,10 @@
    operands), to the launch's instruction table, and a record to the core's stream. Records
    also mark everything that makes the scalar unit wait or sync (`sync_scalar`, pipe barriers,
    sync_all; a full queue or a wait on pipe S is the scheduler's business), each with the
-   scalar cycles spent since the last record.
+   scalar cycles spent since the last record. An instruction's row, cost and footprint depend
+   on its issue only through its operands: they are worked out per call site (`Sites`, kept
+   across launches) and, for a tile op, per site and operands once per launch; a load or
+   store looks up only its GM window per issue (`RecordingCore.issue`).
 2. Schedule (`scheduler.cpp` via `scheduler_native`): the engine.py event loop over all the
    streams, compiled; gives the trace rows, the order of op starts and finishes, the blocks'
    slots, the L2 counters, or an error code.
@@ -36,12 +39,14 @@ from ..ir.attrs import CrossCoreSyncMode, SyncCoreType
 from ..ir.span import Span
 from ..ir.types import PipeType
 from . import replay, scheduler_native, stream_memo
-from .calls_issue import Instr
-from .cost_model import VF_SECTION, op_cost
+from .calls_issue import Instr, OpSite
+from .cost_model import GM_OPS, VF_SECTION, op_cost, window_onchip_cost
 from .engine import AIC_PIPES, AIV_PIPES, Core, _flag_ids, hw_op
-from .footprints import Footprints, number
+from .footprints import Footprints, number, window_span
 from .l2_native import ENV_L2, NativeL2
+from .memory import GMRef, GMWindow, TileRef
 from .memory_system import MemoryStats
+from .ops.movement import _gm_view
 from .program import NOTHING
 
 # codes shared with scheduler.cpp (keep in sync)
@@ -62,6 +67,7 @@ _MAX_XCORE_ID = 1 << 20  # scheduler.cpp packs (id, setter) in one int64
 # costs a third of extending it by a tuple
 _RECORD = struct.Struct("4q").pack
 _ROW = struct.Struct("10q").pack
+_FP_ROW = struct.Struct("6q").pack  # a footprint row (footprints.FP_W)
 _SYNC_BY_INSTR_MAX = 4096  # shared sync instructions remembered per core kind (`Sites`)
 
 
@@ -88,17 +94,17 @@ class _NoObserver:
 class Sites:
     """What the call sites of a kernel's programs give every instruction they issue, worked
     out on a site's first issue and kept on the kernel's program across launches: per core
-    kind, (op, id(span), id(pipe)) → (meta row, pipe code) and (kind, id(span), id(key),
-    id(pipe)) → (key, instruction table row as bytes, meta row) (the key is kept: its id names
-    it), and the same by the id of a sync call site's shared `Instr` (`_SyncInstrs`; the
-    instruction is kept); the numbers of keys, the trace's strings, and the meta rows (`meta`)."""
+    kind, a tile op's `OpSite` → (meta row, pipe code), (kind, id(span), id(key), id(pipe)) →
+    (key, instruction table row as bytes, meta row) of a sync call site and key (the key is
+    kept: its id names it), and a sync call site's shared `Instr` (`_SyncInstrs`) → (table
+    row, meta row); the numbers of keys, the trace's strings, and the meta rows (`meta`)."""
 
     LIMIT = 100_000  # sites before starting over (dynamic sync ids: a new key each issue)
 
     def __init__(self) -> None:
-        self.op_sites: dict[str, dict[tuple, tuple[int, int]]] = {"AIC": {}, "AIV": {}}
+        self.op_sites: dict[str, dict[OpSite, tuple[int, int]]] = {"AIC": {}, "AIV": {}}
         self.sync_sites: dict[str, dict[tuple, tuple]] = {"AIC": {}, "AIV": {}}
-        self.sync_by_instr: dict[str, dict[int, tuple]] = {"AIC": {}, "AIV": {}}
+        self.sync_by_instr: dict[str, dict[Instr, tuple]] = {"AIC": {}, "AIV": {}}
         self.strings: dict[str, int] = {"": 0}
         self.keys: dict[Any, int] = {}
         self.meta_rows: list[tuple[str, str, str, int, int, int]] = []
@@ -156,6 +162,8 @@ class Recording:
         self.table_rows: np.ndarray | None = None  # `table` as [instructions, 10]
         self.footprints = Footprints()  # what each instruction reads and writes
         self.costs: dict | None = {}  # `op_cost`'s by_operands while recording
+        # per core kind, the tile-op sites bound to operands while recording (`RecordingCore`)
+        self.bound: dict[str, dict] | None = {"AIC": {}, "AIV": {}}
 
     def storage(self, storage: tuple[int, int]) -> int:
         found = self.storages.get(storage[0])
@@ -187,6 +195,14 @@ class RecordingCore:
         self.pipes = AIC_PIPES if kind == "AIC" else AIV_PIPES
         self.op_sites, self.sync_sites = rec.sites.op_sites[kind], rec.sites.sync_sites[kind]
         self.sync_by_instr = rec.sites.sync_by_instr[kind]
+        self.bound = rec.bound[kind]
+        # what `issue` appends to, bound once
+        fp = rec.footprints
+        self._instrs, self._meta, self._op_costs = rec.instrs, rec.inst_meta.append, \
+            rec.op_costs.append
+        self._row, self._record = rec.table.frombytes, rec.records.frombytes
+        self._fp_table, self._fp_rows, self._fp_index = fp.table, fp.table.frombytes, \
+            fp.index.append
         self.peers: list[RecordingCore] = []
         self.printed: list[str] = []
         self.time = self._mark = 0
@@ -201,62 +217,174 @@ class RecordingCore:
         return dt
 
     def issue(self, instr: Instr) -> tuple:
-        rec = self.rec
-        dt = self.time - self._mark
-        self._mark = self.time
-        i = len(rec.instrs)
-        rec.instrs.append(instr)
-        if instr.kind == "op":
-            site = self.op_sites.get((instr.ir_op, id(instr.span), id(instr.pipe)))
-            if site is None:
-                site = self._op_site(instr)
-            cost = op_cost(instr.ir_op, instr.args, instr.kwargs, rec.soc, rec.costs)
-            gm = cost.gm
-            if gm is None:
-                rec.table.frombytes(_ROW(0, site[1], 0, 0, 0, cost.cycles, -1, 0, 0, 0))
-            else:
-                lines = gm.lines(rec.line)
-                n = lines.size
-                rec.table.frombytes(_ROW(0, site[1], 0, 0, 0, cost.cycles, n, rec.n_lines,
-                                         int(gm.write), rec.storage(gm.storage)))
-                if n:
-                    rec.lines.append(lines)
-                    rec.n_lines += n
-            rec.inst_meta.append(site[0])
-            rec.op_costs.append((cost.bytes, cost.flops))
-            rec.footprints.add(i, instr.ir_op, instr.args, instr.kwargs, gm)
-        else:
-            found = self.sync_by_instr.get(id(instr))
-            if found is None or found[0] is not instr:
+        """Record `instr` (see the module doc). What an op's table row, cost and footprint need
+        of its call site and operands is worked out once per launch and operands (`_bind`;
+        a load or store: per tile and GM view, `_windowed`); a sync instruction's row once per
+        shared instruction (`_shared_sync_site`)."""
+        t = self.time
+        dt = t - self._mark
+        self._mark = t
+        instrs = self._instrs
+        i = len(instrs)
+        instrs.append(instr)
+        site = instr.site
+        if site is None:
+            found = self.sync_by_instr.get(instr)
+            if found is None:
                 found = self._shared_sync_site(instr)
-            rec.table.frombytes(found[1])
-            rec.inst_meta.append(found[2])
-        rec.records.frombytes(_RECORD(R_ISSUE, dt, i, 0))
+            self._row(found[0])
+            self._meta(found[1])
+        elif site.window:
+            self._windowed(i, instr, site)
+        else:
+            try:
+                bound = self.bound.get((site, *instr.args))
+            except TypeError:  # (an unhashable operand: bound for this issue only)
+                bound = None
+            if bound is None:
+                bound = self._bind(i, instr, site)
+            if bound is not None:
+                self._row(bound[0])
+                self._meta(bound[1])
+                self._op_costs(bound[2])
+                self._fp_index(i)
+                self._fp_index(len(self._fp_table))
+                self._fp_rows(bound[3])
+        self._record(_RECORD(R_ISSUE, dt, i, 0))
         return NOTHING
 
+    def _bind(self, i: int, instr: Instr, site: OpSite) -> tuple | None:
+        """(table row, meta row, (bytes, flops), footprint rows) of a tile op other than a load
+        or store on its operands, kept for the launch (operands are not changed once issued)
+        when its kwargs are its site's; None for an op with a GM side (`_general` records it)."""
+        if instr.ir_op in GM_OPS:
+            self._general(i, instr)
+            return None
+        rec, args, kwargs = self.rec, instr.args, instr.kwargs
+        meta, pipe = self._op_site(instr)
+        cost = op_cost(instr.ir_op, args, kwargs, rec.soc, rec.costs)
+        bound = (_ROW(0, pipe, 0, 0, 0, cost.cycles, -1, 0, 0, 0), meta,
+                 (cost.bytes, cost.flops), rec.footprints.rows(instr.ir_op, args, kwargs))
+        if site.static_kwargs:
+            try:
+                self.bound[(site, *args)] = bound
+            except TypeError:
+                pass
+        return bound
+
+    def _windowed(self, i: int, instr: Instr, site: OpSite) -> None:
+        """A tile load or store: what its tile and GM view give every window bound once per
+        launch (`_bind_window`), its window's lines and footprint kept on the window."""
+        args = instr.args
+        try:  # (the key leaves the offsets out)
+            bound = self.bound.get((site, args[0], args[1]) if len(args) == 3 else
+                                   (site, args[0], args[1], *args[3:]))
+        except (TypeError, IndexError):  # (the op reports its bad operands)
+            bound = None
+        if bound is None:
+            bound = self._bind_window(instr, site)
+            if bound is None:
+                return self._general(i, instr)
+        gm, rows, cols, transpose, axes, pipe, cycles, write, storage, meta, costs, head, \
+            space, fp_write, tail = bound
+        try:
+            window = gm.window(args[2], rows, cols, transpose, axes)
+        except (IndexError, ValueError, TypeError):  # (as `op_cost` takes it)
+            return self._general(i, instr)
+        rec = self.rec
+        found = window.costs.get(_RECORDED)
+        if found is None or found[0] != rec.line:
+            found = _recorded_window(window, rec.line)
+        n = found[2]
+        self._row(_ROW(0, pipe, 0, 0, 0, cycles, n, rec.n_lines, write, storage))
+        if n:
+            rec.lines.append(found[1])
+            rec.n_lines += n
+        self._meta(meta)
+        self._op_costs(costs)
+        self._fp_index(i)
+        self._fp_index(len(self._fp_table))
+        span = found[3]  # (adding an empty bytes gives the other one: one copy at most)
+        self._fp_rows(head + tail if span is None else head + _FP_ROW(fp_write, space, *span) +
+                      tail)
+        return None
+
+    def _bind_window(self, instr: Instr, site: OpSite) -> tuple | None:
+        """What a load or store's tile and GM view give each of its windows: (the view, rows,
+        cols, transpose, axes, pipe code, cycles, write, storage, meta row, (bytes, flops), the
+        footprint rows before the window's, its space and write flag, the rows after it),
+        kept for the launch when its kwargs are its site's; None when the operands are not a
+        tile and a GM view (`_general` records it, as the op reports them)."""
+        args, kwargs, op = instr.args, instr.kwargs, instr.ir_op
+        if len(args) < 3:
+            return None
+        load = op == "block.load"
+        tile, gm = (args[0], args[1]) if load else (args[1], args[0])
+        if type(tile) is not TileRef or type(gm) is not GMRef:
+            return None
+        rec = self.rec
+        meta, pipe = self._op_site(instr)
+        onchip = window_onchip_cost(op, args, kwargs, rec.soc)
+        view = _gm_view(kwargs)
+        storage = rec.storage(gm.storage)
+        head, space, fp_write, tail = rec.footprints.window_parts(op, args, kwargs)
+        bound = (gm, tile.valid_rows, tile.valid_cols, view["transpose"], view["axes"], pipe,
+                 onchip.cycles, int(not load), storage, meta, (onchip.bytes, onchip.flops),
+                 head, space, fp_write, tail)
+        if site.static_kwargs:
+            try:
+                self.bound[(site, args[0], args[1], *args[3:])] = bound
+            except TypeError:
+                pass
+        return bound
+
+    def _general(self, i: int, instr: Instr) -> None:
+        """An op recorded from its cost and footprint on these operands alone."""
+        rec = self.rec
+        meta, pipe = self._op_site(instr)
+        cost = op_cost(instr.ir_op, instr.args, instr.kwargs, rec.soc, rec.costs)
+        gm = cost.gm
+        if gm is None:
+            self._row(_ROW(0, pipe, 0, 0, 0, cost.cycles, -1, 0, 0, 0))
+        else:
+            lines = gm.lines(rec.line)
+            n = lines.size
+            self._row(_ROW(0, pipe, 0, 0, 0, cost.cycles, n, rec.n_lines, int(gm.write),
+                           rec.storage(gm.storage)))
+            if n:
+                rec.lines.append(lines)
+                rec.n_lines += n
+        self._meta(meta)
+        self._op_costs((cost.bytes, cost.flops))
+        rec.footprints.add(i, instr.ir_op, instr.args, instr.kwargs, gm)
+
     def _shared_sync_site(self, instr: Instr) -> tuple:
-        """(instr, table row, meta row) of a sync instruction, remembered by the instruction
-        (a call site shares one per id) unless too many are."""
+        """(table row, meta row) of a sync instruction, remembered by the instruction (a call
+        site shares one per id) unless too many are."""
+        if instr.kind == "op":
+            self._op_site(instr)  # (raises: every op the stream engine runs names a site)
         key = instr.key
         found = self.sync_sites.get((instr.kind, id(instr.span), id(key), id(instr.pipe)))
         if found is None or found[0] is not key:
             found = self._sync_site(instr)
-        found = (instr, found[1], found[2])
+        found = found[1:]
         if len(self.sync_by_instr) < _SYNC_BY_INSTR_MAX:
-            self.sync_by_instr[id(instr)] = found
+            self.sync_by_instr[instr] = found
         return found
 
     def _op_site(self, instr: Instr) -> tuple[int, int]:
         """(meta row, pipe code) of an op's call site (checked on its first issue)."""
+        found = self.op_sites.get(instr.site)
+        if found is not None:
+            return found
         pipe = instr.pipe
         if pipe not in self.pipes:
             raise SimulationError(f"{self.label} has no {pipe.value} pipe", instr.span)
-        if instr.ir_op in VALUE_COSTED:
+        if instr.ir_op in VALUE_COSTED or instr.site is None:
             raise Ineligible(instr.ir_op)
-        rec = self.rec
-        site = self.op_sites[(instr.ir_op, id(instr.span), id(pipe))] = (
-            rec.sites.meta(instr, "", ""), PIPE_CODE[pipe])
-        return site
+        found = self.op_sites[instr.site] = (self.rec.sites.meta(instr, "", ""),
+                                             PIPE_CODE[pipe])
+        return found
 
     def _sync_site(self, instr: Instr) -> tuple:
         """(key, table row, meta row) of a sync instruction's call site and key (the key is
@@ -313,6 +441,8 @@ class RecordingCore:
         """The launch is over (`Core.dispose`): drop the links that make cycles (the recording,
         peers, the launch); the block keeps the core for what it printed."""
         self.rec = self.launch = self.op_sites = self.sync_sites = self.sync_by_instr = None
+        self.bound = self._instrs = self._meta = self._op_costs = self._row = self._record = \
+            self._fp_table = self._fp_rows = self._fp_index = None
         self.peers = []
 
 
@@ -353,7 +483,19 @@ def record(rec: Recording) -> None:
             rec.stream_off.append(len(rec.records) // 4)
             rec.stream_info.append((0 if core.kind == "AIC" else 1, core.subblock,
                                     core.block_idx))
-    rec.costs = None  # (the kept recording holds no more than its instructions)
+    rec.costs = rec.bound = None  # (the kept recording holds no more than its instructions)
+
+
+#: the key of a GM window's entry in its `costs` (`_recorded_window`)
+_RECORDED = object()
+
+
+def _recorded_window(window: GMWindow, line: int) -> tuple:
+    """(line size, the lines, their number, the footprint span) of a GM window, kept on it
+    across launches (a relaunch with unchanged arguments keeps the GM view and its windows)."""
+    lines = window.lines(line)
+    found = window.costs[_RECORDED] = (line, lines, lines.size, window_span(window.lines))
+    return found
 
 
 def _library(launch: Any) -> Any:
