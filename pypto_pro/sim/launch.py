@@ -192,8 +192,8 @@ class Launch:
                 raise SimulationError("a Vec tile used by the cube needs a mix kernel (the "
                                       "AIVs' UB)", span)
             if pair:
-                return tuple(TileRef(p.memory, tile.geom, rows, cols)
-                             for p in self._acc_to_vec_targets(core, mode))
+                return self._pair_refs(tile, [p.memory for p in
+                                              self._acc_to_vec_targets(core, mode)])
             memory = core.peers[0].memory
         elif core.kind == "AIV" and space in CUBE_SPACES:
             if not core.peers:
@@ -208,6 +208,18 @@ class Launch:
         ref = TileRef(memory, tile.geom, rows, cols)
         tile.last_ref = (memory, valid, ref)
         return ref
+
+    @staticmethod
+    def _pair_refs(tile: RtTile, memories: list[Any]) -> tuple[TileRef, ...]:
+        """The TileRefs of a split move's targets, kept on the tile like `last_ref`."""
+        valid = tile.valid
+        memo = tile.last_pair
+        if memo is not None and memo[1] is valid and len(memo[0]) == len(memories) and \
+                all(a is b for a, b in zip(memo[0], memories)):
+            return memo[2]
+        refs = tuple(TileRef(m, tile.geom, *valid) for m in memories)
+        tile.last_pair = (memories, valid, refs)
+        return refs
 
     @staticmethod
     def _acc_to_vec_targets(core: Core, mode: Any) -> list[Core]:

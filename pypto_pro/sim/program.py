@@ -42,13 +42,15 @@ NOTHING: tuple = ()  # what a statement that does not wait returns (`yield from`
 @dataclass(eq=False)
 class RtTile:
     """A Tile object of the running kernel: placement plus its valid shape (a tuple that
-    `set_validshape` replaces). `last_ref` is `Launch.tile_ref`'s memo: (the memory, the valid
-    tuple, the TileRef it made)."""
+    `set_validshape` replaces). `last_ref` and `last_pair` are `Launch.tile_ref`'s memos: (the
+    memory, the valid tuple, the TileRef it made), and for a split move's pair (the memories,
+    the valid tuple, the TileRefs)."""
 
     geom: TileGeometry
     valid: tuple[int, int]
     ttype: TileType
     last_ref: tuple | None = field(default=None, repr=False)
+    last_pair: tuple | None = field(default=None, repr=False)
 
 
 @dataclass(eq=False)
