@@ -6,7 +6,6 @@ byte ranges interleave but share no byte are not a race."""
 from __future__ import annotations
 
 import random
-import shutil
 
 import numpy as np
 import pytest
@@ -18,7 +17,6 @@ from pypto_pro.examples import load
 from pypto_pro.ir.dtype import DataType
 from pypto_pro.ir.types import MemorySpace, TileLayout
 from pypto_pro.runtime.backends import use_backend
-from pypto_pro.runtime.backends.native import compiler
 from pypto_pro.sim import engine, replay, scheduler_native
 from pypto_pro.sim.footprints import FP_W, _block_rect
 from pypto_pro.sim.memory import TileGeometry, TileRef
@@ -30,12 +28,7 @@ T128_FP32 = pl.TileType([128, 128], pl.DT_FP32)
 T128 = pl.TileType([128, 128], pl.DT_FP16)
 
 
-@pytest.fixture(scope="module")
-def lib():
-    """The scheduler, built (or found in the kernel cache) before the tests run."""
-    if shutil.which(compiler()) is None:
-        pytest.skip("the stream engine needs a C++ compiler")
-    return scheduler_native.library(wait=True)
+pytestmark = pytest.mark.usefixtures("stream_engine")  # (conftest)
 
 
 def _run(monkeypatch, mode: str, kernel, block_dim: int, args: tuple) -> tuple[list, str]:
@@ -51,7 +44,7 @@ def _run(monkeypatch, mode: str, kernel, block_dim: int, args: tuple) -> tuple[l
 # ---------------------------------------------------------------- which replay runs
 
 
-def test_a_race_free_kernel_replays_eagerly(lib, monkeypatch) -> None:
+def test_a_race_free_kernel_replays_eagerly(monkeypatch) -> None:
     ex = load("vector_add")
     x, y, z = ex.make_inputs(512, 512, seed=0)
     rows, ran = _run(monkeypatch, "native", ex.add_kernel, 4, (x, y, z))
@@ -75,7 +68,7 @@ def add_before_its_load_lands(x: pl.Tensor[[64, 64], pl.DT_FP32],
         pl.store(out, b, [0, 0])
 
 
-def test_a_missing_flag_between_two_pipes_keeps_the_deferred_replay(lib, monkeypatch) -> None:
+def test_a_missing_flag_between_two_pipes_keeps_the_deferred_replay(monkeypatch) -> None:
     x = torch.arange(64 * 64, dtype=torch.float32).reshape(64, 64)
     out_native, out_python = torch.zeros(64, 64), torch.zeros(64, 64)
     rows, ran = _run(monkeypatch, "native", add_before_its_load_lands, 1, (x, out_native))
@@ -97,7 +90,7 @@ def column_tiles(x: pl.Tensor[[128, 1024], pl.DT_FP16], z: pl.Tensor[[128, 1024]
         pl.store(z, t, [0, b * 128])  # the cores' stores interleave row by row in z
 
 
-def test_adjacent_tile_stores_of_different_cores_are_not_a_race(lib, monkeypatch) -> None:
+def test_adjacent_tile_stores_of_different_cores_are_not_a_race(monkeypatch) -> None:
     x = torch.randn(128, 1024).half()
     z = torch.zeros_like(x)
     rows, ran = _run(monkeypatch, "native", column_tiles, 8, (x, z))
@@ -128,7 +121,7 @@ def load_races_store_and_add(x: pl.Tensor[[64, 64], pl.DT_FP32],
         pl.store(out, c, [0, 0])
 
 
-def test_the_deferred_replay_keeps_a_racing_load_from_seeing_a_store(lib, monkeypatch) -> None:
+def test_the_deferred_replay_keeps_a_racing_load_from_seeing_a_store(monkeypatch) -> None:
     snapshots: list = []
     snapshot = engine.Pipe.snapshot
     monkeypatch.setattr(engine.Pipe, "snapshot", lambda pipe: (snapshots.append(pipe.kind),
@@ -158,7 +151,7 @@ def store_of_another_size(x: pl.Tensor[[64, 64], pl.DT_FP32],
         pl.store(z, t, [0, 0])  # BUG: FP32 elements into an FP16 tensor
 
 
-def test_an_op_failing_in_the_eager_replay_raises_the_python_engines_error(lib, monkeypatch
+def test_an_op_failing_in_the_eager_replay_raises_the_python_engines_error(monkeypatch
                                                                             ) -> None:
     errors = {}
     for mode in ("python", "native"):
@@ -173,7 +166,7 @@ def test_an_op_failing_in_the_eager_replay_raises_the_python_engines_error(lib, 
     assert errors["native"].span == errors["python"].span
 
 
-def test_two_vector_cores_inserting_halves_of_one_cube_tile_are_not_a_race(lib, monkeypatch
+def test_two_vector_cores_inserting_halves_of_one_cube_tile_are_not_a_race(monkeypatch
                                                                            ) -> None:
     ex = load("flash_attention")  # each AIV inserts its 64 rows of P into the AIC's L1 tile
     args, expected = (ex.make_inputs(sq=256, skv=256, seed=0) for _ in range(2))
@@ -219,28 +212,28 @@ def _fp(first: int, rows: int, stride: int, length: int, space: int = 0) -> tupl
     (_fp(0, 128, 512, 256), _fp(1200, 64, 1024, 256), True),  # different strides, rows meet
     (_fp(0, 128, 512, 256), _fp(0, 128, 512, 256, space=1), False),  # another memory
 ])
-def test_footprints_overlap_exactly(lib, a, b, expected) -> None:
+def test_footprints_overlap_exactly(stream_engine, a, b, expected) -> None:
     assert bool(_bytes(a) & _bytes(b)) == expected
-    assert scheduler_native.overlaps(lib, a, b) == expected
-    assert scheduler_native.overlaps(lib, b, a) == expected
+    assert scheduler_native.overlaps(stream_engine, a, b) == expected
+    assert scheduler_native.overlaps(stream_engine, b, a) == expected
 
 
-def test_the_overlap_test_agrees_with_the_bytes(lib) -> None:
+def test_the_overlap_test_agrees_with_the_bytes(stream_engine) -> None:
     rng = random.Random(7)
     for _ in range(2000):
         a, b = (_fp(rng.randrange(64), rng.randrange(1, 6), rng.choice((0, 4, 8, 12, 16, 32)),
                     rng.randrange(1, 12)) for _ in range(2))
-        assert scheduler_native.overlaps(lib, a, b) == bool(_bytes(a) & _bytes(b)), (a, b)
+        assert scheduler_native.overlaps(stream_engine, a, b) == bool(_bytes(a) & _bytes(b)), (a, b)
 
 
-def test_the_first_race_names_the_running_op_and_the_starting_one(lib) -> None:
+def test_the_first_race_names_the_running_op_and_the_starting_one(stream_engine) -> None:
     # op 0 writes bytes [0, 64), op 1 reads [32, 40), op 2 reads [64, 80)
     table = np.array([*_fp(0, 1, 0, 64), 0, 0, 32, 1, 0, 8, 0, 0, 64, 1, 0, 16],
                      dtype=np.int64)
     index = np.array([0, 0, 1, FP_W, 2, 2 * FP_W], dtype=np.int64)
 
     def race(*events: int) -> tuple[int, int] | None:
-        return scheduler_native.first_race(lib, np.array(events, dtype=np.int64), table,
+        return scheduler_native.first_race(stream_engine, np.array(events, dtype=np.int64), table,
                                            index, 3)
 
     assert race(0, ~0, 1, ~1, 2, ~2) is None  # op 1 starts after op 0 finished

@@ -6,7 +6,6 @@ check must be, byte for byte, those of the general path, which works each issue 
 Skipped without a C++ compiler (the stream engine is not built then)."""
 from __future__ import annotations
 
-import shutil
 
 import numpy as np
 import pytest
@@ -18,8 +17,7 @@ from pypto_pro.examples import load
 from pypto_pro.ir.dtype import DataType
 from pypto_pro.ir.types import MemorySpace
 from pypto_pro.runtime.backends import use_backend
-from pypto_pro.runtime.backends.native import compiler
-from pypto_pro.sim import scheduler_native, stream, stream_memo
+from pypto_pro.sim import stream, stream_memo
 from pypto_pro.sim import soc as soc_mod
 from pypto_pro.sim.cost_model import op_cost
 from pypto_pro.sim.footprints import Footprints, _window_row
@@ -30,14 +28,7 @@ T = pl.TileType([16, 64], pl.DT_FP32)
 WIDE = pl.TileType([32, 64], pl.DT_FP32)
 
 
-@pytest.fixture(autouse=True)
-def native(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every timed launch here takes the stream engine when it can."""
-    if shutil.which(compiler()) is None:
-        pytest.skip("the stream engine needs a C++ compiler")
-    scheduler_native.library(wait=True)
-    monkeypatch.setenv(ENV_ENGINE, "native")
-    stream_memo.clear()
+pytestmark = pytest.mark.usefixtures("stream_engine")  # (conftest)
 
 
 @pl.jit(arch="a5")

@@ -6,7 +6,6 @@ change makes the next replay make a new tape; an op failing in a taped relaunch 
 Python engine's error."""
 from __future__ import annotations
 
-import shutil
 import sys
 from pathlib import Path
 
@@ -17,8 +16,7 @@ import pypto_pro.language as pl
 from pypto_pro.errors import SimulationError
 from pypto_pro.examples import load
 from pypto_pro.runtime.backends import use_backend
-from pypto_pro.runtime.backends.native import compiler
-from pypto_pro.sim import replay, scheduler_native, stream_memo
+from pypto_pro.sim import replay
 from pypto_pro.ir.dtype import DataType
 from pypto_pro.ir.types import MemorySpace
 from pypto_pro.sim.memory import CoreMemory, TileGeometry, TileRef
@@ -29,15 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "benchmarks"))
 import dsl_kernels as dk  # noqa: E402
 
 
-@pytest.fixture
-def lib():
-    """The scheduler, built (or found in the kernel cache) before the test runs, and no kept
-    recording: each test's first launch records (a relaunch of another test's tensors of the
-    same geometry would replay that test's recording, rebound)."""
-    if shutil.which(compiler()) is None:
-        pytest.skip("the stream engine needs a C++ compiler")
-    stream_memo.clear()
-    return scheduler_native.library(wait=True)
+pytestmark = pytest.mark.usefixtures("stream_engine")  # (conftest)
 
 
 def _launch(monkeypatch, mode: str, kernel, block_dim: int, args: tuple) -> tuple[list, int]:
@@ -103,7 +93,7 @@ def _same(a: object, b: object) -> bool:
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_a_taped_relaunch_with_new_data_equals_the_python_engine(lib, monkeypatch, case):
+def test_a_taped_relaunch_with_new_data_equals_the_python_engine(monkeypatch, case):
     kernel, make, block_dim = CASES[case]
     args = make(0)
     bd = block_dim(*args)
@@ -122,7 +112,7 @@ def test_a_taped_relaunch_with_new_data_equals_the_python_engine(lib, monkeypatc
         assert all(_same(a, b) for a, b in zip(values, expected))
 
 
-def test_relaunches_on_new_tensors_make_no_tape_until_the_tensors_repeat(lib, monkeypatch):
+def test_relaunches_on_new_tensors_make_no_tape_until_the_tensors_repeat(monkeypatch):
     kernel, make, block_dim = CASES["mix"]
     launches = [make(seed) for seed in range(3)]
     bd = block_dim(*launches[0])
@@ -137,7 +127,7 @@ def test_relaunches_on_new_tensors_make_no_tape_until_the_tensors_repeat(lib, mo
         assert all(_same(a, b) for a, b in zip(args, expected))
 
 
-def test_the_fp16_nan_fallback_runs_in_a_taped_relaunch(lib, monkeypatch):
+def test_the_fp16_nan_fallback_runs_in_a_taped_relaunch(monkeypatch):
     kernel, make, block_dim = CASES["add"]
     args = make(0)
     bd = block_dim(*args)
@@ -153,7 +143,7 @@ def test_the_fp16_nan_fallback_runs_in_a_taped_relaunch(lib, monkeypatch):
     assert _same(args[2], expected[2])
 
 
-def test_a_tape_is_made_again_after_an_epoch_change(lib, monkeypatch):
+def test_a_tape_is_made_again_after_an_epoch_change(monkeypatch):
     kernel, make, block_dim = CASES["matmul_k"]
     args = make(0)
     bd = block_dim(*args)
@@ -191,7 +181,7 @@ def gather_blocks(x: pl.Tensor[[8, 64], pl.DT_FP32], offsets: pl.Tensor[[8, 8], 
         pl.store(out, dst, [0, 0])
 
 
-def test_an_op_failing_in_a_taped_relaunch_raises_the_python_engines_error(lib, monkeypatch):
+def test_an_op_failing_in_a_taped_relaunch_raises_the_python_engines_error(monkeypatch):
     x = torch.arange(8 * 64, dtype=torch.float32).reshape(8, 64)
     offsets = (torch.arange(8 * 8, dtype=torch.int32).reshape(8, 8) * 32).flip(1)
     out = torch.zeros(8, 64)

@@ -2,11 +2,8 @@
 recorded, scheduled in C++ and replayed gives exactly what the Python engine gives — every
 trace row, the instruction count, the outputs (races included), the L2 counters — and the
 Python engine's exact error when the run fails. Ineligible launches, a missing library and
-`PYPTOPRO_SIM_ENGINE=python` take the Python engine. The compiled cases are skipped without a
-C++ compiler."""
+`PYPTOPRO_SIM_ENGINE=python` take the Python engine. Skipped without a C++ compiler."""
 from __future__ import annotations
-
-import shutil
 
 import pytest
 import torch
@@ -15,7 +12,6 @@ import pypto_pro.language as pl
 from pypto_pro.errors import DeadlockError, PyptoError, SimulationError
 from pypto_pro.examples import load
 from pypto_pro.runtime.backends import use_backend
-from pypto_pro.runtime.backends.native import compiler
 from pypto_pro.sim import engine, scheduler_native, stream
 from pypto_pro.sim.scheduler_native import ENV_ENGINE
 from sim_support import barrier_missing_a_core
@@ -25,13 +21,7 @@ INTER_BLOCK = pl.CrossCoreSyncMode.INTER_BLOCK
 T16 = pl.TileType([64, 128], pl.DT_FP16)
 T128 = pl.TileType([128, 128], pl.DT_FP32)
 
-
-@pytest.fixture(scope="module")
-def compiled() -> None:
-    """The scheduler, built (or found in the kernel cache) before the tests run."""
-    if shutil.which(compiler()) is None:
-        pytest.skip("the stream engine needs a C++ compiler")
-    scheduler_native.library(wait=True)
+pytestmark = pytest.mark.usefixtures("stream_engine")  # (conftest)
 
 
 @pytest.fixture
@@ -87,7 +77,7 @@ def _same(monkeypatch, paths, kernel, block_dim: int, make_args) -> tuple:
     ("matmul_softmax", "matmul_softmax_kernel", {"n": 64}, 34),  # mix, 32 AI cores: waves
     ("softmax", "softmax_kernel", {"rows": 100, "cols": 300}, None),
 ])
-def test_examples_run_identically(compiled, monkeypatch, paths, name, kernel, shape,
+def test_examples_run_identically(monkeypatch, paths, name, kernel, shape,
                                   block_dim) -> None:
     ex = load(name)
     k = getattr(ex, kernel)
@@ -112,7 +102,7 @@ def staggered_barrier(x: pl.Tensor[[256, 128], pl.DT_FP16],
         pl.system.sync_all(core_type=pl.SyncCoreType.AIV_ONLY)
 
 
-def test_inter_block_sync_and_sync_all_run_identically(compiled, monkeypatch, paths) -> None:
+def test_inter_block_sync_and_sync_all_run_identically(monkeypatch, paths) -> None:
     x = torch.randn(256, 128).half()
     _same(monkeypatch, paths, staggered_barrier, 2, lambda: (x, torch.zeros_like(x)))
 
@@ -146,7 +136,7 @@ def _error(monkeypatch, mode: str, kernel, args) -> PyptoError:
     (set_twice, lambda: (torch.zeros(64, 128).half(), torch.zeros(64, 128).half()),
      SimulationError),
 ])
-def test_a_failing_run_gives_the_python_engines_exact_error(compiled, monkeypatch, paths,
+def test_a_failing_run_gives_the_python_engines_exact_error(monkeypatch, paths,
                                                             kernel, args, error) -> None:
     python, native = (_error(monkeypatch, mode, kernel, args()) for mode in ("python", "native"))
     assert paths == ["python", "python"]  # the schedule failed: the Python engine reran it
@@ -167,7 +157,7 @@ def setval_then_store(g: pl.Tensor[[128, 128], pl.DT_FP32],
         pl.store(out, b, [0, 0])
 
 
-def test_an_ineligible_kernel_takes_the_python_engine(compiled, monkeypatch, paths) -> None:
+def test_an_ineligible_kernel_takes_the_python_engine(monkeypatch, paths) -> None:
     recorded: list[int] = []
     record = stream.record
     monkeypatch.setattr(stream, "record", lambda rec: recorded.append(1) or record(rec))
@@ -180,7 +170,7 @@ def test_an_ineligible_kernel_takes_the_python_engine(compiled, monkeypatch, pat
     assert recorded == [1]  # the program is remembered as ineligible: not recorded again
 
 
-def test_a_sanitized_launch_takes_the_python_engine(compiled, monkeypatch, paths) -> None:
+def test_a_sanitized_launch_takes_the_python_engine(monkeypatch, paths) -> None:
     from pypto_pro.sanitizer import sanitize
 
     ex = load("vector_add")
@@ -199,13 +189,13 @@ def test_without_the_library_the_python_engine_runs(monkeypatch, paths) -> None:
     assert paths == ["python"] and torch.equal(z, x + y)
 
 
-def test_the_env_switch_picks_the_engine(compiled, monkeypatch, paths) -> None:
+def test_the_env_switch_picks_the_engine(monkeypatch, paths) -> None:
     ex = load("vector_add")
     args = ex.make_inputs(128, 128, seed=0)
     for mode in ("python", "native", "auto"):
         with monkeypatch.context() as m, use_backend("sim"):
             m.setenv(ENV_ENGINE, mode)
             ex.add_kernel[None, 2](*args)
-    # auto: the library is built (`compiled`), so even a 1-tile launch takes it: a relaunch
+    # auto: the library is built (`stream_engine`), so even a 1-tile launch takes it: a relaunch
     # replays its kept schedule (`stream_memo`) for less than the Python engine's event loop
     assert paths == ["python", "native", "native"]

@@ -7,7 +7,6 @@ C++ compiler (the stream engine is not built then)."""
 from __future__ import annotations
 
 import gc
-import shutil
 import weakref
 
 import pytest
@@ -16,20 +15,11 @@ import torch
 import pypto_pro.language as pl
 from pypto_pro.examples import load
 from pypto_pro.runtime.backends import use_backend
-from pypto_pro.runtime.backends.native import compiler
-from pypto_pro.sim import engine, replay, scheduler_native, stream, stream_memo
+from pypto_pro.sim import engine, replay, stream, stream_memo
 from pypto_pro.sim.memory import GMRef
-from pypto_pro.sim.scheduler_native import ENV_ENGINE
 
 
-@pytest.fixture(autouse=True)
-def native(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every timed launch here may take the stream engine (built before the tests run)."""
-    if shutil.which(compiler()) is None:
-        pytest.skip("the stream engine needs a C++ compiler")
-    scheduler_native.library(wait=True)
-    monkeypatch.setenv(ENV_ENGINE, "native")
-    stream_memo.clear()
+pytestmark = pytest.mark.usefixtures("stream_engine")  # (conftest)
 
 
 @pytest.fixture
