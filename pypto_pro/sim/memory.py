@@ -9,8 +9,8 @@ of fractal tiles move through `BlockViews`, strided views of the buffer cached p
 rest through element offsets), `GMRef` (a strided view of a CPU torch tensor's storage as
 global memory) and `SimMemoryError`. Dtypes without a torch dtype (HF8, FP4, INT4,
 HF4) are read and written as raw uint8 codes (4-bit ones packed two per byte, low nibble first);
-their values are decoded by `pypto_pro.sim.ops.numerics`. Imports `pypto_pro.ir`, `sim.soc` and
-`sim.layout` only.
+their values are decoded by `pypto_pro.sim.ops.numerics`. Imports `pypto_pro.ir`, `sim.soc`,
+`sim.layout` and `sim.copies_native` (kept steps' copies in compiled code) only.
 """
 from __future__ import annotations
 
@@ -26,6 +26,7 @@ import torch
 from pypto_pro.ir.dtype import DataType
 from pypto_pro.ir.types import MemorySpace, TileLayout, TilePad, TileType
 
+from . import copies_native
 from .layout import default_stride, element_offsets, fractal_shape, outer_stride
 from .soc import SoC
 
@@ -341,7 +342,7 @@ class TileRef:
                 (views.fractal and not value.is_contiguous()):  # (its reshape: a view)
             return None
         source = value.view(views.values.dtype).reshape(*views.grid) if views.fractal else value
-        return _copy_into(self.memory, views, source)
+        return taped(_copy_into(self.memory, views, source))
 
     def read_step(self, into: torch.Tensor) -> Step | None:
         """The step copying the valid window's stored elements into `into` (a [rows, cols]
@@ -351,11 +352,11 @@ class TileRef:
         if views is None or views.dtype is not into.dtype:
             return None
         if not views.fractal:
-            return functools.partial(into.copy_, views.values)
+            return _kept_copy(into, views.values)
         _, fr, _, fc = views.grid  # `into` in the grid's [row fractal, row, col fractal, col]
         rs, cs = into.stride()
         grid = into.as_strided(views.grid, (fr * rs, rs, fc * cs, cs), into.storage_offset())
-        return functools.partial(grid.copy_, views.typed)
+        return _kept_copy(grid, views.typed)
 
     def copy_from(self, src: TileRef, at: tuple[int, int] | None = None) -> bool:
         """Write `src`'s valid window (`at` (row, col): the block of this tile's valid shape
@@ -583,12 +584,41 @@ def _marker(memory: CoreMemory, views: BlockViews) -> Step:
 
 
 def _copy_into(memory: CoreMemory, views: BlockViews, source: torch.Tensor) -> Step:
-    """The step copying `source` (a view) into the block of `views` and marking it written."""
+    """The step copying `source` (a view) into the block of `views` and marking it written,
+    with torch (`taped` gives it compiled)."""
     values, mark = views.values, _marker(memory, views)
 
     def step() -> None:
         values.copy_(source)
         mark()
+    step.copy, step.mark = (values, source), mark
+    return step
+
+
+def taped(step: Step | None) -> Step | None:
+    """A `_copy_into` step for a tape: its copy in compiled code (`copies_native.copier`,
+    made once per step) when the library is loaded and the copy has a record; else `step`
+    (its torch copy: eager ops keep that, making a record costs more than it saves once)."""
+    pair = getattr(step, "copy", None)
+    if pair is None or copies_native.library() is None:
+        return step
+    made = getattr(step, "native", None)
+    if made is None:
+        copy = copies_native.copier((pair,))
+        made = step.native = step if copy is None else _then(copy, step.mark)
+    return made
+
+
+def _kept_copy(dst: torch.Tensor, src: torch.Tensor) -> Step:
+    """The step `dst.copy_(src)`: compiled when `copies_native.copier` has it, else torch."""
+    return copies_native.copier(((dst, src),)) or functools.partial(dst.copy_, src)
+
+
+def _then(first: Step, second: Step) -> Step:
+    """The step running `first`, then `second`."""
+    def step() -> None:
+        first()
+        second()
     return step
 
 

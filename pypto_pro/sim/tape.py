@@ -14,7 +14,9 @@ sets None) → the replay runs the impls alone and leaves it `PENDING` → the n
 the tape → the later ones run it. The steps bind views derived from the tiles' memories,
 geometries and valid shapes, so a tape is valid only while `TileRef.epoch` is what it was when
 it was made, for the schedule it was made from, on the thread it was made on (products use that
-thread's scratch buffers); else the replay makes it again.
+thread's scratch buffers), with the compiled copies (`copies_native`) it was made with; else the
+replay makes it again. The replay that leaves it `PENDING` starts that library's build, so the
+tape made next has it.
 """
 from __future__ import annotations
 
@@ -24,6 +26,7 @@ from functools import partial
 from typing import Any
 
 from ..errors import SimulationError
+from . import copies_native
 from .memory import Step, TileRef
 from .ops import IMPLS, STEPS
 
@@ -36,15 +39,16 @@ OP_ERRORS = (IndexError, ValueError, TypeError, RuntimeError)
 class Tape:
     """The steps of one recording's eager replay, with what they are valid for."""
 
-    __slots__ = ("steps", "order", "epoch", "sched", "thread")
+    __slots__ = ("steps", "order", "epoch", "sched", "thread", "copies")
 
-    def __init__(self, steps: list[Step], order: list[int], epoch: int, sched: Any) -> None:
+    def __init__(self, steps: list[Step], order: list[int], epoch: int, sched: Any,
+                 copies: Any) -> None:
         self.steps, self.order, self.epoch, self.sched = steps, order, epoch, sched
-        self.thread = threading.get_ident()
+        self.thread, self.copies = threading.get_ident(), copies
 
     def fits(self, sched: Any) -> bool:
         return self.epoch == TileRef.epoch and self.sched is sched and \
-            self.thread == threading.get_ident()
+            self.thread == threading.get_ident() and self.copies is copies_native.library()
 
 
 def kept(rec: Any, sched: Any) -> Tape | None:
@@ -62,14 +66,15 @@ def make(rec: Any, sched: Any, order: list[int],
     build = getattr(rec, "tape", None) is not None
     rec.tape = None  # (until the replay is through: an op error leaves none pending)
     if not build:
+        copies_native.library()  # (its build starts: the next replay makes the tape with it)
         for e in order:
             run_op(rec, e, False)
         rec.tape = PENDING
         return False
-    epoch = TileRef.epoch
+    epoch, copies = TileRef.epoch, copies_native.library()
     steps = [run_op(rec, e, True) for e in order]
     # (an epoch change while making it: a view bound early may be stale)
-    rec.tape = Tape(steps, order, epoch, sched) if TileRef.epoch == epoch else PENDING
+    rec.tape = Tape(steps, order, epoch, sched, copies) if TileRef.epoch == epoch else PENDING
     return True
 
 

@@ -36,6 +36,7 @@ import torch
 from pypto_pro.ir.dtype import DataType
 from pypto_pro.ir.types import TileLayout
 
+from .. import copies_native
 from ..memory import Step, TileRef
 from . import SimOpError
 from .batching import Writes, batched
@@ -110,6 +111,12 @@ def _product_step(op: str, lhs: TileRef, rhs: TileRef) -> tuple[Step, torch.Tens
         return None
     (grid_a, view_a, a), (grid_b, view_b, b), product = plan
     mm = torch.mm
+    convert = copies_native.copier(((grid_a, view_a), (grid_b, view_b)))
+    if convert is not None:  # both operands in one compiled call
+        def converted() -> None:
+            convert()
+            mm(a, b, out=product)
+        return converted, product
 
     def step() -> None:
         grid_a.copy_(view_a)

@@ -18,7 +18,7 @@ import torch
 
 from pypto_pro.ir.types import MemorySpace
 
-from ..memory import GMRef, Step, TileRef, storage_dtype
+from ..memory import GMRef, Step, TileRef, storage_dtype, taped
 from . import SimOpError
 from .batching import Writes, always, batched
 from .fixpipe import block_scale, convert, passes_bits
@@ -67,6 +67,11 @@ def _load_step(args: list, kwargs: dict) -> Step | None:
         return None
     view = _gm_view(kwargs)
     return args[0].load_step(args[1], offsets, view["transpose"], view["axes"])
+
+
+def _taped_load_step(args: list, kwargs: dict) -> Step | None:
+    """`_load_step` for the tape (`memory.taped`: its copy compiled when it can be)."""
+    return taped(_load_step(args, kwargs))
 
 
 def _loaded(dst: TileRef, src: GMRef, offsets: object, view: dict) -> torch.Tensor:
@@ -244,8 +249,8 @@ def _move_step(args: list, kwargs: dict) -> Step | None:
     dst, src = args[0], args[1]
     if src.space is MemorySpace.Acc or not isinstance(dst, TileRef):
         return None
-    return dst.copy_step(src, None if len(args) < 3 or args[2] is None
-                         else tuple(_offsets(args[2])))
+    return taped(dst.copy_step(src, None if len(args) < 3 or args[2] is None
+                               else tuple(_offsets(args[2]))))
 
 
 def move_fp(args: list, kwargs: dict) -> None:
@@ -313,7 +318,7 @@ def setval(args: list, kwargs: dict) -> None:
 BATCH_IMPLS = {"block.load": batched(load, _load_batch, always),
                "block.store": batched(store, _store_batch, always),
                "block.move": batched(move, _move_batch, always)}
-STEPS = {"block.load": _load_step, "block.store": _store_step, "block.move": _move_step}
+STEPS = {"block.load": _taped_load_step, "block.store": _store_step, "block.move": _move_step}
 IMPLS = {
     "block.load": load, "block.store": store, "block.store_fp": store_fp,
     "block.move": move, "block.move_fp": move_fp, "block.insert": insert,

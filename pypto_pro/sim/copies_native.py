@@ -1,0 +1,128 @@
+"""Compiled strided copies for kept steps: `copies.cpp` built by `native_build` once per machine
+and compiler, on a background thread, loaded with ctypes. `PYPTOPRO_SIM_COPIES` picks:
+`python` keeps torch's `copy_`, `native` waits for this library (and raises its build error),
+`auto` (default) uses it once it is ready.
+
+Tile copies move runs of 16 elements (a fractal's row) through 2-4 strided levels, which
+torch's TensorIterator takes ~4-14 µs for per [128, 128] fp16 tile where a plain loop takes
+1.5-3 (hot cache; 16x16 fractal transposes and fp16 → fp32 conversions the most). `copier`
+describes copies between two views once, as int64 records (addresses, byte strides, run
+lengths; `pypto_copies_record` checks every extent against both storages), and gives a step
+running all of them in one ctypes call (~0.3-0.5 µs of call overhead); None when the library
+is not loaded or a pair does not fit (other dtypes, more levels, an extent outside a storage,
+overlapping bytes, colliding writes): the caller keeps its torch copy. The step holds the
+views, so their storages outlive it; their addresses stay valid because a kept step only runs
+in a tape, and a tape never outlives a storage change: a GM tensor whose storage moves or is
+resized gets a new GM view (`runtime.backends.sim._gm_view`), so the stream memo misses or
+rebinds and drops the tape (`stream_memo._rebind`), and on-chip buffers and product scratch
+are never resized.
+"""
+from __future__ import annotations
+
+import array
+import ctypes
+import functools
+import weakref
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import torch
+
+from .native_build import BackgroundLibrary
+
+ENV_COPIES = "PYPTOPRO_SIM_COPIES"
+FORMAT = 2
+REC_W = 18  # copies.cpp REC_W
+#: (source dtype → float32) conversions the library does bit-identically to torch's `copy_`
+_CONVERT = {torch.float16: 1, torch.bfloat16: 2}
+#: (id(dst), id(src)) → (weak dst, weak src, addresses and storage sizes, record or None)
+_RECORDS: dict[tuple[int, int], tuple] = {}
+_RECORDS_MAX = 1 << 15
+_EMPTY = bytes(8 * REC_W)
+
+
+def _declare(lib: ctypes.CDLL) -> ctypes.CDLL:
+    lib.pypto_copies_run.argtypes, lib.pypto_copies_run.restype = (ctypes.c_void_p,), None
+    lib.pypto_copies_record_width.argtypes, lib.pypto_copies_record_width.restype = (), \
+        ctypes.c_int64
+    lib.pypto_copies_f16c.argtypes, lib.pypto_copies_f16c.restype = (), ctypes.c_int64
+    lib.pypto_copies_record.argtypes = (ctypes.c_void_p, ctypes.c_void_p)
+    lib.pypto_copies_record.restype = ctypes.c_int64
+    if lib.pypto_copies_record_width() != REC_W:
+        raise RuntimeError("copies.cpp's record width does not match copies_native.REC_W")
+    return lib
+
+
+LIBRARY = BackgroundLibrary(f"copies-{FORMAT}", [Path(__file__).with_name("copies.cpp")],
+                            "pypto_sim_copies.so", ENV_COPIES, _declare)
+
+
+def library(wait: bool = False) -> ctypes.CDLL | None:
+    """The loaded library, or None (forced off, no compiler, still building)."""
+    return LIBRARY.get(wait)
+
+
+def copier(pairs: Sequence[tuple[torch.Tensor, torch.Tensor]]) -> Callable[[], None] | None:
+    """A step doing `dst.copy_(src)` for each (dst, src) of `pairs`, in order, in one call to
+    the library; None when it is not loaded or a pair has no record (`record`)."""
+    lib = library()
+    if lib is None:
+        return None
+    desc = array.array("q", (len(pairs),))
+    for dst, src in pairs:
+        rec = _kept_record(lib, dst, src)
+        if rec is None:
+            return None
+        desc += rec
+    run = functools.partial(lib.pypto_copies_run, ctypes.c_void_p(desc.buffer_info()[0]))
+    run.keep = (desc, tuple(pairs))  # what the addresses point into lives with the step
+    return run
+
+
+def _kept_record(lib: ctypes.CDLL, dst: torch.Tensor, src: torch.Tensor
+                 ) -> array.array | None:
+    """`record`, kept per pair of tensor objects while both live at the same addresses in
+    storages of the same size (a remade tape binds mostly the same cached views)."""
+    key = (id(dst), id(src))
+    where = (dst.data_ptr(), src.data_ptr(), dst.untyped_storage().nbytes(),
+             src.untyped_storage().nbytes())
+    hit = _RECORDS.get(key)
+    if hit is not None and hit[0]() is dst and hit[1]() is src and hit[2] == where:
+        return hit[3]
+    rec = _record(lib, dst, src)
+    if len(_RECORDS) >= _RECORDS_MAX:
+        _RECORDS.clear()
+    _RECORDS[key] = (weakref.ref(dst), weakref.ref(src), where, rec)
+    return rec
+
+
+def record(dst: torch.Tensor, src: torch.Tensor) -> array.array | None:
+    """The copies.cpp record of `dst.copy_(src)` (REC_W ints, `pypto_copies_record`), or None
+    when it has none: the library not loaded, another dtype pair than same-to-same (not
+    complex) or fp16/bf16 → fp32, shapes that differ, a tensor not on the CPU, more than
+    4 strided levels, an element written twice, an extent outside its storage, or
+    bytes the two share."""
+    lib = library()
+    return None if lib is None else _record(lib, dst, src)
+
+
+def _record(lib: ctypes.CDLL, dst: torch.Tensor, src: torch.Tensor) -> array.array | None:
+    if dst.shape != src.shape or not (dst.is_cpu and src.is_cpu) or dst.dtype.is_complex or \
+            not dst.numel():
+        return None
+    if dst.dtype is src.dtype:
+        kind = 0
+    elif dst.dtype is torch.float32 and src.dtype in _CONVERT:
+        kind = _CONVERT[src.dtype]
+    else:
+        return None
+    ds, ss = dst.untyped_storage(), src.untyped_storage()
+    given = array.array("q", (kind, dst.dim(), dst.data_ptr(), ds.data_ptr(), ds.nbytes(),
+                              dst.element_size(), src.data_ptr(), ss.data_ptr(), ss.nbytes(),
+                              src.element_size(), *dst.shape, *dst.stride(), *src.stride()))
+    out = array.array("q", _EMPTY)
+    return out if lib.pypto_copies_record(given.buffer_info()[0], out.buffer_info()[0]) \
+        else None
+
+
+__all__ = ["ENV_COPIES", "LIBRARY", "copier", "library", "record"]

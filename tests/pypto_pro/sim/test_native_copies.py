@@ -1,0 +1,180 @@
+"""Compiled copies for the replay tape (`sim/copies_native.py`, `copies.cpp`): fp16/bf16 →
+fp32 conversions bit-identical to torch's `copy_` for every 16-bit pattern; copies of every
+layout pair the tape's steps bind (GM → tile loads, tile → tile moves, tile → GM stores, the
+cube product's operand conversions and its result write) leave the bytes torch leaves; no
+library → torch steps; a copy whose extent leaves a storage, whose sides overlap or whose
+writes collide has no record (the step keeps torch's copy)."""
+from __future__ import annotations
+
+import shutil
+import weakref
+
+import pytest
+import torch
+
+from pypto_pro.ir.dtype import DataType as D
+from pypto_pro.ir.types import MemorySpace as M
+from pypto_pro.ir.types import TileLayout as L
+from pypto_pro.runtime.backends.native import compiler
+from pypto_pro.sim import copies_native
+from pypto_pro.sim.memory import CoreMemory, GMRef, TileGeometry, TileRef
+from pypto_pro.sim.ops import STEPS
+from pypto_pro.sim.soc import soc
+
+
+@pytest.fixture
+def native(monkeypatch: pytest.MonkeyPatch) -> list:
+    """The library built and forced on; the list collects every step `copier` makes."""
+    if shutil.which(compiler()) is None:
+        pytest.skip("the compiled copies need a C++ compiler")
+    monkeypatch.setenv(copies_native.ENV_COPIES, "native")
+    copies_native.library(wait=True)
+    made: list = []
+    real = copies_native.copier
+
+    def counting(pairs):
+        step = real(pairs)
+        if step is not None:
+            made.append(step)
+        return step
+    monkeypatch.setattr(copies_native, "copier", counting)
+    return made
+
+
+def _bits(t: torch.Tensor) -> torch.Tensor:
+    return t.contiguous().view(torch.int32)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_conversions_match_torch_for_every_bit_pattern(native, dtype):
+    """NaN payloads, signalling NaNs, subnormals, ±0, ±inf: contiguous runs (vector path),
+    runs of 16 and 13 (vector + scalar tail) and single elements (scalar path)."""
+    src = torch.arange(65536, dtype=torch.int32).to(torch.int16).view(dtype)
+    want = _bits(src.to(torch.float32))
+    for rows, run in ((1, 65536), (4096, 16), (5041, 13)):  # (destination rows: runs)
+        count = rows * run
+        out = torch.empty(rows, run + 3)[:, :run]
+        copies_native.copier([(out, src[:count].view(rows, run))])()
+        assert torch.equal(_bits(out).reshape(-1), want[:count]), run
+    strided = torch.empty(2 * 65536)[::2]  # one element per run
+    copies_native.copier([(strided, src)])()
+    assert torch.equal(_bits(strided), want)
+    into_t = torch.empty(256, 256).t()  # the destination transposed
+    copies_native.copier([(into_t, src.view(256, 256))])()
+    assert torch.equal(_bits(into_t).reshape(-1), want)
+
+
+def _tile(mem, rows, cols, dtype, space, layout, addr=0):
+    return TileRef(mem, TileGeometry(rows, cols, dtype, space, layout, 512, addr), rows, cols)
+
+
+def _load(mem, data, layout, transpose=False):
+    rows, cols = (data.shape[1], data.shape[0]) if transpose else data.shape
+    dst = _tile(mem, rows, cols, D.FP16, M.Mat, layout)
+    kwargs = {"is_transpose": True} if transpose else {}
+    return dst, STEPS["block.load"]([dst, GMRef(data), [0, 0]], kwargs)
+
+
+def _scenarios():
+    """name → action(mem, gm) giving the step under test (after any setup it ran)."""
+    def load(layout, transpose=False):
+        return lambda mem, gm: _load(mem, gm[:64, :32] if not transpose else gm[:32, :64],
+                                     layout, transpose)[1]
+
+    def move(src_layout, dst_layout, space=M.Left):
+        def action(mem, gm):
+            src, step = _load(mem, gm[16:48, 32:64], src_layout)
+            step()
+            return STEPS["block.move"]([_tile(mem, 32, 32, D.FP16, space, dst_layout), src], {})
+        return action
+
+    def store(layout):
+        def action(mem, gm):
+            src, step = _load(mem, gm[:32, :32], layout)
+            step()
+            return STEPS["block.store"]([GMRef(gm), src, [32, 16]], {})
+        return action
+
+    def product(lhs_layout, rhs_layout, dtype=D.FP16):
+        def action(mem, gm):
+            torch_dtype = torch.float16 if dtype is D.FP16 else torch.bfloat16
+            lhs = _tile(mem, 32, 48, dtype, M.Left, lhs_layout)
+            rhs = _tile(mem, 48, 32, dtype, M.Right, rhs_layout)
+            lhs.write(gm[:32, :48].to(torch_dtype))
+            rhs.write(gm[:48, 8:40].to(torch_dtype))
+            dst = _tile(mem, 32, 32, D.FP32, M.Acc, L.NZ)
+            return STEPS["block.matmul"]([dst, lhs, rhs], {})
+        return action
+
+    return {
+        "load nZ": load(L.NZ), "load zN": load(L.ZN), "load ND": load(L.ND),
+        "load DN": load(L.DN), "load nZ transposed": load(L.NZ, True),
+        "move nZ->nZ": move(L.NZ, L.NZ), "move nZ->zZ": move(L.NZ, L.ZZ),
+        "move nZ->zN (fractal transpose)": move(L.NZ, L.ZN, M.Right),
+        "move ND->DN": move(L.ND, L.DN), "move ND->ND": move(L.ND, L.ND),
+        "store nZ": store(L.NZ), "store ND": store(L.ND), "store DN": store(L.DN),
+        "product zZ x zN": product(L.ZZ, L.ZN), "product nZ x nZ": product(L.NZ, L.NZ),
+        "product bf16": product(L.ZZ, L.ZN, D.BF16),
+    }
+
+
+def _outcome(action, seed=0) -> list[torch.Tensor]:
+    """The memory's buffers and the GM tensor after running the step `action` gives twice
+    (the GM tensor changed in between: a step reads it as it is)."""
+    mem = CoreMemory(soc(), "aic")
+    gm = torch.randn(96, 96, generator=torch.Generator().manual_seed(seed)).half()
+    step = action(mem, gm)
+    assert step is not None
+    step()
+    gm.mul_(-2)
+    step()
+    return [*mem.buffers.values(), gm.view(torch.int16)]
+
+
+@pytest.mark.parametrize("name", sorted(_scenarios()))
+def test_tape_steps_copy_what_torch_copies(native, monkeypatch, name):
+    action = _scenarios()[name]
+    compiled = _outcome(action)
+    assert native, "the step took no compiled copy"
+    monkeypatch.setenv(copies_native.ENV_COPIES, "python")
+    for got, want in zip(compiled, _outcome(action)):
+        assert torch.equal(got, want)
+
+
+def test_without_the_library_steps_keep_torch(monkeypatch):
+    monkeypatch.setenv(copies_native.ENV_COPIES, "python")
+    made = []
+    monkeypatch.setattr(copies_native.LIBRARY, "declare", lambda lib: made.append(lib))
+    assert copies_native.library() is None and copies_native.copier([]) is None
+    mem = CoreMemory(soc(), "aic")
+    _, step = _load(mem, torch.randn(32, 32).half(), L.NZ)
+    assert getattr(step, "copy", None) is not None  # the torch step, not a compiled one
+    assert not made
+
+
+def test_bad_extents_overlaps_and_collisions_have_no_record(native):
+    base = torch.zeros(256, dtype=torch.float16)
+    assert copies_native.record(base[:64], base[32:96]) is None  # shared bytes
+    assert copies_native.record(base[:64], base[64:128]) is not None
+    spread = torch.zeros(1, dtype=torch.float16).expand(64)  # every write on one element
+    assert copies_native.record(spread, base[:64]) is None
+    assert copies_native.record(base[:64].half(), base[:64].float()) is None  # fp32 → fp16
+    scrambled = torch.zeros((3,) * 6).permute(1, 3, 5, 0, 2, 4)  # six levels, none merge
+    assert copies_native.record(torch.zeros((3,) * 6), scrambled) is None
+    shrunk = torch.zeros(128, dtype=torch.float16)
+    tail, head = shrunk[64:], base[:64]
+    assert copies_native.copier([(tail, head)]) is not None  # (its record kept)
+    shrunk.untyped_storage().resize_(64)  # the view now reaches past its storage
+    assert copies_native.record(tail, head) is None
+    assert copies_native.copier([(base[64:128], head), (tail, head)]) is None
+
+
+def test_a_step_keeps_its_views_alive(native):
+    dst, src = torch.zeros(64, 16), torch.randn(64, 16).half()
+    gone = weakref.ref(src)
+    step = copies_native.copier([(dst.t(), src.t())])
+    want = src.float()
+    del src
+    assert gone() is not None
+    step()
+    assert torch.equal(dst, want)
