@@ -41,3 +41,16 @@ def barrier_missing_a_core(x: pl.Tensor[[128, 128], pl.DT_FP16]):
                                      sync_mode=pl.CrossCoreSyncMode.INTER_BLOCK)
         pl.system.wait_cross_core(pipe=pl.PipeType.MTE3, event_id=3,
                                   sync_mode=pl.CrossCoreSyncMode.INTER_BLOCK)
+
+
+@pl.jit(arch="a5")
+def printing_copy(x: pl.Tensor[[64, 128], pl.DT_FP16], z: pl.Tensor[[64, 128], pl.DT_FP16],
+                  k: pl.DT_INT32):
+    """z = x, then printf of the scalar k (printed text that depends on a parameter)."""
+    with pl.section_vector():
+        t = pl.make_tile(T16, addr=0x0)
+        pl.load(t, x, [0, 0])
+        pl.system.sync_src(set_pipe=pl.PipeType.MTE2, wait_pipe=pl.PipeType.MTE3, event_id=0)
+        pl.system.sync_dst(set_pipe=pl.PipeType.MTE2, wait_pipe=pl.PipeType.MTE3, event_id=0)
+        pl.store(z, t, [0, 0])
+        pl.printf("k=%d\n", k)

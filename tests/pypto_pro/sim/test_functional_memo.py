@@ -15,7 +15,7 @@ from pypto_pro.examples import load
 from pypto_pro.runtime.backends import use_backend
 from pypto_pro.sim import functional, stream_memo, tape
 from pypto_pro.sim.ops import IMPLS
-from sim_support import barrier_missing_a_core
+from sim_support import barrier_missing_a_core, printing_copy
 
 pytestmark = pytest.mark.usefixtures("functional_backend")  # (conftest)
 
@@ -98,18 +98,6 @@ def chosen_op(x: pl.Tensor[[16, 64], pl.DT_FP32], y: pl.Tensor[[16, 64], pl.DT_F
         pl.store(z, a, [0, 0])
 
 
-@pl.jit(arch="a5")
-def printing_copy(x: pl.Tensor[[16, 64], pl.DT_FP32], z: pl.Tensor[[16, 64], pl.DT_FP32],
-                  k: pl.DT_INT32):
-    with pl.section_vector():
-        t = pl.make_tile(T32, addr=0x0)
-        pl.load(t, x, [0, 0])
-        pl.system.sync_src(set_pipe=MTE2, wait_pipe=MTE3, event_id=0)
-        pl.system.sync_dst(set_pipe=MTE2, wait_pipe=MTE3, event_id=0)
-        pl.store(z, t, [0, 0])
-        pl.printf("k=%d\n", k)
-
-
 def test_control_flow_read_from_memory_runs_the_executor_every_time(executed) -> None:
     x, y, z = torch.randn(16, 64), torch.randn(16, 64), torch.zeros(16, 64)
     op = torch.zeros(1, dtype=torch.int32)
@@ -122,7 +110,7 @@ def test_control_flow_read_from_memory_runs_the_executor_every_time(executed) ->
 
 
 def test_printed_text_runs_the_executor_every_time(executed) -> None:
-    x, z = torch.randn(16, 64), torch.zeros(16, 64)
+    x, z = torch.randn(64, 128).half(), torch.zeros(64, 128).half()
     printed = []
     for _ in range(2):
         _launch(printing_copy, 1, (x, z, 3))

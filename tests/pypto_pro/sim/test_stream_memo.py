@@ -17,6 +17,7 @@ from pypto_pro.examples import load
 from pypto_pro.runtime.backends import use_backend
 from pypto_pro.sim import engine, replay, stream, stream_memo
 from pypto_pro.sim.memory import GMRef
+from sim_support import printing_copy
 
 
 pytestmark = pytest.mark.usefixtures("stream_engine")  # (conftest)
@@ -92,18 +93,6 @@ def test_another_kernel_in_between_keeps_the_values_right(recorded) -> None:
 
 
 T = pl.TileType([64, 128], pl.DT_FP16)
-
-
-@pl.jit(arch="a5")
-def printing_copy(x: pl.Tensor[[64, 128], pl.DT_FP16], z: pl.Tensor[[64, 128], pl.DT_FP16],
-                  k: pl.DT_INT32):
-    with pl.section_vector():
-        t = pl.make_tile(T, addr=0x0)
-        pl.load(t, x, [0, 0])
-        pl.system.sync_src(set_pipe=pl.PipeType.MTE2, wait_pipe=pl.PipeType.MTE3, event_id=0)
-        pl.system.sync_dst(set_pipe=pl.PipeType.MTE2, wait_pipe=pl.PipeType.MTE3, event_id=0)
-        pl.store(z, t, [0, 0])
-        pl.printf("k=%d\n", k)
 
 
 def test_a_scalar_is_part_of_the_key_and_printed_text_is_kept(recorded, capsys) -> None:
