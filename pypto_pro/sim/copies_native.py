@@ -8,9 +8,11 @@ torch's TensorIterator takes ~4-14 µs for per [128, 128] fp16 tile where a plai
 1.5-3 (hot cache; 16x16 fractal transposes and fp16 → fp32 conversions the most). `copier`
 describes copies between two views once, as int64 records (addresses, byte strides, run
 lengths; `pypto_copies_record` checks every extent against both storages), and gives a step
-running all of them in one ctypes call (~0.3-0.5 µs of call overhead); None when the library
-is not loaded or a pair does not fit (other dtypes, more levels, an extent outside a storage,
-overlapping bytes, colliding writes): the caller keeps its torch copy. The step holds the
+running all of them in one ctypes call (~0.3-0.5 µs of call overhead), then bumping the
+destinations' version counters as a torch write would (a memory back from a launch is reset
+where its counters moved: `launch._core_memory`); None when the library is not loaded or a
+pair does not fit (other dtypes, more levels, an extent outside a storage, overlapping bytes,
+colliding writes): the caller keeps its torch copy. The step holds the
 views, so their storages outlive it; their addresses stay valid because a kept step only runs
 in a tape, and a tape never outlives a storage change: a GM tensor whose storage moves or is
 resized gets a new GM view (`runtime.backends.sim._gm_view`), so the stream memo misses or
@@ -27,6 +29,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import torch
+from torch.autograd.graph import increment_version
 
 from .native_build import BackgroundLibrary
 
@@ -74,7 +77,12 @@ def copier(pairs: Sequence[tuple[torch.Tensor, torch.Tensor]]) -> Callable[[], N
         if rec is None:
             return None
         desc += rec
-    run = functools.partial(lib.pypto_copies_run, ctypes.c_void_p(desc.buffer_info()[0]))
+    copy = functools.partial(lib.pypto_copies_run, ctypes.c_void_p(desc.buffer_info()[0]))
+    written = tuple(dst for dst, _ in pairs)
+
+    def run() -> None:
+        copy()
+        increment_version(written)  # (what torch's own writes do: `launch._core_memory`)
     run.keep = (desc, tuple(pairs))  # what the addresses point into lives with the step
     return run
 

@@ -3,7 +3,8 @@ fp32 conversions bit-identical to torch's `copy_` for every 16-bit pattern; copi
 layout pair the tape's steps bind (GM → tile loads, tile → tile moves, tile → GM stores, the
 cube product's operand conversions and its result write) leave the bytes torch leaves; no
 library → torch steps; a copy whose extent leaves a storage, whose sides overlap or whose
-writes collide has no record (the step keeps torch's copy)."""
+writes collide has no record (the step keeps torch's copy); a step moves its destinations'
+version counters as a torch write does."""
 from __future__ import annotations
 
 import shutil
@@ -178,3 +179,13 @@ def test_a_step_keeps_its_views_alive(native):
     assert gone() is not None
     step()
     assert torch.equal(dst, want)
+
+
+def test_a_step_bumps_its_destinations_version_as_a_torch_write_does(native):
+    """A memory back from a launch is reset where its buffers' version counters moved
+    (`launch._core_memory`): a compiled write must move them too."""
+    buffer, src = torch.zeros(64, 32), torch.randn(64, 16).half()
+    step = copies_native.copier([(buffer[:, 16:], src)])
+    before = buffer._version
+    step()
+    assert buffer._version > before and torch.equal(buffer[:, 16:], src.float())
