@@ -851,6 +851,53 @@ int64_t first_race(const int64_t* events, int64_t n_events, const int64_t* fps, 
     return 0;
 }
 
+// Groups of ops no two of which share memory that one of them writes (lanes.py): ops touching
+// one on-chip space (gm[space] == 0) are one group; GM footprints join two groups when a write
+// of one meets a footprint of the other. comp[j]: op j's group (its smallest op).
+void components(const int64_t* fps, int64_t n_fps, const int64_t* index, int64_t n_ops,
+                const int64_t* gm, int64_t n_spaces, int64_t* comp) {
+    std::vector<int64_t> parents(static_cast<size_t>(n_ops));
+    auto parent = [&](int64_t j) -> int64_t& { return parents[static_cast<size_t>(j)]; };
+    for (int64_t j = 0; j < n_ops; ++j) parent(j) = j;
+    auto find = [&](int64_t j) {
+        while (parent(j) != j) j = parent(j) = parent(parent(j));
+        return j;
+    };
+    auto join = [&](int64_t a, int64_t b) {
+        a = find(a);
+        b = find(b);
+        if (a != b) parent(std::max(a, b)) = std::min(a, b);
+    };
+    std::vector<int64_t> owner(static_cast<size_t>(n_spaces), -1);  // on-chip: its first op
+    std::vector<std::vector<std::pair<int64_t, int64_t>>> rows(static_cast<size_t>(n_spaces));
+    for (int64_t j = 0; j < n_ops; ++j) {
+        const int64_t end = j + 1 < n_ops ? index[j + 1] : n_fps / FP_W;
+        for (int64_t k = index[j]; k < end; ++k) {
+            const auto s = static_cast<size_t>(fps[FP_W * k + 1]);
+            if (gm[s]) {
+                rows[s].push_back({j, k});
+            } else if (owner[s] < 0) {
+                owner[s] = j;
+            } else {
+                join(j, owner[s]);
+            }
+        }
+    }
+    auto fp = [&](int64_t k) {
+        const int64_t* r = fps + FP_W * k;
+        return Footprint{r[0], r[1], r[2], r[3], r[4], r[5]};
+    };
+    for (const auto& list : rows)
+        for (const auto& w : list) {
+            if (!fps[FP_W * w.second]) continue;
+            const Footprint f = fp(w.second);
+            for (const auto& r : list)
+                if (find(r.first) != find(w.first) && overlaps(f, fp(r.second)))
+                    join(r.first, w.first);
+        }
+    for (int64_t j = 0; j < n_ops; ++j) comp[j] = find(j);
+}
+
 }  // namespace
 
 extern "C" {
@@ -936,6 +983,13 @@ int64_t pypto_sched_first_race(const int64_t* events, int64_t n_events, const in
 int64_t pypto_sched_overlaps(const int64_t* a, const int64_t* b) {
     return overlaps(Footprint{a[0], a[1], a[2], a[3], a[4], a[5]},
                     Footprint{b[0], b[1], b[2], b[3], b[4], b[5]});
+}
+
+// The groups of ops that share no written memory (see components): index per op its first
+// footprint row, gm per space 1 for GM storages; comp[n_ops].
+void pypto_sched_components(const int64_t* fps, int64_t n_fps, const int64_t* index,
+                            int64_t n_ops, const int64_t* gm, int64_t n_spaces, int64_t* comp) {
+    components(fps, n_fps, index, n_ops, gm, n_spaces, comp);
 }
 
 }  // extern "C"

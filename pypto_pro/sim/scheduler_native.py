@@ -6,7 +6,8 @@ it is ready.
 
 `schedule` is one ctypes call per launch over flat int64 arrays (the recorded streams), then
 one to size and one to copy the results out; `first_race` one more over the schedule's events
-and the ops' footprints (`footprints`): may the replay run the ops eagerly?
+and the ops' footprints (`footprints`): may the replay run the ops eagerly? `components` groups
+a tape's ops by the memory they share (`lanes`).
 """
 from __future__ import annotations
 
@@ -36,6 +37,8 @@ def _declare(lib: ctypes.CDLL) -> ctypes.CDLL:
     lib.pypto_sched_first_race.argtypes = (ptr, i64, ptr, i64, ptr, i64, i64, ptr)
     lib.pypto_sched_first_race.restype = i64
     lib.pypto_sched_overlaps.argtypes, lib.pypto_sched_overlaps.restype = (ptr, ptr), i64
+    lib.pypto_sched_components.argtypes = (ptr, i64, ptr, i64, ptr, i64, ptr)
+    lib.pypto_sched_components.restype = None
     return l2_native.declare(lib)  # its L2 model, for a `NativeL2` over this library
 
 
@@ -100,6 +103,18 @@ def first_race(lib: ctypes.CDLL, events: np.ndarray, table: np.ndarray, index: n
     found = lib.pypto_sched_first_race(_at(events), len(events), _at(rows), len(table),
                                        _at(pairs), len(index) // 2, n_instrs, _at(out))
     return (int(out[0]), int(out[1])) if found else None
+
+
+def components(lib: ctypes.CDLL, table: np.ndarray, firsts: np.ndarray, gm: np.ndarray
+               ) -> np.ndarray:
+    """Per op, its group (the group's first op) of the ops sharing no written memory with
+    another group (`lanes`): int64 footprint `table` (FP_W per row), per op its first row
+    (`firsts`), per space 1 for a GM storage (`gm`)."""
+    comp = np.empty(len(firsts), dtype=np.int64)
+    rows = table if len(table) else np.zeros(FP_W, dtype=np.int64)
+    lib.pypto_sched_components(_at(rows), len(table), _at(firsts), len(firsts),
+                               _at(gm if len(gm) else np.zeros(1, np.int64)), len(gm), _at(comp))
+    return comp
 
 
 def overlaps(lib: ctypes.CDLL, a: tuple[int, ...], b: tuple[int, ...]) -> bool:

@@ -17,38 +17,61 @@ it was made, for the schedule it was made from, on the thread it was made on (pr
 thread's scratch buffers), with the compiled copies (`copies_native`) it was made with; else the
 replay makes it again. The replay that leaves it `PENDING` starts that library's build, so the
 tape made next has it.
+
+The ops of blocks that share no written memory commute, so a tape keeps its steps in groups
+that share none, dealt to two lanes (`lanes`): each lane's steps are made on the thread that
+runs them, and a play runs the second lane on a worker while the first runs here, or one after
+the other, whichever was faster when last timed.
 """
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from functools import partial
 from typing import Any
 
 from ..errors import SimulationError
-from . import copies_native
+from . import copies_native, lanes
 from .memory import Step, TileRef
 from .ops import IMPLS, STEPS
 
 #: `rec.tape` after a replay of its recording that made no tape: the next one makes it
 PENDING = object()
+#: a tape in two lanes times the way it does not run them every this many plays
+RETIME = 16
 #: what an op raises that the replay reports as the op's error (`op_error`)
 OP_ERRORS = (IndexError, ValueError, TypeError, RuntimeError)
 
 
 class Tape:
-    """The steps of one recording's eager replay, with what they are valid for."""
+    """The steps of one recording's eager replay, with what they are valid for: per lane
+    (`lanes`) its steps, their instructions, and their `lanes.Lane` (None: one lane in the
+    replay's order). Two lanes run at once or one after the other, whichever took less time
+    when last timed (`together`)."""
 
-    __slots__ = ("steps", "order", "epoch", "sched", "thread", "copies")
+    __slots__ = ("lanes", "epoch", "sched", "thread", "copies", "plays", "times")
 
-    def __init__(self, steps: list[Step], order: list[int], epoch: int, sched: Any,
-                 copies: Any) -> None:
-        self.steps, self.order, self.epoch, self.sched = steps, order, epoch, sched
+    def __init__(self, made: list[tuple[list[Step], list[int], lanes.Lane | None]],
+                 epoch: int, sched: Any, copies: Any) -> None:
+        self.lanes, self.epoch, self.sched = made, epoch, sched
         self.thread, self.copies = threading.get_ident(), copies
+        self.plays = 0
+        self.times: list[float | None] = [None, None]  # seconds: one after the other, at once
 
     def fits(self, sched: Any) -> bool:
         return self.epoch == TileRef.epoch and self.sched is sched and \
             self.thread == threading.get_ident() and self.copies is copies_native.library()
+
+    def together(self) -> bool:
+        """Whether this play runs two lanes at once: each way once (at once first), then the
+        faster, the other again every `RETIME`th play (the machine's load changes). Steps of
+        a few microseconds lose more to the GIL changing hands than they gain."""
+        self.plays += 1
+        apart, at_once = self.times
+        if at_once is None or apart is None:
+            return at_once is None
+        return (at_once <= apart) != (self.plays % RETIME == 0)
 
 
 def kept(rec: Any, sched: Any) -> Tape | None:
@@ -62,19 +85,30 @@ def make(rec: Any, sched: Any, order: list[int],
     """Run instructions `order` of `rec` eagerly, each through `run_op(rec, e, build)` (which
     runs it and, if `build`, gives its `step`); make their steps `rec.tape` when the last
     replay left it `PENDING` (or a tape that no longer fits), else leave it `PENDING`. Whether
-    it made one."""
+    it made one. A tape in two lanes has each lane's steps made on the thread that runs them,
+    one lane after the other (they commute)."""
     build = getattr(rec, "tape", None) is not None
     rec.tape = None  # (until the replay is through: an op error leaves none pending)
     if not build:
-        copies_native.library()  # (its build starts: the next replay makes the tape with it)
+        copies_native.library()  # (the builds start: the next replay makes the tape with them)
+        lanes.prepare()
         for e in order:
             run_op(rec, e, False)
         rec.tape = PENDING
         return False
     epoch, copies = TileRef.epoch, copies_native.library()
-    steps = [run_op(rec, e, True) for e in order]
+    split = lanes.split(rec.instrs, order)
+    if split is None:
+        made = [([run_op(rec, e, True) for e in order], order, None)]
+    else:
+        orders = [[order[p] for p in lane.positions] for lane in split]
+        steps, failed = lanes.run_lanes(partial(run_op, rec, build=True), orders, split,
+                                        together=False)  # (each on the thread that runs it)
+        if failed is not None:
+            raise failed[3]
+        made = list(zip(steps, orders, split))
     # (an epoch change while making it: a view bound early may be stale)
-    rec.tape = Tape(steps, order, epoch, sched, copies) if TileRef.epoch == epoch else PENDING
+    rec.tape = Tape(made, epoch, sched, copies) if TileRef.epoch == epoch else PENDING
     return True
 
 
@@ -91,16 +125,33 @@ def step(op: str, args: list, kwargs: dict, build: bool = True) -> Step | None:
 
 def play(rec: Any, tape: Tape, op_error: Callable[[Any, int, Exception], SimulationError]
          ) -> None:
-    """Run `tape`'s steps (`op_error(rec, e, err)`: the error a step failing with `err`
-    raises)."""
-    done = 0
-    try:
-        for done, run in enumerate(tape.steps):  # noqa: B007 - the failing step's index
-            run()
-    except SimulationError:
-        raise
-    except OP_ERRORS as err:
-        raise op_error(rec, tape.order[done], err) from err
+    """Run `tape`'s steps, a second lane on the worker meanwhile (`op_error(rec, e, err)`: the
+    error a step failing with `err` raises, of the step failing first in the replay's order)."""
+    steps, order, lane = tape.lanes[0]
+    if lane is None:
+        done = 0
+        try:
+            for done, run in enumerate(steps):  # noqa: B007 - the failing step's index
+                run()
+        except SimulationError:
+            raise
+        except OP_ERRORS as err:
+            raise op_error(rec, order[done], err) from err
+        return
+    together = tape.together()
+    start = time.perf_counter()
+    _, failed = lanes.run_lanes(_call, [steps for steps, _, _ in tape.lanes],
+                                [lane for _, _, lane in tape.lanes], together, here=True)
+    tape.times[together] = time.perf_counter() - start
+    if failed is not None:
+        _, k, index, err = failed
+        if isinstance(err, SimulationError) or not isinstance(err, OP_ERRORS):
+            raise err
+        raise op_error(rec, tape.lanes[k][1][index], err) from err
+
+
+def _call(run: Step) -> None:
+    run()
 
 
 __all__ = ["OP_ERRORS", "PENDING", "Step", "Tape", "kept", "make", "play", "step"]
