@@ -2,11 +2,16 @@
 // fp16/bf16 -> fp32 conversions between prebuilt views, described by int64 records.
 //
 // A call takes one int64 array: [count, record 0, record 1, ...], each record REC_W ints:
-//   kind (0 bytes, 1 fp16 -> fp32, 2 bf16 -> fp32), dst address, src address,
-//   run (bytes for kind 0, elements for 1 and 2: contiguous in both at the innermost level;
-//   -16: kind 0 moving 16x16 blocks of 2-byte elements transposed),
+//   kind (0 bytes, 1 fp16 -> fp32, 2 bf16 -> fp32, 4 fp32 dst += src), dst address,
+//   src address, run (bytes for kind 0, elements for 1, 2 and 4: contiguous in both at the
+//   innermost level; -16: kind 0 moving 16x16 blocks of 2-byte elements transposed),
 //   4 outer sizes (outermost first, padded with 1), 4 dst byte strides, 4 src byte strides,
 //   and for run -16 the blocks' source and destination row strides (bytes).
+// Kind 3 is a float32 product through the BLAS sgemm torch's matmul calls (set once by
+// pypto_copies_set_sgemm): dst = src @ b for row-major dst [m, n] and src [m, k], outer sizes
+// (m, n, k), b's address as the first dst stride, run 1 when b is stored as its transpose
+// ([n, k] rows). Kind 4 adds nothing when either side holds a NaN (which NaN a sum keeps is
+// torch's to say): the call then returns 1 and the caller adds with torch.
 // `pypto_copies_record` makes a record from two tensors' geometry, checking every extent
 // against both storages.
 #include <algorithm>
@@ -141,6 +146,85 @@ void convert_bf16(const Rec& r) {
     })
 }
 
+// Fortran BLAS sgemm (LP64): column-major C = op(A) op(B)
+using Sgemm = void (*)(const char*, const char*, const int*, const int*, const int*, const float*,
+                       const float*, const int*, const float*, const int*, const float*, float*,
+                       const int*);
+Sgemm sgemm = nullptr;
+
+// Row-major dst[m, n] = src[m, k] @ b[k, n] is column-major dst^T = b^T src^T.
+void product(const Rec& r) {
+    const int m = int(r.n[0]), n = int(r.n[1]), k = int(r.n[2]);
+    const bool transposed = r.run == 1;
+    const int ldb = transposed ? k : n;
+    const float one = 1.0f, zero = 0.0f;
+    sgemm(transposed ? "T" : "N", "N", &n, &m, &k, &one, reinterpret_cast<const float*>(r.ds[0]),
+          &ldb, reinterpret_cast<const float*>(r.src), &k, &zero, reinterpret_cast<float*>(r.dst), &n);
+}
+
+inline bool has_nan_scalar(const char* p, int64_t n) {
+    bool nan = false;
+    for (int64_t i = 0; i < n; ++i) {
+        float x;
+        std::memcpy(&x, p + 4 * i, 4);
+        nan |= x != x;
+    }
+    return nan;
+}
+
+inline void add_run_scalar(char* d, const char* s, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) {
+        float x, y;
+        std::memcpy(&x, s + 4 * i, 4);
+        std::memcpy(&y, d + 4 * i, 4);
+        y += x;
+        std::memcpy(d + 4 * i, &y, 4);
+    }
+}
+
+#ifdef PYPTO_X86
+__attribute__((target("avx"))) inline bool has_nan(const char* p, int64_t n) {
+    __m256 any = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256 x = _mm256_loadu_ps(reinterpret_cast<const float*>(p + 4 * i));
+        any = _mm256_or_ps(any, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
+    }
+    return _mm256_movemask_ps(any) != 0 || has_nan_scalar(p + 4 * i, n - i);
+}
+
+__attribute__((target("avx"))) inline void add_run(char* d, const char* s, int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        float* out = reinterpret_cast<float*>(d + 4 * i);
+        _mm256_storeu_ps(out, _mm256_add_ps(_mm256_loadu_ps(reinterpret_cast<const float*>(s + 4 * i)),
+                                            _mm256_loadu_ps(out)));
+    }
+    add_run_scalar(d + 4 * i, s + 4 * i, n - i);
+}
+
+__attribute__((target("avx"))) bool add_f32_avx(const Rec& r) {
+    bool nan = false;
+    PYPTO_WALK(r, nan |= has_nan(s, r.run) || has_nan(d, r.run))
+    if (nan) return false;
+    PYPTO_WALK(r, add_run(d, s, r.run))
+    return true;
+}
+const bool HAS_AVX = __builtin_cpu_supports("avx");
+#endif
+
+// dst += src over the walk, unless a NaN is in either (then false, nothing added).
+bool add_f32(const Rec& r) {
+#ifdef PYPTO_X86
+    if (HAS_AVX) return add_f32_avx(r);
+#endif
+    bool nan = false;
+    PYPTO_WALK(r, nan |= has_nan_scalar(s, r.run) || has_nan_scalar(d, r.run))
+    if (nan) return false;
+    PYPTO_WALK(r, add_run_scalar(d, s, r.run))
+    return true;
+}
+
 void run_record(const Rec& r) {
     if (r.kind == 0) {
         switch (r.run) {
@@ -266,15 +350,26 @@ int64_t pypto_copies_record(const int64_t* in, int64_t* out) {
     return 1;
 }
 
-// Run the records of `desc` ([count, records...]) in order.
-void pypto_copies_run(const int64_t* desc) {
+// Run the records of `desc` ([count, records...]) in order; 1 when an add met a NaN and was
+// left out (the records after it too), else 0.
+int64_t pypto_copies_run(const int64_t* desc) {
     const int64_t count = desc[0];
     for (int64_t k = 0; k < count; ++k) {
         Rec r;
         std::memcpy(&r, desc + 1 + k * REC_W, sizeof r);
-        run_record(r);
+        if (r.kind == 3) {
+            product(r);
+        } else if (r.kind == 4) {
+            if (!add_f32(r)) return 1;
+        } else {
+            run_record(r);
+        }
     }
+    return 0;
 }
+
+// The sgemm products call (the one torch's matmul calls: products are bit-identical to its).
+void pypto_copies_set_sgemm(void* fn) { sgemm = reinterpret_cast<Sgemm>(fn); }
 
 // The record width this library reads (checked by the loader).
 int64_t pypto_copies_record_width() { return REC_W; }

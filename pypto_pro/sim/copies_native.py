@@ -18,6 +18,14 @@ in a tape, and a tape never outlives a storage change: a GM tensor whose storage
 resized gets a new GM view (`runtime.backends.sim._gm_view`), so the stream memo misses or
 rebinds and drops the tape (`stream_memo._rebind`), and on-chip buffers and product scratch
 are never resized.
+
+A cube product's step is one call too (`product`): its operands' conversions, the product
+through the sgemm torch's own matmul calls (MKL's, found in torch's library; a shape's first
+product is checked bit for bit against `torch.mm` before any is trusted), then its
+accumulation (left to torch when a NaN is in either side: which NaN a sum keeps is torch's)
+or its result write, with the copies the tape runs just before it (`memory.joined`). A tape
+step then holds the GIL once where it held it three to five times: a lane running beside
+another (`lanes`) waits for the GIL less.
 """
 from __future__ import annotations
 
@@ -38,14 +46,21 @@ FORMAT = 2
 REC_W = 18  # copies.cpp REC_W
 #: (source dtype → float32) conversions the library does bit-identically to torch's `copy_`
 _CONVERT = {torch.float16: 1, torch.bfloat16: 2}
-#: (id(dst), id(src)) → (weak dst, weak src, addresses and storage sizes, record or None)
+_ADD = 4  # copies.cpp: float32 dst += src
+#: (id(dst), id(src), add) → (weak dst, weak src, addresses and storage sizes, record or None)
 _RECORDS: dict[tuple[int, int], tuple] = {}
 _RECORDS_MAX = 1 << 15
 _EMPTY = bytes(8 * REC_W)
 
 
 def _declare(lib: ctypes.CDLL) -> ctypes.CDLL:
-    lib.pypto_copies_run.argtypes, lib.pypto_copies_run.restype = (ctypes.c_void_p,), None
+    lib.pypto_copies_run.argtypes, lib.pypto_copies_run.restype = (ctypes.c_void_p,), \
+        ctypes.c_int64
+    lib.pypto_copies_set_sgemm.argtypes, lib.pypto_copies_set_sgemm.restype = \
+        (ctypes.c_void_p,), None
+    lib.sgemm = _sgemm()
+    if lib.sgemm is not None:
+        lib.pypto_copies_set_sgemm(lib.sgemm)
     lib.pypto_copies_record_width.argtypes, lib.pypto_copies_record_width.restype = (), \
         ctypes.c_int64
     lib.pypto_copies_f16c.argtypes, lib.pypto_copies_f16c.restype = (), ctypes.c_int64
@@ -77,27 +92,143 @@ def copier(pairs: Sequence[tuple[torch.Tensor, torch.Tensor]]) -> Callable[[], N
         if rec is None:
             return None
         desc += rec
+    return _step(lib, desc, tuple(pairs))
+
+
+def joined(steps: Sequence[Callable[[], None]]) -> Callable[[], None]:
+    """One step doing the copies of `copier`'s steps `steps`, in order, in one call."""
+    desc = array.array("q", (0,))
+    pairs: list = []
+    for step in steps:
+        records, more = step.keep
+        desc[0] += records[0]
+        desc.extend(records[1:])
+        pairs.extend(more)
+    return _step(library(), desc, tuple(pairs))
+
+
+def _step(lib: ctypes.CDLL, desc: array.array, pairs: tuple) -> Callable[[], None]:
     copy = functools.partial(lib.pypto_copies_run, ctypes.c_void_p(desc.buffer_info()[0]))
     written = tuple(dst for dst, _ in pairs)
 
-    def run() -> None:
-        copy()
+    def run() -> int:
+        done = copy()
         increment_version(written)  # (what torch's own writes do: `launch._core_memory`)
-    run.keep = (desc, tuple(pairs))  # what the addresses point into lives with the step
+        return done
+    run.keep = (desc, pairs)  # what the addresses point into lives with the step
     return run
 
 
-def _kept_record(lib: ctypes.CDLL, dst: torch.Tensor, src: torch.Tensor
+def product(before: Sequence[Callable[[], None]], pairs: Sequence[tuple[torch.Tensor,
+                                                                        torch.Tensor]],
+            a: torch.Tensor, b: torch.Tensor, out: torch.Tensor,
+            added: tuple[torch.Tensor, torch.Tensor] | None = None,
+            then: Callable[[], None] | None = None) -> Callable[[], int] | None:
+    """A step doing, in one call: the copies of `copier`'s steps `before`, `pairs`' copies (the
+    operands' conversions), `torch.mm(a, b, out=out)` (float32; `a` and `out` row-major, `b`
+    row-major or the transpose of a row-major tensor) through the sgemm torch calls, then
+    `added`'s `dst += src` for (dst, src) float32 views, or `then`'s copies. The step gives 1
+    when the add met a NaN and was left out (the caller adds with torch), else 0. None when the
+    library or its sgemm is missing, a pair has no record, or the sgemm's product of this shape
+    is not bit for bit torch's here (`_same_as_torch`)."""
+    lib = library()
+    if lib is None or lib.sgemm is None or a.dtype is not torch.float32 or \
+            b.dtype is not torch.float32 or out.dtype is not torch.float32 or \
+            not (a.is_contiguous() and out.is_contiguous()):
+        return None
+    transposed = not b.is_contiguous()
+    if transposed and not b.t().is_contiguous():
+        return None
+    (m, k), n = a.shape, b.shape[1]
+    if out.shape != (m, n) or b.shape[0] != k or not _same_as_torch(lib, m, n, k, transposed):
+        return None
+    desc = array.array("q", (0,))
+    kept: list = []
+    for step in before:
+        records, more = step.keep
+        desc[0] += records[0]
+        desc.extend(records[1:])
+        kept += more
+    for dst, src in pairs:
+        rec = _kept_record(lib, dst, src)
+        if rec is None:
+            return None
+        desc[0] += 1
+        desc += rec
+    desc[0] += 1
+    desc += _product_record(a, b, out, transposed)
+    tail: list = []
+    if added is not None:
+        rec = _kept_record(lib, *added, add=True)
+        if rec is None:
+            return None
+        desc[0] += 1
+        desc += rec
+        tail.append(added)
+    if then is not None:
+        records, more = then.keep
+        desc[0] += records[0]
+        desc.extend(records[1:])
+        tail += more
+    return _step(lib, desc, (*kept, *pairs, (out, a), (out, b), *tail))
+
+
+def _product_record(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor,
+                    transposed: bool) -> array.array:
+    rec = array.array("q", _EMPTY)
+    (m, k), n = a.shape, b.shape[1]
+    rec[:9] = array.array("q", (3, out.data_ptr(), a.data_ptr(), int(transposed), m, n, k, 1,
+                                b.data_ptr()))
+    return rec
+
+
+#: (m, n, k, transposed) → whether the library's sgemm gives torch.mm's bits for that shape
+_CHECKED: dict[tuple[int, int, int, bool], bool] = {}
+
+
+def _same_as_torch(lib: ctypes.CDLL, m: int, n: int, k: int, transposed: bool) -> bool:
+    """Whether a product of this shape through the library is bit for bit `torch.mm`'s, on
+    this thread's torch threads, tried once per shape on random fp16 values."""
+    key = (m, n, k, transposed, torch.get_num_threads())
+    found = _CHECKED.get(key)
+    if found is None:
+        g = torch.Generator().manual_seed(m * 7 + n * 5 + k)
+        a = torch.randn(m, k, generator=g).half().float()
+        b = torch.randn(n, k, generator=g).half().float()
+        b = b.t() if transposed else b.t().contiguous()
+        want, got = torch.mm(a, b), torch.empty(m, n)
+        desc = array.array("q", (1,)) + _product_record(a, b, got, transposed)
+        lib.pypto_copies_run(desc.buffer_info()[0])
+        found = _CHECKED[key] = torch.equal(want.view(torch.int32), got.view(torch.int32))
+    return found
+
+
+def _sgemm() -> int | None:
+    """The address of the sgemm torch's CPU library exports (MKL's, on x86 builds), or None."""
+    for path in (Path(torch.__file__).parent / "lib").glob("libtorch_cpu.*"):
+        try:
+            lib = ctypes.CDLL(str(path))
+        except OSError:
+            continue
+        for name in ("sgemm_", "SGEMM"):
+            fn = getattr(lib, name, None)
+            if fn is not None:
+                return ctypes.cast(fn, ctypes.c_void_p).value
+    return None
+
+
+def _kept_record(lib: ctypes.CDLL, dst: torch.Tensor, src: torch.Tensor, add: bool = False
                  ) -> array.array | None:
-    """`record`, kept per pair of tensor objects while both live at the same addresses in
-    storages of the same size (a remade tape binds mostly the same cached views)."""
-    key = (id(dst), id(src))
+    """`record` (`add`: of `dst += src`), kept per pair of tensor objects while both live at
+    the same addresses in storages of the same size (a remade tape binds mostly the same
+    cached views)."""
+    key = (id(dst), id(src), add)
     where = (dst.data_ptr(), src.data_ptr(), dst.untyped_storage().nbytes(),
              src.untyped_storage().nbytes())
     hit = _RECORDS.get(key)
     if hit is not None and hit[0]() is dst and hit[1]() is src and hit[2] == where:
         return hit[3]
-    rec = _record(lib, dst, src)
+    rec = _record(lib, dst, src, add)
     if len(_RECORDS) >= _RECORDS_MAX:
         _RECORDS.clear()
     _RECORDS[key] = (weakref.ref(dst), weakref.ref(src), where, rec)
@@ -114,11 +245,16 @@ def record(dst: torch.Tensor, src: torch.Tensor) -> array.array | None:
     return None if lib is None else _record(lib, dst, src)
 
 
-def _record(lib: ctypes.CDLL, dst: torch.Tensor, src: torch.Tensor) -> array.array | None:
+def _record(lib: ctypes.CDLL, dst: torch.Tensor, src: torch.Tensor, add: bool = False
+            ) -> array.array | None:
     if dst.shape != src.shape or not (dst.is_cpu and src.is_cpu) or dst.dtype.is_complex or \
             not dst.numel():
         return None
-    if dst.dtype is src.dtype:
+    if add:
+        if dst.dtype is not torch.float32 or src.dtype is not torch.float32:
+            return None
+        kind = _ADD
+    elif dst.dtype is src.dtype:
         kind = 0
     elif dst.dtype is torch.float32 and src.dtype in _CONVERT:
         kind = _CONVERT[src.dtype]
@@ -133,4 +269,4 @@ def _record(lib: ctypes.CDLL, dst: torch.Tensor, src: torch.Tensor) -> array.arr
         else None
 
 
-__all__ = ["ENV_COPIES", "LIBRARY", "copier", "library", "record"]
+__all__ = ["ENV_COPIES", "LIBRARY", "copier", "joined", "library", "product", "record"]

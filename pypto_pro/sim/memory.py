@@ -606,7 +606,62 @@ def taped(step: Step | None) -> Step | None:
     if made is None:
         copy = copies_native.copier((pair,))
         made = step.native = step if copy is None else _then(copy, step.mark)
+        if copy is not None:
+            made.copies, made.marks = copy, (step.mark,)
     return made
+
+
+def joined(steps: list[Step]) -> tuple[list[Step], list[int]]:
+    """`steps` with each run of two or more compiled copies (`copies_native.copier`'s steps,
+    or `taped` ones: a copy, then marks) in one step: their copies in one call, then their
+    marks (a mark only touches the init mask); a run followed by a step that can take copies
+    first in its own call (`prefixed`, of `[copier steps]`: a compiled product) goes into that
+    one. Per step of the result, how many of `steps` it runs, in a second list."""
+    out: list[Step] = []
+    counts: list[int] = []
+    run: list[Step] = []
+    for step in [*steps, None]:
+        if step is not None and (getattr(step, "copies", None) is not None or
+                                 getattr(step, "keep", None) is not None):
+            run.append(step)
+            continue
+        prefixed = getattr(step, "prefixed", None)
+        fused = None if not run or prefixed is None else \
+            prefixed([getattr(s, "copies", s) for s in run])
+        if fused is not None:
+            marks = [mark for s in run for mark in getattr(s, "marks", ())]
+            out.append(_then_marks(fused, marks) if marks else fused)
+            counts.append(len(run) + 1)
+            run = []
+            continue
+        if len(run) > 1:
+            out.append(_joined_copies(run))
+            counts.append(len(run))
+        elif run:
+            out.append(run[0])
+            counts.append(1)
+        run = []
+        if step is not None:
+            out.append(step)
+            counts.append(1)
+    return out, counts
+
+
+def _then_marks(first: Step, marks: list[Step]) -> Step:
+    """The step running `first`, then `marks` (init-mask marks of copies it runs first)."""
+    def step() -> None:
+        first()
+        for mark in marks:
+            mark()
+    return step
+
+
+def _joined_copies(steps: list[Step]) -> Step:
+    copy = copies_native.joined([getattr(s, "copies", s) for s in steps])
+    marks = [mark for s in steps for mark in getattr(s, "marks", ())]
+    step = _then_marks(copy, marks)
+    step.copies, step.marks = copy, tuple(marks)
+    return step
 
 
 def _kept_copy(dst: torch.Tensor, src: torch.Tensor) -> Step:
@@ -630,6 +685,7 @@ def _add_into(memory: CoreMemory, views: BlockViews, addend: torch.Tensor) -> St
     def step() -> None:
         add(grid, block, out=block)
         mark()
+    step.sum, step.mark = (block, grid), mark  # (a compiled product adds in its own call)
     return step
 
 

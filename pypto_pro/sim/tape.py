@@ -33,7 +33,7 @@ from typing import Any
 
 from ..errors import SimulationError
 from . import copies_native, lanes
-from .memory import Step, TileRef
+from .memory import Step, TileRef, joined
 from .ops import IMPLS, STEPS
 
 #: `rec.tape` after a replay of its recording that made no tape: the next one makes it
@@ -99,17 +99,40 @@ def make(rec: Any, sched: Any, order: list[int],
     epoch, copies = TileRef.epoch, copies_native.library()
     split = lanes.split(rec.instrs, order)
     if split is None:
-        made = [([run_op(rec, e, True) for e in order], order, None)]
+        made = [_joined([run_op(rec, e, True) for e in order], order, None)]
     else:
         orders = [[order[p] for p in lane.positions] for lane in split]
         steps, failed = lanes.run_lanes(partial(run_op, rec, build=True), orders, split,
                                         together=False)  # (each on the thread that runs it)
         if failed is not None:
             raise failed[3]
-        made = list(zip(steps, orders, split))
+        made = [_joined(*lane) for lane in zip(steps, orders, split)]
     # (an epoch change while making it: a view bound early may be stale)
     rec.tape = Tape(made, epoch, sched, copies) if TileRef.epoch == epoch else PENDING
     return True
+
+
+def _joined(steps: list[Step], order: list[int], lane: lanes.Lane | None
+            ) -> tuple[list[Step], list[int], lanes.Lane | None]:
+    """A lane with each run of compiled copies of one group in one step (`memory.joined`:
+    fewer calls, and fewer times a lane running beside another waits for the GIL); a joined
+    step never fails, so it stands at its first op's place."""
+    groups = lane.groups if lane is not None else [0] * len(steps)
+    out: list[Step] = []
+    firsts: list[int] = []
+    start = 0
+    while start < len(steps):
+        end = start + 1
+        while end < len(steps) and groups[end] == groups[start]:
+            end += 1
+        fused, counts = joined(steps[start:end])
+        out += fused
+        for count in counts:
+            firsts.append(start)
+            start += count
+    kept = lane if lane is None else \
+        lanes.Lane([lane.positions[k] for k in firsts], [lane.groups[k] for k in firsts])
+    return out, [order[k] for k in firsts], kept
 
 
 def step(op: str, args: list, kwargs: dict, build: bool = True) -> Step | None:

@@ -265,6 +265,43 @@ def matmul_bias(args: list, kwargs: dict) -> None:
     _finish(dst, _with_bias(_product("block.matmul_bias", lhs, rhs, reuse=True), bias))
 
 
+def _compiled(plan: tuple, add: Step | None = None, write: Step | None = None) -> Step | None:
+    """The product of a float `plan` with its operands' conversions, then its accumulation
+    (`add`: a `TileRef.add_step`) or its compiled write (`write`), in one call of the compiled
+    copies (`copies_native.product`: one call holds the GIL once, where a lane running beside
+    another waits for it); None when there is none. Its `prefixed(copies)` is the same step
+    doing `copier` steps `copies` first in that call (`memory.joined`)."""
+    (grid_a, view_a, a), (grid_b, view_b, b), product = plan
+    pairs = ((grid_a, view_a), (grid_b, view_b))
+    if add is None and getattr(write, "copies", None) is None:
+        return None
+
+    def made(before: list) -> Step | None:
+        if add is None:
+            run = copies_native.product(before, pairs, a, b, product, then=write.copies)
+            if run is None:
+                return None
+            marks = write.marks
+
+            def step() -> None:
+                run()
+                for mark in marks:
+                    mark()
+        else:
+            (block, grid), mark, torch_add = add.sum, add.mark, torch.add
+            run = copies_native.product(before, pairs, a, b, product, added=(block, grid))
+            if run is None:
+                return None
+
+            def step() -> None:
+                if run():  # a NaN: the sum torch keeps
+                    torch_add(grid, block, out=block)
+                mark()
+        step.prefixed = made
+        return step
+    return made([])
+
+
 def _matmul_step(args: list, kwargs: dict) -> Step | None:
     """`matmul` on a float plan: the product into its scratch, then written (an FP32 tile
     through its block views, else `_finish`)."""
@@ -275,6 +312,10 @@ def _matmul_step(args: list, kwargs: dict) -> Step | None:
     compute, result = product
     # FP32: `encode` gives the product itself, written through the block's views
     write = dst.write_step(result) if dst.dtype is DataType.FP32 else None
+    compiled = None if write is None else \
+        _compiled(_kept_plan("block.matmul", lhs, rhs), write=write)
+    if compiled is not None:
+        return compiled
     if write is None:
         def step() -> None:
             compute()
@@ -298,6 +339,9 @@ def _matmul_acc_step(args: list, kwargs: dict) -> Step | None:
     add = dst.add_step(result)
     if add is None:
         return None
+    compiled = _compiled(_kept_plan("block.matmul_acc", lhs, rhs), add=add)
+    if compiled is not None:
+        return compiled
 
     def step() -> None:
         compute()

@@ -1,10 +1,11 @@
 """Compiled copies for the replay tape (`sim/copies_native.py`, `copies.cpp`): fp16/bf16 →
 fp32 conversions bit-identical to torch's `copy_` for every 16-bit pattern; copies of every
 layout pair the tape's steps bind (GM → tile loads, tile → tile moves, tile → GM stores, the
-cube product's operand conversions and its result write) leave the bytes torch leaves; no
-library → torch steps; a copy whose extent leaves a storage, whose sides overlap or whose
-writes collide has no record (the step keeps torch's copy); a step moves its destinations'
-version counters as a torch write does."""
+cube product's operand conversions, its product through torch's sgemm, its accumulation (NaN
+payloads included) and its result write) leave the bytes torch leaves, and so do copies run
+in the product's call; no library → torch steps; a copy whose extent leaves a storage, whose
+sides overlap or whose writes collide has no record (the step keeps torch's copy); a step
+moves its destinations' version counters as a torch write does."""
 from __future__ import annotations
 
 import shutil
@@ -18,7 +19,7 @@ from pypto_pro.ir.types import MemorySpace as M
 from pypto_pro.ir.types import TileLayout as L
 from pypto_pro.runtime.backends.native import compiler
 from pypto_pro.sim import copies_native
-from pypto_pro.sim.memory import CoreMemory, GMRef, TileGeometry, TileRef
+from pypto_pro.sim.memory import CoreMemory, GMRef, TileGeometry, TileRef, joined, taped
 from pypto_pro.sim.ops import STEPS
 from pypto_pro.sim.soc import soc
 
@@ -107,7 +108,23 @@ def _scenarios():
             return STEPS["block.matmul"]([dst, lhs, rhs], {})
         return action
 
+    def accumulate(nan=False):
+        def action(mem, gm):
+            lhs = _tile(mem, 32, 48, D.FP16, M.Left, L.ZZ)
+            rhs = _tile(mem, 48, 32, D.FP16, M.Right, L.ZN)
+            lhs.write(gm[:32, :48])
+            rhs.write(gm[:48, 8:40])
+            acc = gm[48:80, 40:72].float()
+            if nan:  # NaNs of two payloads meet in the sum: which one it keeps is torch's
+                acc.view(torch.int32)[3, :] = 0x7FC01234
+                lhs.write(gm[:32, :48].index_fill(1, torch.tensor([7]), float("nan")))
+            dst = _tile(mem, 32, 32, D.FP32, M.Acc, L.NZ)
+            dst.write(acc)
+            return STEPS["block.matmul_acc"]([dst, dst, lhs, rhs], {})
+        return action
+
     return {
+        "product accumulated": accumulate(), "product accumulated over NaNs": accumulate(True),
         "load nZ": load(L.NZ), "load zN": load(L.ZN), "load ND": load(L.ND),
         "load DN": load(L.DN), "load nZ transposed": load(L.NZ, True),
         "move nZ->nZ": move(L.NZ, L.NZ), "move nZ->zZ": move(L.NZ, L.ZZ),
@@ -189,3 +206,44 @@ def test_a_step_bumps_its_destinations_version_as_a_torch_write_does(native):
     before = buffer._version
     step()
     assert buffer._version > before and torch.equal(buffer[:, 16:], src.float())
+
+
+def test_a_run_of_copies_goes_into_the_product_after_it(native):
+    """`memory.joined`: copies, then a compiled product (its conversions, its sgemm and its
+    accumulation in one call), run as one step, leave what running each leaves."""
+    def outcome(join: bool) -> list[torch.Tensor]:
+        mem = CoreMemory(soc(), "aic")
+        gm = torch.randn(96, 96, generator=torch.Generator().manual_seed(5)).half()
+        lhs, load_lhs = _load(mem, gm[:32, :48], L.NZ)
+        rhs = _tile(mem, 48, 32, D.FP16, M.Mat, L.NZ, addr=8192)
+        load_rhs = STEPS["block.load"]([rhs, GMRef(gm), [16, 40]], {})
+        left = _tile(mem, 32, 48, D.FP16, M.Left, L.ZZ)
+        right = _tile(mem, 48, 32, D.FP16, M.Right, L.ZN)
+        moves = [STEPS["block.move"]([left, lhs], {}), STEPS["block.move"]([right, rhs], {})]
+        dst = _tile(mem, 32, 32, D.FP32, M.Acc, L.NZ)
+        dst.write(torch.ones(32, 32))
+        steps = [taped(load_lhs), taped(load_rhs), *map(taped, moves),
+                 STEPS["block.matmul_acc"]([dst, dst, left, right], {})]
+        assert hasattr(steps[-1], "prefixed"), "no compiled product"
+        if join:
+            steps, counts = joined(steps)
+            assert counts == [5]
+        for _ in range(2):
+            for step in steps:
+                step()
+        return list(mem.buffers.values())
+    for got, want in zip(outcome(True), outcome(False)):
+        assert torch.equal(got, want)
+
+
+def test_products_are_compiled_unless_torchs_sgemm_is_missing_or_differs(native, monkeypatch):
+    def compiled() -> bool:
+        step = _scenarios()["product accumulated"](CoreMemory(soc(), "aic"),
+                                                   torch.randn(96, 96).half())
+        return hasattr(step, "prefixed")
+    assert compiled()
+    with monkeypatch.context() as m:
+        m.setattr(copies_native, "_same_as_torch", lambda *args: False)
+        assert not compiled()
+    monkeypatch.setattr(copies_native.library(), "sgemm", None)
+    assert not compiled()
