@@ -246,4 +246,15 @@ def worker() -> _Worker:
         return _worker
 
 
+def _forget_worker() -> None:
+    """In a forked child: the parent's worker thread is not there (a job for it would wait
+    forever), and its lock may have been held at the fork."""
+    global _worker, _worker_lock
+    _worker, _worker_lock = None, threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_worker)
+
+
 __all__ = ["ENV_LANES", "Lane", "prepare", "run", "run_lanes", "split", "wanted", "worker"]

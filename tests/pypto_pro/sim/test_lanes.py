@@ -4,6 +4,7 @@ worker thread) or one after the other, and either way a taped relaunch gives the
 trace rows and op errors of one lane in the replay's order."""
 from __future__ import annotations
 
+import os
 import sys
 import threading
 from pathlib import Path
@@ -228,3 +229,19 @@ def test_one_lane_is_kept_when_asked_or_with_one_cpu(monkeypatch):
     assert not lanes.wanted()
     monkeypatch.setattr(lanes.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
     assert lanes.wanted()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork here")
+def test_a_forked_child_starts_its_own_worker():
+    parent = lanes.worker()
+    pid = os.fork()
+    if pid == 0:  # the child: a job for the parent's thread would wait forever
+        code = 1
+        try:
+            job = lanes.worker().start(lambda: 7)
+            code = 0 if job.done.wait(30) and job.value == 7 and lanes.worker() is not parent \
+                else 1
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
