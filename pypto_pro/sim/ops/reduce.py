@@ -56,10 +56,15 @@ def _reduce(op: str, args: list, kind: str, axis: int) -> None:
     store(out, result, offset=(0, 0))
 
 
+#: reductions with an `out=` form: a step reduces into one kept tensor, written by its own
+#: kept step (FP32 values are stored as they are: `encode`)
+_INTO = {"sum": torch.sum, "max": torch.amax, "min": torch.amin, "prod": torch.prod}
+
+
 def _reduce_step(kind: str, axis: int) -> Callable[[list, dict], Step | None]:
     """`_reduce` of an FP32 source over its valid window when that is a contiguous view of the
     buffer (the same values as the copy `block_values` reads: the same layout)."""
-    reducer = REDUCERS[kind]
+    reducer, into = REDUCERS[kind], _INTO.get(kind)
 
     def step(args: list, kwargs: dict) -> Step | None:
         out, src = args[0], args[1]
@@ -68,7 +73,16 @@ def _reduce_step(kind: str, axis: int) -> Callable[[list, dict], Step | None]:
         view = src.peek_view(0, 0, *src.valid)
         if view is None or not view.is_contiguous():
             return None
-        return lambda: store(out, reducer(view, axis), offset=(0, 0))
+        result = reducer(view, axis)
+        write = None if into is None or out.dtype is not DataType.FP32 else \
+            out.write_step(result)
+        if write is None:
+            return lambda: store(out, reducer(view, axis), offset=(0, 0))
+
+        def reduce_into() -> None:
+            into(view, axis, keepdim=True, out=result)
+            write()
+        return reduce_into
     return step
 
 
