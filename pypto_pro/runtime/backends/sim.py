@@ -23,7 +23,9 @@ Tile ops run torch on small tensors, where intra-op threads only add synchronisa
 (and, on a loaded machine, OpenMP spin-waits of milliseconds per op), so a launch runs torch
 single-threaded (`torch_threads`, default 1; None keeps the process setting) and restores the
 thread count afterwards. Python's cyclic garbage collector is paused during a launch for the
-same reason (it only rescans live objects there) and resumed after it.
+same reason (it only rescans live objects there) and resumed after it. A relaunch's tape runs
+the blocks' independent work in two lanes, the second on one worker thread (`sim.lanes`; env
+`PYPTOPRO_SIM_LANES=1` keeps one lane on a shared machine).
 
 Sanitized launches (`@pl.jit(sanitizer=True)`, `pypto_pro.sanitizer.sanitize()`, env
 `PYPTOPRO_SANITIZER=1`) run with the sanitizer observing the engine; its report is returned in
