@@ -86,37 +86,58 @@ def copier(pairs: Sequence[tuple[torch.Tensor, torch.Tensor]]) -> Callable[[], N
     lib = library()
     if lib is None:
         return None
-    desc = array.array("q", (len(pairs),))
+    desc = _Desc()
     for dst, src in pairs:
-        rec = _kept_record(lib, dst, src)
-        if rec is None:
+        if not desc.add(_kept_record(lib, dst, src), (dst, src)):
             return None
-        desc += rec
-    return _step(lib, desc, tuple(pairs))
+    return desc.step(lib)
 
 
 def joined(steps: Sequence[Callable[[], None]]) -> Callable[[], None]:
     """One step doing the copies of `copier`'s steps `steps`, in order, in one call."""
-    desc = array.array("q", (0,))
-    pairs: list = []
+    desc = _Desc()
     for step in steps:
-        records, more = step.keep
-        desc[0] += records[0]
-        desc.extend(records[1:])
-        pairs.extend(more)
-    return _step(library(), desc, tuple(pairs))
+        desc.take(step)
+    return desc.step(library())
 
 
-def _step(lib: ctypes.CDLL, desc: array.array, pairs: tuple) -> Callable[[], None]:
-    copy = functools.partial(lib.pypto_copies_run, ctypes.c_void_p(desc.buffer_info()[0]))
-    written = tuple(dst for dst, _ in pairs)
+class _Desc:
+    """The records of one call (`pypto_copies_run`'s [count, records...]) and the tensors
+    they point into (kept alive by the step; the first of each pair is written)."""
 
-    def run() -> int:
-        done = copy()
-        increment_version(written)  # (what torch's own writes do: `launch._core_memory`)
-        return done
-    run.keep = (desc, pairs)  # what the addresses point into lives with the step
-    return run
+    def __init__(self) -> None:
+        self.ints = array.array("q", (0,))
+        self.pairs: list[tuple[torch.Tensor, torch.Tensor]] = []
+
+    def add(self, rec: array.array | None, pair: tuple[torch.Tensor, torch.Tensor]) -> bool:
+        """Append one record (False, nothing appended, when there is none)."""
+        if rec is None:
+            return False
+        self.ints[0] += 1
+        self.ints += rec
+        self.pairs.append(pair)
+        return True
+
+    def take(self, step: Callable[[], None]) -> None:
+        """Append the records of a step `step` made (`copier`, `joined`)."""
+        records, pairs = step.keep
+        self.ints[0] += records[0]
+        self.ints.extend(records[1:])
+        self.pairs += pairs
+
+    def step(self, lib: ctypes.CDLL) -> Callable[[], int]:
+        """The step running the records in one call, then bumping the written tensors'
+        version counters as torch's own writes do (`launch._core_memory`); it gives the
+        call's result."""
+        copy = functools.partial(lib.pypto_copies_run, ctypes.c_void_p(self.ints.buffer_info()[0]))
+        written = tuple(dst for dst, _ in self.pairs)
+
+        def run() -> int:
+            done = copy()
+            increment_version(written)
+            return done
+        run.keep = (self.ints, tuple(self.pairs))  # (what the addresses point into)
+        return run
 
 
 def product(before: Sequence[Callable[[], None]], pairs: Sequence[tuple[torch.Tensor,
@@ -142,35 +163,18 @@ def product(before: Sequence[Callable[[], None]], pairs: Sequence[tuple[torch.Te
     (m, k), n = a.shape, b.shape[1]
     if out.shape != (m, n) or b.shape[0] != k or not _same_as_torch(lib, m, n, k, transposed):
         return None
-    desc = array.array("q", (0,))
-    kept: list = []
+    desc = _Desc()
     for step in before:
-        records, more = step.keep
-        desc[0] += records[0]
-        desc.extend(records[1:])
-        kept += more
-    for dst, src in pairs:
-        rec = _kept_record(lib, dst, src)
-        if rec is None:
-            return None
-        desc[0] += 1
-        desc += rec
-    desc[0] += 1
-    desc += _product_record(a, b, out, transposed)
-    tail: list = []
-    if added is not None:
-        rec = _kept_record(lib, *added, add=True)
-        if rec is None:
-            return None
-        desc[0] += 1
-        desc += rec
-        tail.append(added)
+        desc.take(step)
+    if not all(desc.add(_kept_record(lib, dst, src), (dst, src)) for dst, src in pairs):
+        return None
+    desc.add(_product_record(a, b, out, transposed), (out, a))
+    desc.pairs.append((out, b))
+    if added is not None and not desc.add(_kept_record(lib, *added, add=True), added):
+        return None
     if then is not None:
-        records, more = then.keep
-        desc[0] += records[0]
-        desc.extend(records[1:])
-        tail += more
-    return _step(lib, desc, (*kept, *pairs, (out, a), (out, b), *tail))
+        desc.take(then)
+    return desc.step(lib)
 
 
 def _product_record(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor,
