@@ -7,8 +7,10 @@ touching one on-chip buffer is in that buffer's group, and a GM write joins the 
 footprints it meets (`footprints`, exact to the row for tile loads and stores; anything unsure
 counts as the whole storage, written). Running each group's steps in their tape order, the
 groups in any interleaving, gives every value the tape gives. `split` deals the groups to two
-lanes of about equal length; the second runs on one worker thread kept for the process. torch
-and the compiled copies let go of the GIL while they work, so the lanes' work overlaps.
+lanes of about equal length, each lane group by group (a core's steps in a row: its buffers
+stay in cache, and its runs of copies join into one call, `memory.joined`); the second lane
+runs on one worker thread kept for the process. torch and the compiled copies let go of the
+GIL while they work, so the lanes' work overlaps.
 
 The steps of a lane are made on the thread that runs them: products compute into scratch
 buffers of their thread (`ops.cube`). A launch that runs compiled bodies of its own (VF
@@ -109,7 +111,8 @@ def _window(op: str, args: list, kwargs: dict) -> Any:
 
 def _dealt(comp: np.ndarray) -> list[Lane] | None:
     """The groups (`comp`: per position its group, numbered by its first position) dealt to
-    the lanes, largest first to the shorter one."""
+    two lanes, largest first to the shorter one, or all to one lane when this machine runs one
+    (`wanted`) or the shorter would be too short to gain; None for a single group."""
     groups, sizes = np.unique(comp, return_counts=True)
     if len(groups) < 2:
         return None
@@ -199,8 +202,13 @@ class _Job:
         self.error: BaseException | None = None
 
     def wait(self) -> Any:
-        """Its result, once it is through (its error raised here)."""
-        self.done.wait()
+        """Its result, once it is through (its error raised here). An interrupt while waiting
+        is raised once the job is through too: nothing may run beside a lane's steps."""
+        try:
+            self.done.wait()
+        except BaseException:
+            self.done.wait()
+            raise
         if self.error is not None:
             raise self.error
         return self.value

@@ -245,3 +245,20 @@ def test_a_forked_child_starts_its_own_worker():
             os._exit(code)
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
+
+
+def test_an_interrupt_while_waiting_for_the_worker_waits_for_its_lane(monkeypatch):
+    release = threading.Event()
+    job = lanes.worker().start(lambda: release.wait(10) and "through")
+    waits = []
+
+    def interrupted(timeout=None):  # the first wait is interrupted (Ctrl-C in a notebook)
+        waits.append(timeout)
+        if len(waits) == 1:
+            release.set()
+            raise KeyboardInterrupt
+        return threading.Event.wait(job.done, timeout)
+    monkeypatch.setattr(job.done, "wait", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        job.wait()
+    assert len(waits) == 2 and job.done.is_set() and job.value == "through"
