@@ -30,12 +30,15 @@ another (`lanes`) waits for the GIL less.
 from __future__ import annotations
 
 import array
+import contextlib
 import ctypes
 import functools
+import threading
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
+import numpy as np
 import torch
 from torch.autograd.graph import increment_version
 
@@ -46,7 +49,7 @@ FORMAT = 2
 REC_W = 18  # copies.cpp REC_W
 #: (source dtype → float32) conversions the library does bit-identically to torch's `copy_`
 _CONVERT = {torch.float16: 1, torch.bfloat16: 2}
-_ADD = 4  # copies.cpp: float32 dst += src
+_PRODUCT, _ADD = 3, 4  # copies.cpp kinds: a float32 product, float32 dst += src
 #: (id(dst), id(src), add) → (weak dst, weak src, addresses and storage sizes, record or None)
 _RECORDS: dict[tuple[int, int], tuple] = {}
 _RECORDS_MAX = 1 << 15
@@ -128,16 +131,95 @@ class _Desc:
     def step(self, lib: ctypes.CDLL) -> Callable[[], int]:
         """The step running the records in one call, then bumping the written tensors'
         version counters as torch's own writes do (`launch._core_memory`); it gives the
-        call's result."""
+        call's result. Noted in this thread's `collecting` list, if any."""
         copy = functools.partial(lib.pypto_copies_run, ctypes.c_void_p(self.ints.buffer_info()[0]))
-        written = tuple(dst for dst, _ in self.pairs)
+        written = [dst for dst, _ in self.pairs]
 
         def run() -> int:
             done = copy()
             increment_version(written)
             return done
-        run.keep = (self.ints, tuple(self.pairs))  # (what the addresses point into)
+        run.keep = (self.ints, self.pairs)  # (what the addresses point into)
+        run.written = written
+        made = getattr(_MADE, "runs", None)
+        if made is not None:
+            made.append(run)
         return run
+
+
+#: per thread, the list `_Desc.step` notes its steps in (`collecting`)
+_MADE = threading.local()
+
+
+@contextlib.contextmanager
+def collecting(into: list) -> Iterator[list]:
+    """Note in `into` every compiled step made in this thread meanwhile (`Moves` moves them)."""
+    before = getattr(_MADE, "runs", None)
+    _MADE.runs = into
+    try:
+        yield into
+    finally:
+        _MADE.runs = before
+
+
+class Moves:
+    """Where compiled steps (`collecting`'s) point into storages, to point them into others of
+    the same size (a relaunch on new GM tensors: `stream_memo`): per record field holding an
+    address, the address, its step's records and the field's place in them; per storage, the
+    places of the views the steps keep and write."""
+
+    __slots__ = ("addresses", "owners", "places", "views")
+
+    def __init__(self, runs: list) -> None:
+        addresses: list[int] = []
+        self.owners: list[array.array] = []
+        self.places: list[int] = []
+        # storage address → [(list, index, side: None for a view, 0 / 1 in a (dst, src) pair)]
+        self.views: dict[int, list[tuple[list, int, int | None]]] = {}
+        for run in runs:
+            ints, pairs = run.keep
+            for r in range(ints[0]):
+                at = 1 + r * REC_W
+                if ints[at] in (_PRODUCT, _ADD):  # (scratch and on-chip memory only)
+                    continue
+                for field in (at + 1, at + 2):  # dst, src
+                    addresses.append(ints[field])
+                    self.owners.append(ints)
+                    self.places.append(field)
+            for k, pair in enumerate(pairs):
+                for side in (0, 1):
+                    self._note(pair[side], (pairs, k, side))
+            for k, view in enumerate(run.written):
+                self._note(view, (run.written, k, None))
+        self.addresses = np.array(addresses, dtype=np.int64)
+
+    def _note(self, view: torch.Tensor, place: tuple) -> None:
+        self.views.setdefault(view.untyped_storage().data_ptr(), []).append(place)
+
+    def move(self, storages: dict[int, torch.Tensor]) -> None:
+        """Point every address inside storage `ptr` of `storages` (old storage address → a
+        tensor on the storage replacing it, of the same size) at the same byte of the new
+        one; the steps keep and write that tensor instead of their views of the old one."""
+        addresses, views = self.addresses, self.views
+        moving = []  # (every hit found before any moves: storages may swap places)
+        for ptr, tensor in storages.items():
+            storage = tensor.untyped_storage()
+            shift = storage.data_ptr() - ptr
+            if shift:
+                hits = np.flatnonzero((addresses >= ptr) & (addresses < ptr + storage.nbytes()))
+                moving.append((tensor, shift, hits, views.pop(ptr, [])))
+        for tensor, shift, hits, places in moving:
+            for k in hits.tolist():
+                self.owners[k][self.places[k]] += shift
+            addresses[hits] += shift
+            # the new tensor stands for every view of its storage: it keeps the storage alive
+            # and takes the version bumps (the old views, and their tensors, are let go)
+            for held, k, side in places:
+                if side is None:
+                    held[k] = tensor
+                else:
+                    held[k] = (tensor, held[k][1]) if side == 0 else (held[k][0], tensor)
+            views.setdefault(tensor.untyped_storage().data_ptr(), []).extend(places)
 
 
 def product(before: Sequence[Callable[[], None]], pairs: Sequence[tuple[torch.Tensor,
@@ -181,7 +263,7 @@ def _product_record(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor,
                     transposed: bool) -> array.array:
     rec = array.array("q", _EMPTY)
     (m, k), n = a.shape, b.shape[1]
-    rec[:9] = array.array("q", (3, out.data_ptr(), a.data_ptr(), int(transposed), m, n, k, 1,
+    rec[:9] = array.array("q", (_PRODUCT, out.data_ptr(), a.data_ptr(), int(transposed), m, n, k, 1,
                                 b.data_ptr()))
     return rec
 
@@ -273,4 +355,5 @@ def _record(lib: ctypes.CDLL, dst: torch.Tensor, src: torch.Tensor, add: bool = 
         else None
 
 
-__all__ = ["ENV_COPIES", "LIBRARY", "copier", "joined", "library", "product", "record"]
+__all__ = ["ENV_COPIES", "LIBRARY", "Moves", "collecting", "copier", "joined", "library", "product",
+           "record"]

@@ -13,7 +13,9 @@ recording and scheduling, which are most of a timed launch.
 A relaunch with other tensors of the same geometry (a notebook cell that allocates its inputs
 and outputs afresh) first rebinds the recording (`_rebind`): every GM view an instruction holds
 is a view of one of the old launch's storages, and becomes the same view of the new tensor
-sharing that storage's place in the key. An operand it cannot rebind records afresh.
+sharing that storage's place in the key. An operand it cannot rebind records afresh. A tape the
+recording has keeps its steps when they touch GM only through compiled copies, their addresses
+and views moved to the new storages (`tape.moved`); otherwise it is made again.
 
 One entry per kernel (on its first program). It holds the parameters it is bound to, so the
 storage pointers it names stay unique, and no more: a rebinding hit swaps in the new ones and
@@ -28,6 +30,7 @@ from typing import Any
 
 import torch
 
+from . import tape
 from .memory import GMRef, TileRef
 
 _generation = 0  # `clear` bumps it: entries of earlier generations never hit
@@ -202,7 +205,7 @@ def _rebind(entry: Entry, params: dict, leaves: list[_Leaf]) -> bool:
         else:  # (static kwargs are shared between instructions: never written in place)
             instr.kwargs = {**instr.kwargs, at: value}
     entry.params, entry.leaves = params, leaves
-    entry.rec.tape = None  # (the compiled replay steps hold the old views: built again)
+    entry.rec.tape = tape.moved(getattr(entry.rec, "tape", None), storages)
     return True
 
 

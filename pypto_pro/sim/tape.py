@@ -31,9 +31,11 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
+import torch
+
 from ..errors import SimulationError
 from . import copies_native, lanes
-from .memory import Step, TileRef, joined
+from .memory import GMRef, Step, TileRef, joined
 from .ops import IMPLS, STEPS
 
 #: `rec.tape` after a replay of its recording that made no tape: the next one makes it
@@ -50,12 +52,15 @@ class Tape:
     replay's order). Two lanes run at once or one after the other, whichever took less time
     when last timed (`together`)."""
 
-    __slots__ = ("lanes", "epoch", "sched", "thread", "copies", "plays", "times")
+    __slots__ = ("lanes", "epoch", "sched", "thread", "copies", "plays", "times", "moves")
 
     def __init__(self, made: list[tuple[list[Step], list[int], lanes.Lane | None]],
-                 epoch: int, sched: Any, copies: Any) -> None:
+                 epoch: int, sched: Any, copies: Any, runs: list | None) -> None:
         self.lanes, self.epoch, self.sched = made, epoch, sched
         self.thread, self.copies = threading.get_ident(), copies
+        # its compiled steps (then their `copies_native.Moves`), when they are all that
+        # touches GM: a rebind to new tensors moves them (`moved`); else None
+        self.moves: list | copies_native.Moves | None = runs
         self.plays = 0
         self.times: list[float | None] = [None, None]  # seconds: one after the other, at once
 
@@ -97,19 +102,60 @@ def make(rec: Any, sched: Any, order: list[int],
         rec.tape = PENDING
         return False
     epoch, copies = TileRef.epoch, copies_native.library()
+    runs: list = []  # the compiled steps made (`copies_native.collecting`)
+    loose: list[int] = []  # instructions on GM whose steps are not compiled copies
+    build = partial(_built, rec, run_op, runs, loose)
     split = lanes.split(rec.instrs, order)
     if split is None:
-        made = [_joined([run_op(rec, e, True) for e in order], order, None)]
+        steps, orders, split = [[build(e) for e in order]], [order], [None]
     else:
         orders = [[order[p] for p in lane.positions] for lane in split]
-        steps, failed = lanes.run_lanes(partial(run_op, rec, build=True), orders, split,
+        steps, failed = lanes.run_lanes(build, orders, split,
                                         together=False)  # (each on the thread that runs it)
         if failed is not None:
             raise failed[3]
+    with copies_native.collecting(runs):
         made = [_joined(*lane) for lane in zip(steps, orders, split)]
     # (an epoch change while making it: a view bound early may be stale)
-    rec.tape = Tape(made, epoch, sched, copies) if TileRef.epoch == epoch else PENDING
+    rec.tape = Tape(made, epoch, sched, copies, None if loose else runs) \
+        if TileRef.epoch == epoch else PENDING
     return True
+
+
+def _built(rec: Any, run_op: Callable[[Any, int, bool], Step | None], runs: list,
+           loose: list[int], e: int) -> Step | None:
+    """`run_op(rec, e, True)`, its compiled steps noted in `runs`, and `e` in `loose` when it
+    has GM operands and its step is not a compiled copy (a GM move cannot move it)."""
+    with copies_native.collecting(runs):
+        made = run_op(rec, e, True)
+    if not loose and getattr(made, "keep", None) is None and \
+            getattr(made, "copies", None) is None and _on_gm(rec.instrs[e]):
+        loose.append(e)
+    return made
+
+
+def _on_gm(instr: Any) -> bool:
+    """Whether an instruction has a GM operand (in its arguments, tuples of them, or kwargs)."""
+    values = [*instr.args, *instr.kwargs.values()]
+    for value in values:
+        if type(value) is GMRef:
+            return True
+        if type(value) in (tuple, list):
+            values += value
+    return False
+
+
+def moved(kept: Any, storages: dict[int, torch.Tensor]) -> Tape | None:
+    """`kept` (a recording's `tape`) once its recording is rebound to new GM storages of the
+    same sizes (`storages`: old storage address → a tensor on its successor, `stream_memo`):
+    a tape whose steps touch GM only through compiled copies, their addresses and views moved
+    (`copies_native.Moves`); None for anything else (the replay after next makes one)."""
+    if type(kept) is not Tape or kept.moves is None:
+        return None
+    if type(kept.moves) is list:  # (worked out on the first move)
+        kept.moves = copies_native.Moves(kept.moves)
+    kept.moves.move(storages)
+    return kept
 
 
 def _joined(steps: list[Step], order: list[int], lane: lanes.Lane | None
@@ -177,4 +223,4 @@ def _call(run: Step) -> None:
     run()
 
 
-__all__ = ["OP_ERRORS", "PENDING", "Step", "Tape", "kept", "make", "play", "step"]
+__all__ = ["OP_ERRORS", "PENDING", "Step", "Tape", "kept", "make", "moved", "play", "step"]

@@ -1,9 +1,9 @@
 """A functional-only relaunch replays the ops its last launch ran, in their order
 (`sim/functional_memo.py`; issue 9), from the third launch of the same operands on as a tape of
-prebuilt steps (`sim/tape.py`): with new data in the same tensors or in new tensors of the same
-geometry it computes exactly what the functional executor computes, while a launch whose
-control flow or text depends on values (a scalar read of memory, printf), a changed launch, or
-a failed one runs the executor."""
+prebuilt steps (`sim/tape.py`, moved to new tensors of the same geometry): with new data in the
+same tensors or in new tensors of the same geometry it computes exactly what the functional
+executor computes, while a launch whose control flow or text depends on values (a scalar read
+of memory, printf), a changed launch, or a failed one runs the executor."""
 from __future__ import annotations
 
 import pytest
@@ -64,8 +64,12 @@ def test_a_relaunch_replays_and_computes_the_new_data(executed, monkeypatch, nam
         _launch(k, bd, args)
         for a, b in zip(args, expected):
             assert torch.equal(a, b)
+    fresh = ex.make_inputs(**shape, seed=1)  # new tensors again: the tape moved to them
+    _launch(k, bd, fresh)
+    for a, b in zip(fresh, expected):
+        assert torch.equal(a, b)
     assert executed == [1, 1]
-    assert played == [1, 1]
+    assert played == [1, 1, 1]
 
 
 def test_a_changed_launch_runs_the_executor(executed) -> None:

@@ -7,6 +7,7 @@ Python engine's error."""
 from __future__ import annotations
 
 import sys
+import weakref
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,7 @@ import pypto_pro.language as pl
 from pypto_pro.errors import SimulationError
 from pypto_pro.examples import load
 from pypto_pro.runtime.backends import use_backend
-from pypto_pro.sim import replay
+from pypto_pro.sim import copies_native, replay
 from pypto_pro.ir.dtype import DataType
 from pypto_pro.ir.types import MemorySpace
 from pypto_pro.sim.memory import CoreMemory, TileGeometry, TileRef
@@ -202,3 +203,50 @@ def test_an_op_failing_in_a_taped_relaunch_raises_the_python_engines_error(monke
     assert "byte offset falls outside" in str(errors["native"])
     assert str(errors["native"]) == str(errors["python"])
     assert errors["native"].span == errors["python"].span
+
+
+@pytest.mark.parametrize("case", ["add", "layernorm_1k", "matmul", "mix_bench"])
+def test_a_tape_moves_to_new_tensors_of_its_geometry(monkeypatch, case):
+    """A relaunch on new tensors rebinds the recording and moves its tape's compiled copies to
+    the new storages: it runs the tape, with the Python engine's values and trace rows, and
+    lets the old tensors go."""
+    kernel, make, block_dim = CASES[case]
+    first = make(0)
+    bd = block_dim(*first)
+    assert [_taping(monkeypatch, kernel, bd, first) for _ in range(2)] == [(0, 0), (1, 0)]
+    gone = [weakref.ref(a) for a in first if isinstance(a, torch.Tensor)]
+    del first
+    runs = {}
+    for seed in (1, 2):
+        args = make(seed)
+        rows, played = _launch(monkeypatch, "native", kernel, bd, args)
+        assert played == 1
+        runs[seed] = rows, args
+    assert all(ref() is None for ref in gone)
+    for seed, (rows, args) in runs.items():
+        expected = make(seed)
+        assert rows == _launch(monkeypatch, "python", kernel, bd, expected)[0]
+        assert all(_same(a, b) for a, b in zip(args, expected))
+
+
+def test_a_tape_moves_to_tensors_that_swap_places(monkeypatch):
+    kernel, make, block_dim = CASES["add"]
+    x, y, z = make(0)
+    for _ in range(2):
+        _taping(monkeypatch, kernel, block_dim(x, y, z), (x, y, z))
+    z2 = torch.zeros_like(z)
+    assert _launch(monkeypatch, "native", kernel, block_dim(x, y, z), (y, x, z2))[1] == 1
+    assert torch.equal(z2, y + x) and not torch.equal(z2, x + x)
+
+
+def test_a_tape_with_gm_steps_in_torch_is_not_moved(monkeypatch):
+    monkeypatch.setenv(copies_native.ENV_COPIES, "python")  # (loads and stores stay torch's)
+    kernel, make, block_dim = CASES["add"]
+    args = make(0)
+    bd = block_dim(*args)
+    assert [_taping(monkeypatch, kernel, bd, args) for _ in range(2)][-1] == (1, 0)
+    fresh = make(1)
+    assert _launch(monkeypatch, "native", kernel, bd, fresh)[1] == 0
+    expected = make(1)
+    _launch(monkeypatch, "python", kernel, bd, expected)
+    assert all(_same(a, b) for a, b in zip(fresh, expected))
