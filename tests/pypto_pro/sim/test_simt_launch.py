@@ -1,7 +1,8 @@
 """SIMT launches on the simulator (spec §2.14): 1-D, 2-D and 3-D thread geometries, divergent
 control flow and callees, multicore launches, the launch as a pipe-V instruction between SIMD
-ops (flags, auto_mutex), cost and diagnostics. Each kernel in `CASES` is checked against a per-thread Python
-reference here and against the native backend in `tests/pypto_pro/native/test_native_simt.py`.
+ops (flags, auto_mutex), cost and diagnostics. Each kernel in `CASES` is checked against a
+per-thread Python reference here and against the native backend in
+`tests/pypto_pro/native/test_native_simt.py`.
 """
 from __future__ import annotations
 
