@@ -149,7 +149,10 @@ def moved(kept: Any, storages: dict[int, torch.Tensor]) -> Tape | None:
     """`kept` (a recording's `tape`) once its recording is rebound to new GM storages of the
     same sizes (`storages`: old storage address → a tensor on its successor, `stream_memo`):
     a tape whose steps touch GM only through compiled copies, their addresses and views moved
-    (`copies_native.Moves`); None for anything else (the replay after next makes one)."""
+    (`copies_native.Moves`); `PENDING` as it is (the next replay makes a tape, on the new
+    tensors); None for anything else (the replay after next makes one)."""
+    if kept is PENDING:
+        return kept
     if type(kept) is not Tape or kept.moves is None:
         return None
     if type(kept.moves) is list:  # (worked out on the first move)
