@@ -89,8 +89,9 @@ TARGET_FUNC_VS_TORCH = {"add_fp16": 5.0, "matmul_2048": 2.0}  # functional-only 
 TARGET_LAUNCH_MS = 0.5  # sim, 1-tile kernel, cache hit
 SLOW_S, SLOW_RUNS = 20.0, 3  # a cell whose full-size launch takes > 20 s gets 3 timed runs
 #: untimed relaunches before a relaunch column's runs: the tape is left pending, made, then
-#: played with its lanes at once and one after the other (`sim.tape.Tape.together`)
-TAPE_WARMUP = 4
+#: played with its lanes at once and one after the other, twice each
+#: (`sim.tape.Tape.together`)
+TAPE_WARMUP = 6
 
 
 # ---------------------------------------------------------------- workloads

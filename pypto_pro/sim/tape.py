@@ -42,6 +42,8 @@ from .ops import IMPLS, STEPS
 PENDING = object()
 #: a tape in two lanes times the way it does not run them every this many plays
 RETIME = 16
+#: a way of running two lanes is judged by the best of its last this many plays
+SAMPLES = 2
 #: what an op raises that the replay reports as the op's error (`op_error`)
 OP_ERRORS = (IndexError, ValueError, TypeError, RuntimeError)
 
@@ -50,7 +52,7 @@ class Tape:
     """The steps of one recording's eager replay, with what they are valid for: per lane
     (`lanes`) its steps, their instructions, and their `lanes.Lane` (None: one lane in the
     replay's order). Two lanes run at once or one after the other, whichever took less time
-    when last timed (`together`)."""
+    in its last plays (`together`)."""
 
     __slots__ = ("lanes", "epoch", "sched", "thread", "copies", "plays", "times", "moves")
 
@@ -62,21 +64,29 @@ class Tape:
         # touches GM: a rebind to new tensors moves them (`moved`); else None
         self.moves: list | copies_native.Moves | None = runs
         self.plays = 0
-        self.times: list[float | None] = [None, None]  # seconds: one after the other, at once
+        # seconds of the last `SAMPLES` plays run one lane after the other, and at once
+        self.times: tuple[list[float], list[float]] = ([], [])
 
     def fits(self, sched: Any) -> bool:
         return self.epoch == TileRef.epoch and self.sched is sched and \
             self.thread == threading.get_ident() and self.copies is copies_native.library()
 
     def together(self) -> bool:
-        """Whether this play runs two lanes at once: each way once (at once first), then the
-        faster, the other again every `RETIME`th play (the machine's load changes). Steps of
-        a few microseconds lose more to the GIL changing hands than they gain."""
+        """Whether this play runs two lanes at once: each way `SAMPLES` times, alternating (at
+        once first: one noisy play decides nothing), then the faster by its best recent play,
+        the other again every `RETIME`th play (the machine's load changes). Steps of a few
+        microseconds lose more to the GIL changing hands than they gain."""
         self.plays += 1
         apart, at_once = self.times
-        if at_once is None or apart is None:
-            return at_once is None
-        return (at_once <= apart) != (self.plays % RETIME == 0)
+        if len(apart) < SAMPLES or len(at_once) < SAMPLES:
+            return len(at_once) <= len(apart)
+        return (min(at_once) <= min(apart)) != (self.plays % RETIME == 0)
+
+    def timed(self, together: bool, seconds: float) -> None:
+        """Note a play's time, for `together`."""
+        kept = self.times[together]
+        kept.append(seconds)
+        del kept[:-SAMPLES]
 
 
 def kept(rec: Any, sched: Any) -> Tape | None:
@@ -214,7 +224,7 @@ def play(rec: Any, tape: Tape, op_error: Callable[[Any, int, Exception], Simulat
     start = time.perf_counter()
     _, failed = lanes.run_lanes(_call, [steps for steps, _, _ in tape.lanes],
                                 [lane for _, _, lane in tape.lanes], together, here=True)
-    tape.times[together] = time.perf_counter() - start
+    tape.timed(together, time.perf_counter() - start)
     if failed is not None:
         _, k, index, err = failed
         if isinstance(err, SimulationError) or not isinstance(err, OP_ERRORS):
