@@ -73,39 +73,79 @@ void copy_bytes(const Rec& r) {
 
 // dst row j, element i = src row i, element j, for a 16x16 block of 2-byte elements.
 #ifdef PYPTO_X86
-inline void transpose8(char* d, const char* s, int64_t srow, int64_t drow) {
-    __m128i r[8], a[8], b[8];
-    for (int i = 0; i < 8; ++i) r[i] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i * srow));
-    for (int i = 0; i < 4; ++i) {
-        a[2 * i] = _mm_unpacklo_epi16(r[2 * i], r[2 * i + 1]);  // columns 0-3 of rows 2i, 2i+1
-        a[2 * i + 1] = _mm_unpackhi_epi16(r[2 * i], r[2 * i + 1]);  // columns 4-7
-    }
-    for (int h = 0; h < 2; ++h)  // rows 0-3 (h 0), 4-7 (h 1): column pairs
-        for (int c = 0; c < 2; ++c) {
-            b[4 * h + 2 * c] = _mm_unpacklo_epi32(a[4 * h + c], a[4 * h + 2 + c]);
-            b[4 * h + 2 * c + 1] = _mm_unpackhi_epi32(a[4 * h + c], a[4 * h + 2 + c]);
+// The 8x8 transpose of 2-byte elements of registers `r` (in place), within each 128-bit lane:
+// row c of the result holds column c of the rows, per lane (SSE registers: one 8x8 block; AVX2
+// registers: two side by side). P: the intrinsics' prefix (_mm, _mm256), V: the register type.
+#define PYPTO_TRANSPOSE8(r, P, V)                                                            \
+    do {                                                                                     \
+        V a_[8], b_[8];                                                                      \
+        for (int i = 0; i < 4; ++i) { /* columns 0-3, 4-7 of rows 2i, 2i+1 */                \
+            a_[2 * i] = P##_unpacklo_epi16(r[2 * i], r[2 * i + 1]);                          \
+            a_[2 * i + 1] = P##_unpackhi_epi16(r[2 * i], r[2 * i + 1]);                      \
+        }                                                                                    \
+        for (int h = 0; h < 2; ++h) /* rows 0-3 (h 0), 4-7 (h 1): column pairs */            \
+            for (int c = 0; c < 2; ++c) {                                                    \
+                b_[4 * h + 2 * c] = P##_unpacklo_epi32(a_[4 * h + c], a_[4 * h + 2 + c]);    \
+                b_[4 * h + 2 * c + 1] = P##_unpackhi_epi32(a_[4 * h + c], a_[4 * h + 2 + c]); \
+            }                                                                                \
+        for (int c = 0; c < 4; ++c) { /* b_[c]: columns 2c, 2c+1 of rows 0-3; b_[4+c]: 4-7 */ \
+            r[2 * c] = P##_unpacklo_epi64(b_[c], b_[4 + c]);                                 \
+            r[2 * c + 1] = P##_unpackhi_epi64(b_[c], b_[4 + c]);                             \
+        }                                                                                    \
+    } while (0)
+
+inline void transpose16_sse(char* d, const char* s, int64_t srow, int64_t drow) {
+    for (int i = 0; i < 2; ++i)
+        for (int j = 0; j < 2; ++j) {  // source rows 8i.., columns 8j.. -> destination 8j.., 8i..
+            __m128i r[8];
+            for (int k = 0; k < 8; ++k)
+                r[k] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + (8 * i + k) * srow + 16 * j));
+            PYPTO_TRANSPOSE8(r, _mm, __m128i);
+            for (int k = 0; k < 8; ++k)
+                _mm_storeu_si128(reinterpret_cast<__m128i*>(d + (8 * j + k) * drow + 16 * i), r[k]);
         }
-    for (int c = 0; c < 4; ++c) {  // b[c]: columns 2c, 2c+1 of rows 0-3; b[4 + c]: of rows 4-7
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(d + 2 * c * drow),
-                         _mm_unpacklo_epi64(b[c], b[4 + c]));
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(d + (2 * c + 1) * drow),
-                         _mm_unpackhi_epi64(b[c], b[4 + c]));
+}
+
+// Rows 0-7 transposed per lane give destination rows c (lane 0) and 8 + c (lane 1), elements
+// 0-7; rows 8-15 give the same rows' elements 8-15: a 128-bit lane swap joins them.
+__attribute__((target("avx2"), always_inline)) inline void transpose16_avx2(char* d, const char* s, int64_t srow,
+                                                      int64_t drow) {
+    __m256i x[8], y[8];
+    for (int k = 0; k < 8; ++k) {
+        x[k] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + k * srow));
+        y[k] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + (8 + k) * srow));
+    }
+    PYPTO_TRANSPOSE8(x, _mm256, __m256i);
+    PYPTO_TRANSPOSE8(y, _mm256, __m256i);
+    for (int c = 0; c < 8; ++c) {
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + c * drow),
+                            _mm256_permute2x128_si256(x[c], y[c], 0x20));
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + (8 + c) * drow),
+                            _mm256_permute2x128_si256(x[c], y[c], 0x31));
     }
 }
 #endif
 
 inline void transpose16(char* d, const char* s, int64_t srow, int64_t drow) {
 #ifdef PYPTO_X86
-    for (int i = 0; i < 2; ++i)
-        for (int j = 0; j < 2; ++j)
-            transpose8(d + j * 8 * drow + i * 16, s + i * 8 * srow + j * 16, srow, drow);
+    transpose16_sse(d, s, srow, drow);
 #else
     for (int i = 0; i < 16; ++i)
         for (int j = 0; j < 16; ++j) std::memcpy(d + j * drow + 2 * i, s + i * srow + 2 * j, 2);
 #endif
 }
 
+#ifdef PYPTO_X86
+__attribute__((target("avx2"))) void transpose_blocks_avx2(const Rec& r) {
+    PYPTO_WALK(r, transpose16_avx2(d, s, r.src_row, r.dst_row))
+}
+const bool HAS_AVX2 = __builtin_cpu_supports("avx2");
+#endif
+
 void transpose_blocks(const Rec& r) {
+#ifdef PYPTO_X86
+    if (HAS_AVX2) return transpose_blocks_avx2(r);
+#endif
     PYPTO_WALK(r, transpose16(d, s, r.src_row, r.dst_row))
 }
 
@@ -151,6 +191,10 @@ using Sgemm = void (*)(const char*, const char*, const int*, const int*, const i
                        const float*, const int*, const float*, const int*, const float*, float*,
                        const int*);
 Sgemm sgemm = nullptr;
+// MKL's per-thread thread count (MKL_Set_Num_Threads_Local: the previous one back; 0 means
+// the global count), when the library has one: a product runs on the calling thread alone.
+using SetThreads = int (*)(int);
+SetThreads set_threads_local = nullptr;
 
 // Row-major dst[m, n] = src[m, k] @ b[k, n] is column-major dst^T = b^T src^T.
 void product(const Rec& r) {
@@ -183,31 +227,37 @@ inline void add_run_scalar(char* d, const char* s, int64_t n) {
 }
 
 #ifdef PYPTO_X86
-__attribute__((target("avx"))) inline bool has_nan(const char* p, int64_t n) {
-    __m256 any = _mm256_setzero_ps();
+// `any` gains a set lane where one of the `n` floats at `p` is a NaN (a tail past the last 8:
+// `tail` is set instead).
+__attribute__((target("avx"), always_inline)) inline void nan_lanes(__m256& any, bool& tail,
+                                                                   const char* p, int64_t n) {
     int64_t i = 0;
     for (; i + 8 <= n; i += 8) {
         const __m256 x = _mm256_loadu_ps(reinterpret_cast<const float*>(p + 4 * i));
         any = _mm256_or_ps(any, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
     }
-    return _mm256_movemask_ps(any) != 0 || has_nan_scalar(p + 4 * i, n - i);
+    if (i < n) tail |= has_nan_scalar(p + 4 * i, n - i);
 }
 
-__attribute__((target("avx"))) inline void add_run(char* d, const char* s, int64_t n) {
+__attribute__((target("avx"), always_inline)) inline void add_run(char* d, const char* s, int64_t n) {
     int64_t i = 0;
     for (; i + 8 <= n; i += 8) {
         float* out = reinterpret_cast<float*>(d + 4 * i);
         _mm256_storeu_ps(out, _mm256_add_ps(_mm256_loadu_ps(reinterpret_cast<const float*>(s + 4 * i)),
                                             _mm256_loadu_ps(out)));
     }
-    add_run_scalar(d + 4 * i, s + 4 * i, n - i);
+    if (i < n) add_run_scalar(d + 4 * i, s + 4 * i, n - i);
 }
 
+// RUN: the run's elements when fixed (a fractal row: 16), 0 for `r.run`
+template <int64_t RUN>
 __attribute__((target("avx"))) bool add_f32_avx(const Rec& r) {
-    bool nan = false;
-    PYPTO_WALK(r, nan |= has_nan(s, r.run) || has_nan(d, r.run))
-    if (nan) return false;
-    PYPTO_WALK(r, add_run(d, s, r.run))
+    const int64_t n = RUN ? RUN : r.run;
+    __m256 any = _mm256_setzero_ps();
+    bool tail = false;
+    PYPTO_WALK(r, nan_lanes(any, tail, s, n); nan_lanes(any, tail, d, n))
+    if (tail || _mm256_movemask_ps(any) != 0) return false;
+    PYPTO_WALK(r, add_run(d, s, n))
     return true;
 }
 const bool HAS_AVX = __builtin_cpu_supports("avx");
@@ -216,7 +266,7 @@ const bool HAS_AVX = __builtin_cpu_supports("avx");
 // dst += src over the walk, unless a NaN is in either (then false, nothing added).
 bool add_f32(const Rec& r) {
 #ifdef PYPTO_X86
-    if (HAS_AVX) return add_f32_avx(r);
+    if (HAS_AVX) return r.run == 16 ? add_f32_avx<16>(r) : add_f32_avx<0>(r);
 #endif
     bool nan = false;
     PYPTO_WALK(r, nan |= has_nan_scalar(s, r.run) || has_nan_scalar(d, r.run))
@@ -354,22 +404,33 @@ int64_t pypto_copies_record(const int64_t* in, int64_t* out) {
 // left out (the records after it too), else 0.
 int64_t pypto_copies_run(const int64_t* desc) {
     const int64_t count = desc[0];
-    for (int64_t k = 0; k < count; ++k) {
+    int64_t stopped = 0;
+    bool single = false;
+    int threads = 0;
+    for (int64_t k = 0; k < count && !stopped; ++k) {
         Rec r;
         std::memcpy(&r, desc + 1 + k * REC_W, sizeof r);
         if (r.kind == 3) {
+            if (!single && set_threads_local) threads = set_threads_local(1);
+            single = true;
             product(r);
         } else if (r.kind == 4) {
-            if (!add_f32(r)) return 1;
+            stopped = !add_f32(r);
         } else {
             run_record(r);
         }
     }
-    return 0;
+    if (single && set_threads_local) set_threads_local(threads);
+    return stopped;
 }
 
-// The sgemm products call (the one torch's matmul calls: products are bit-identical to its).
-void pypto_copies_set_sgemm(void* fn) { sgemm = reinterpret_cast<Sgemm>(fn); }
+// The sgemm products call (the one torch's matmul calls: products are bit-identical to its),
+// and MKL's MKL_Set_Num_Threads_Local (or null): two lanes' products each on its own thread
+// (MKL threads of their own only contend with the other lane for this machine's cores).
+void pypto_copies_set_sgemm(void* fn, void* threads) {
+    sgemm = reinterpret_cast<Sgemm>(fn);
+    set_threads_local = reinterpret_cast<SetThreads>(threads);
+}
 
 // The record width this library reads (checked by the loader).
 int64_t pypto_copies_record_width() { return REC_W; }

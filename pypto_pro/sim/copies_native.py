@@ -36,6 +36,7 @@ import functools
 import threading
 import weakref
 from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 from pathlib import Path
 
 import numpy as np
@@ -60,10 +61,10 @@ def _declare(lib: ctypes.CDLL) -> ctypes.CDLL:
     lib.pypto_copies_run.argtypes, lib.pypto_copies_run.restype = (ctypes.c_void_p,), \
         ctypes.c_int64
     lib.pypto_copies_set_sgemm.argtypes, lib.pypto_copies_set_sgemm.restype = \
-        (ctypes.c_void_p,), None
-    lib.sgemm = _sgemm()
+        (ctypes.c_void_p, ctypes.c_void_p), None
+    lib.sgemm, threads = _sgemm()
     if lib.sgemm is not None:
-        lib.pypto_copies_set_sgemm(lib.sgemm)
+        lib.pypto_copies_set_sgemm(lib.sgemm, threads)
     lib.pypto_copies_record_width.argtypes, lib.pypto_copies_record_width.restype = (), \
         ctypes.c_int64
     lib.pypto_copies_f16c.argtypes, lib.pypto_copies_f16c.restype = (), ctypes.c_int64
@@ -289,18 +290,24 @@ def _same_as_torch(lib: ctypes.CDLL, m: int, n: int, k: int, transposed: bool) -
     return found
 
 
-def _sgemm() -> int | None:
-    """The address of the sgemm torch's CPU library exports (MKL's, on x86 builds), or None."""
+def _sgemm() -> tuple[int | None, int | None]:
+    """The addresses of the sgemm torch's CPU library exports (MKL's, on x86 builds) and of
+    MKL's `MKL_Set_Num_Threads_Local` (None each where there is none)."""
     for path in (Path(torch.__file__).parent / "lib").glob("libtorch_cpu.*"):
         try:
             lib = ctypes.CDLL(str(path))
         except OSError:
             continue
-        for name in ("sgemm_", "SGEMM"):
-            fn = getattr(lib, name, None)
-            if fn is not None:
-                return ctypes.cast(fn, ctypes.c_void_p).value
-    return None
+        found = [getattr(lib, name, None) for name in ("sgemm_", "SGEMM")]
+        found = [fn for fn in found if fn is not None]
+        if found:
+            threads = getattr(lib, "MKL_Set_Num_Threads_Local", None)  # (by value)
+            return _address(found[0]), None if threads is None else _address(threads)
+    return None, None
+
+
+def _address(fn: Any) -> int:
+    return ctypes.cast(fn, ctypes.c_void_p).value
 
 
 def _kept_record(lib: ctypes.CDLL, dst: torch.Tensor, src: torch.Tensor, add: bool = False
