@@ -11,7 +11,8 @@
 // pypto_copies_set_sgemm): dst = src @ b for row-major dst [m, n] and src [m, k], outer sizes
 // (m, n, k), b's address as the first dst stride, run 1 when b is stored as its transpose
 // ([n, k] rows). Kind 4 adds nothing when either side holds a NaN (which NaN a sum keeps is
-// torch's to say): the call then returns 1 and the caller adds with torch.
+// torch's to say): the call then stops and gives that record's index, the caller adds with
+// torch and calls again from the next record.
 // `pypto_copies_record` makes a record from two tensors' geometry, checking every extent
 // against both storages.
 #include <algorithm>
@@ -400,14 +401,15 @@ int64_t pypto_copies_record(const int64_t* in, int64_t* out) {
     return 1;
 }
 
-// Run the records of `desc` ([count, records...]) in order; 1 when an add met a NaN and was
-// left out (the records after it too), else 0.
-int64_t pypto_copies_run(const int64_t* desc) {
+// Run the records of `desc` ([count, records...]) in order from record `start`; the index of
+// the first add that met a NaN and was left out (the records after it too: a caller adds it
+// with torch and runs on from the next one), or -1 when all ran.
+int64_t pypto_copies_run(const int64_t* desc, int64_t start) {
     const int64_t count = desc[0];
-    int64_t stopped = 0;
+    int64_t stopped = -1;
     bool single = false;
     int threads = 0;
-    for (int64_t k = 0; k < count && !stopped; ++k) {
+    for (int64_t k = start; k < count; ++k) {
         Rec r;
         std::memcpy(&r, desc + 1 + k * REC_W, sizeof r);
         if (r.kind == 3) {
@@ -415,7 +417,10 @@ int64_t pypto_copies_run(const int64_t* desc) {
             single = true;
             product(r);
         } else if (r.kind == 4) {
-            stopped = !add_f32(r);
+            if (!add_f32(r)) {
+                stopped = k;
+                break;
+            }
         } else {
             run_record(r);
         }

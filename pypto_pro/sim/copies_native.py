@@ -58,8 +58,8 @@ _EMPTY = bytes(8 * REC_W)
 
 
 def _declare(lib: ctypes.CDLL) -> ctypes.CDLL:
-    lib.pypto_copies_run.argtypes, lib.pypto_copies_run.restype = (ctypes.c_void_p,), \
-        ctypes.c_int64
+    lib.pypto_copies_run.argtypes, lib.pypto_copies_run.restype = \
+        (ctypes.c_void_p, ctypes.c_int64), ctypes.c_int64
     lib.pypto_copies_set_sgemm.argtypes, lib.pypto_copies_set_sgemm.restype = \
         (ctypes.c_void_p, ctypes.c_void_p), None
     lib.sgemm, threads = _sgemm()
@@ -129,23 +129,50 @@ class _Desc:
         self.ints.extend(records[1:])
         self.pairs += pairs
 
-    def step(self, lib: ctypes.CDLL) -> Callable[[], int]:
+    def step(self, lib: ctypes.CDLL,
+             stops: dict[int, Callable[[], None]] | None = None) -> Callable[[], bool]:
         """The step running the records in one call, then bumping the written tensors'
-        version counters as torch's own writes do (`launch._core_memory`); it gives the
-        call's result. Noted in this thread's `collecting` list, if any."""
+        version counters as torch's own writes do (`launch._core_memory`); it gives whether
+        an accumulation met a NaN and was left out (the records after it too). With `stops`
+        (record index → the torch add standing for that accumulation) those are added there
+        and the call runs on from the next record. Noted in this thread's `collecting` list,
+        if any."""
         copy = functools.partial(lib.pypto_copies_run, ctypes.c_void_p(self.ints.buffer_info()[0]))
-        written = [dst for dst, _ in self.pairs]
+        written = list({id(dst): dst for dst, _ in self.pairs}.values())
 
-        def run() -> int:
-            done = copy()
-            increment_version(written)
-            return done
+        if stops is None:
+            def run() -> bool:
+                stopped = copy(0) >= 0
+                increment_version(written)
+                return stopped
+        else:
+            def run() -> bool:
+                at = copy(0)
+                while at >= 0:
+                    stops[at]()
+                    at = copy(at + 1)
+                increment_version(written)
+                return False
         run.keep = (self.ints, self.pairs)  # (what the addresses point into)
         run.written = written
         made = getattr(_MADE, "runs", None)
         if made is not None:
             made.append(run)
         return run
+
+
+def chain(parts: Sequence[tuple[Callable[[], bool], Callable[[], None] | None]]
+          ) -> Callable[[], bool]:
+    """One step doing compiled steps in one call: `parts` are (a `_Desc.step` step, None or the
+    torch add standing for its last record, an accumulation, when that met a NaN). Each part's
+    records run in order; an accumulation left out is added by torch, then the call runs on."""
+    desc = _Desc()
+    stops: dict[int, Callable[[], None]] = {}
+    for run, nan in parts:
+        desc.take(run)
+        if nan is not None:
+            stops[desc.ints[0] - 1] = nan
+    return desc.step(library(), stops)
 
 
 #: per thread, the list `_Desc.step` notes its steps in (`collecting`)
@@ -285,7 +312,7 @@ def _same_as_torch(lib: ctypes.CDLL, m: int, n: int, k: int, transposed: bool) -
         b = b.t() if transposed else b.t().contiguous()
         want, got = torch.mm(a, b), torch.empty(m, n)
         desc = array.array("q", (1,)) + _product_record(a, b, got, transposed)
-        lib.pypto_copies_run(desc.buffer_info()[0])
+        lib.pypto_copies_run(desc.buffer_info()[0], 0)
         found = _CHECKED[key] = torch.equal(want.view(torch.int32), got.view(torch.int32))
     return found
 
@@ -362,5 +389,5 @@ def _record(lib: ctypes.CDLL, dst: torch.Tensor, src: torch.Tensor, add: bool = 
         else None
 
 
-__all__ = ["ENV_COPIES", "LIBRARY", "Moves", "collecting", "copier", "joined", "library", "product",
-           "record"]
+__all__ = ["ENV_COPIES", "LIBRARY", "Moves", "chain", "collecting", "copier", "joined", "library",
+           "product", "record"]

@@ -630,7 +630,10 @@ def joined(steps: list[Step]) -> tuple[list[Step], list[int]]:
             prefixed([getattr(s, "copies", s) for s in run])
         if fused is not None:
             marks = [mark for s in run for mark in getattr(s, "marks", ())]
-            out.append(_then_marks(fused, marks) if marks else fused)
+            if marks:
+                inner, fused = fused, _then_marks(fused, marks)
+                fused.compiled, fused.marks = inner.compiled, (*inner.marks, *marks)
+            out.append(fused)
             counts.append(len(run) + 1)
             run = []
             continue
@@ -645,6 +648,51 @@ def joined(steps: list[Step]) -> tuple[list[Step], list[int]]:
             out.append(step)
             counts.append(1)
     return out, counts
+
+
+def chained(steps: list[Step]) -> tuple[list[Step], list[int]]:
+    """`steps` with each run of two or more compiled steps (`joined`'s: compiled copies, then
+    marks; compiled products, `ops.cube`, with `compiled` and `marks`) in one step: their
+    records in one call (`copies_native.chain`: an accumulation that meets a NaN is added by
+    torch there, and the call runs on), then their marks (a mark only touches the init mask,
+    which no compiled record reads). Per step of the result, how many of `steps` it runs, in
+    a second list; each chain's `replaces` holds the ids of the compiled steps it runs."""
+    out: list[Step] = []
+    counts: list[int] = []
+    run: list[Step] = []
+    parts: list[tuple] = []  # per step of `run`, ((compiled step, NaN add or None), marks)
+    for step in [*steps, None]:
+        part = None if step is None else _compiled_part(step)
+        if part is not None:
+            run.append(step)
+            parts.append(part)
+            continue
+        if len(run) > 1:
+            made = _then_marks(copies_native.chain([compiled for compiled, _ in parts]),
+                               [mark for _, marks in parts for mark in marks])
+            made.replaces = [id(compiled[0]) for compiled, _ in parts]
+            out.append(made)
+            counts.append(len(run))
+        elif run:
+            out.append(run[0])
+            counts.append(1)
+        run, parts = [], []
+        if step is not None:
+            out.append(step)
+            counts.append(1)
+    return out, counts
+
+
+def _compiled_part(step: Step) -> tuple[tuple, tuple] | None:
+    """((its compiled step, the torch add standing for that one's last record when it met a
+    NaN, or None), its marks) of a step `chained` can join, else None."""
+    copies = getattr(step, "copies", None)
+    if copies is not None:
+        return (copies, None), tuple(step.marks)
+    compiled = getattr(step, "compiled", None)
+    if compiled is not None:
+        return compiled, tuple(step.marks)
+    return ((step, None), ()) if getattr(step, "keep", None) is not None else None
 
 
 def _then_marks(first: Step, marks: list[Step]) -> Step:

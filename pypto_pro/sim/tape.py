@@ -35,7 +35,7 @@ import torch
 
 from ..errors import SimulationError
 from . import copies_native, lanes
-from .memory import GMRef, Step, TileRef, joined
+from .memory import GMRef, Step, TileRef, chained, joined
 from .ops import IMPLS, STEPS
 
 #: `rec.tape` after a replay of its recording that made no tape: the next one makes it
@@ -126,6 +126,9 @@ def make(rec: Any, sched: Any, order: list[int],
             raise failed[3]
     with copies_native.collecting(runs):
         made = [_joined(*lane) for lane in zip(steps, orders, split)]
+    chained = {part for steps, _, _ in made for step in steps
+               for part in getattr(step, "replaces", ())}
+    runs = [run for run in runs if id(run) not in chained]  # (only the chains run them)
     # (an epoch change while making it: a view bound early may be stale)
     rec.tape = Tape(made, epoch, sched, copies, None if loose else runs) \
         if TileRef.epoch == epoch else PENDING
@@ -173,9 +176,11 @@ def moved(kept: Any, storages: dict[int, torch.Tensor]) -> Tape | None:
 
 def _joined(steps: list[Step], order: list[int], lane: lanes.Lane | None
             ) -> tuple[list[Step], list[int], lanes.Lane | None]:
-    """A lane with each run of compiled copies of one group in one step (`memory.joined`:
-    fewer calls, and fewer times a lane running beside another waits for the GIL); a joined
-    step never fails, so it stands at its first op's place."""
+    """A lane with each run of compiled copies of one group in one step (`memory.joined`),
+    then each run of compiled steps of one group in one step (`memory.chained`): fewer
+    calls, and fewer times a lane running beside another waits for the GIL. A joined step
+    never fails, so it stands at its first op's place. (Within a group: after an op error
+    only the other groups' ops before it in the replay's order run, `lanes.run`.)"""
     groups = lane.groups if lane is not None else [0] * len(steps)
     out: list[Step] = []
     firsts: list[int] = []
@@ -185,10 +190,12 @@ def _joined(steps: list[Step], order: list[int], lane: lanes.Lane | None
         while end < len(steps) and groups[end] == groups[start]:
             end += 1
         fused, counts = joined(steps[start:end])
+        fused, chains = chained(fused)
         out += fused
-        for count in counts:
+        for count in chains:  # (of `fused`'s steps, each of `counts` of `steps`)
             firsts.append(start)
-            start += count
+            start += sum(counts[:count])
+            del counts[:count]
     kept = lane if lane is None else \
         lanes.Lane([lane.positions[k] for k in firsts], [lane.groups[k] for k in firsts])
     return out, [order[k] for k in firsts], kept

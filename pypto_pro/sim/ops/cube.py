@@ -28,6 +28,7 @@ cost ~57% more CPU (OpenMP workers spin between the short parallel regions).
 """
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable
 
@@ -270,36 +271,45 @@ def _compiled(plan: tuple, add: Step | None = None, write: Step | None = None) -
     (`add`: a `TileRef.add_step`) or its compiled write (`write`), in one call of the compiled
     copies (`copies_native.product`: one call holds the GIL once, where a lane running beside
     another waits for it); None when there is none. Its `prefixed(copies)` is the same step
-    doing `copier` steps `copies` first in that call (`memory.joined`)."""
+    doing `copier` steps `copies` first in that call (`memory.joined`); its `compiled` and
+    `marks` are what `memory.chained` joins it with others by."""
     (grid_a, view_a, a), (grid_b, view_b, b), product = plan
-    pairs = ((grid_a, view_a), (grid_b, view_b))
     if add is None and getattr(write, "copies", None) is None:
         return None
+    return _compiled_step(((grid_a, view_a), (grid_b, view_b)), a, b, product, add, write, [])
 
-    def made(before: list) -> Step | None:
-        if add is None:
-            run = copies_native.product(before, pairs, a, b, product, then=write.copies)
-            if run is None:
-                return None
-            marks = write.marks
 
-            def step() -> None:
-                run()
-                for mark in marks:
-                    mark()
-        else:
-            (block, grid), mark, torch_add = add.sum, add.mark, torch.add
-            run = copies_native.product(before, pairs, a, b, product, added=(block, grid))
-            if run is None:
-                return None
+def _compiled_step(pairs: tuple, a: torch.Tensor, b: torch.Tensor, product: torch.Tensor,
+                   add: Step | None, write: Step | None, before: list) -> Step | None:
+    """`_compiled`'s step, with `copier` steps `before` first in its call."""
+    if add is None:
+        run = copies_native.product(before, pairs, a, b, product, then=write.copies)
+        if run is None:
+            return None
+        nan, marks = None, tuple(write.marks)
 
-            def step() -> None:
-                if run():  # a NaN: the sum torch keeps
-                    torch_add(grid, block, out=block)
+        def step() -> None:
+            run()
+            for mark in marks:
                 mark()
-        step.prefixed = made
-        return step
-    return made([])
+    else:
+        (block, grid), mark, torch_add = add.sum, add.mark, torch.add
+        run = copies_native.product(before, pairs, a, b, product, added=(block, grid))
+        if run is None:
+            return None
+        marks = (mark,)
+
+        def nan() -> None:  # (the sum torch keeps)
+            torch_add(grid, block, out=block)
+
+        def step() -> None:
+            if run():
+                nan()
+            mark()
+    # (a partial, not a closure over itself: a step no tape keeps dies by refcount)
+    step.prefixed = functools.partial(_compiled_step, pairs, a, b, product, add, write)
+    step.compiled, step.marks = (run, nan), marks
+    return step
 
 
 def _matmul_step(args: list, kwargs: dict) -> Step | None:
