@@ -3,7 +3,8 @@ fp32 conversions bit-identical to torch's `copy_` for every 16-bit pattern; copi
 layout pair the tape's steps bind (GM → tile loads, tile → tile moves, tile → GM stores, the
 cube product's operand conversions, its product through torch's sgemm, its accumulation (NaN
 payloads included) and its result write) leave the bytes torch leaves, and so do copies run
-in the product's call; no library → torch steps; a copy whose extent leaves a storage, whose
+in the product's call, and so do chains of them (an accumulation over a NaN left to torch
+mid-call); no library → torch steps; a copy whose extent leaves a storage, whose
 sides overlap or whose writes collide has no record (the step keeps torch's copy); a step
 moves its destinations' version counters as a torch write does."""
 from __future__ import annotations
@@ -19,7 +20,8 @@ from pypto_pro.ir.types import MemorySpace as M
 from pypto_pro.ir.types import TileLayout as L
 from pypto_pro.runtime.backends.native import compiler
 from pypto_pro.sim import copies_native
-from pypto_pro.sim.memory import CoreMemory, GMRef, TileGeometry, TileRef, joined, taped
+from pypto_pro.sim.memory import (CoreMemory, GMRef, TileGeometry, TileRef, chained, joined,
+                                  taped)
 from pypto_pro.sim.ops import STEPS
 from pypto_pro.sim.soc import soc
 
@@ -228,6 +230,36 @@ def test_a_run_of_copies_goes_into_the_product_after_it(native):
         if join:
             steps, counts = joined(steps)
             assert counts == [5]
+        for _ in range(2):
+            for step in steps:
+                step()
+        return list(mem.buffers.values())
+    for got, want in zip(outcome(True), outcome(False)):
+        assert torch.equal(got, want)
+
+
+def test_a_chain_leaves_what_its_steps_leave_and_resumes_after_a_nan(native):
+    """`memory.chained`: loads and products accumulated in one call; the middle accumulation
+    meets a NaN, is left to torch, and the call runs on from the next record."""
+    def outcome(chain: bool) -> list[torch.Tensor]:
+        mem = CoreMemory(soc(), "aic")
+        gm = torch.randn(96, 96, generator=torch.Generator().manual_seed(3)).half()
+        lhs = _tile(mem, 32, 48, D.FP16, M.Left, L.ZZ)
+        rhs = _tile(mem, 48, 32, D.FP16, M.Right, L.ZN)
+        lhs.write(gm[:32, :48])
+        rhs.write(gm[:48, 8:40])
+        steps = []
+        for k in range(3):
+            acc = gm[48:80, 40:72].float() * (k + 1)
+            if k == 1:
+                acc.view(torch.int32)[3, :] = 0x7FC01234
+            dst = _tile(mem, 32, 32, D.FP32, M.Acc, L.NZ, addr=4096 * k)
+            dst.write(acc)
+            _, load = _load(mem, gm[k:k + 64, 32 * k:32 * k + 32], L.NZ)
+            steps += [taped(load), STEPS["block.matmul_acc"]([dst, dst, lhs, rhs], {})]
+        if chain:
+            steps, counts = chained(steps)
+            assert counts == [6]
         for _ in range(2):
             for step in steps:
                 step()
