@@ -14,10 +14,11 @@ median and reported as the first launch of a small shape), Triton's interpreter
 (`TRITON_INTERPRET=1`), torch CPU (default intra-op threads; the simulator runs torch
 single-threaded). Per backend: a warm-up launch on a small shape (compiles), one full-size launch
 checked against torch (also warm-up), then the median of `--runs` timed launches (fewer for the
-Triton matmul 2048³, stated in the table). The relaunch columns (`sim`, `sim-func`) are a
-kernel's steady state in a loop: `TAPE_WARMUP` more untimed launches first, in which the replay
-makes its tape and times its two ways of running lanes (`sim.tape`); the launch that makes the
-tape is reported apart (`tape_s`). Ratios are taken between medians of the same run.
+Triton matmul 2048³, stated in the table). The relaunch columns (`sim`, `sim-func`, and
+`sim-fresh` on new tensors each launch) are a kernel's steady state in a loop: `TAPE_WARMUP`
+more untimed launches first, in which the replay makes its tape (`sim-fresh`: and moves it to
+the new tensors) and times its two ways of running lanes (`sim.tape`); the launch that makes
+the tape is reported apart (`tape_s`). Ratios are taken between medians of the same run.
 Instructions/s = tile instructions of the launch (from the simulator's Trace) / wall. Peak RSS
 per backend: the process high-water mark, reset (`/proc/self/clear_refs`) before each backend,
 so it includes the inputs and everything the process already holds.
@@ -281,11 +282,12 @@ def measure(w: Workload, backend: str, runs: int) -> Cell:
         n = w.triton_runs if backend == "triton" and w.triton_runs else runs
         if warm_s > SLOW_S:
             n = min(n, SLOW_RUNS)
-        if backend in ("sim", "sim-func"):
-            warm = [wall(lambda: launch(args)) for _ in range(TAPE_WARMUP)]
-            cell.tape_s = warm[1]  # (the launch that made the tape)
-        times = [_timed(launch, _fresh(args) if backend == "sim-fresh" else args)
-                 for _ in range(n)]
+        fresh = backend == "sim-fresh"
+        if backend in ("sim", "sim-func", "sim-fresh"):
+            warm = [_timed(launch, _fresh(args) if fresh else args) for _ in range(TAPE_WARMUP)]
+            if not fresh:
+                cell.tape_s = warm[1]  # (the launch that made the tape)
+        times = [_timed(launch, _fresh(args) if fresh else args) for _ in range(n)]
         cell.median_s, cell.runs = statistics.median(times), n
     except (PyptoError, RuntimeError, ValueError) as e:  # a failing backend gets a cell
         cell.error = f"{type(e).__name__}: {str(e).splitlines()[0][:160]}"
