@@ -62,7 +62,7 @@ from pypto_pro.errors import PyptoError
 from pypto_pro.examples import load
 from pypto_pro.runtime.backends import register_backend, use_backend
 from pypto_pro.runtime.backends.sim import SimBackend
-from pypto_pro.sim import stream_memo
+from pypto_pro.sim import stream_memo, tape
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
@@ -284,9 +284,11 @@ def measure(w: Workload, backend: str, runs: int) -> Cell:
             n = min(n, SLOW_RUNS)
         fresh = backend == "sim-fresh"
         if backend in ("sim", "sim-func", "sim-fresh"):
-            warm = [_timed(launch, _fresh(args) if fresh else args) for _ in range(TAPE_WARMUP)]
-            if not fresh:
-                cell.tape_s = warm[1]  # (the launch that made the tape)
+            for _ in range(TAPE_WARMUP):
+                made = tape.MADE
+                warm_s = _timed(launch, _fresh(args) if fresh else args)
+                if tape.MADE > made and not fresh:
+                    cell.tape_s = warm_s  # (the launch that made the tape)
         times = [_timed(launch, _fresh(args) if fresh else args) for _ in range(n)]
         cell.median_s, cell.runs = statistics.median(times), n
     except (PyptoError, RuntimeError, ValueError) as e:  # a failing backend gets a cell

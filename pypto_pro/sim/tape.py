@@ -2,14 +2,14 @@
 
 On a memo hit (`stream_memo`) everything of an eager replay but the values is what it was:
 the same instructions on the same operand objects and memories, in the same order. So a
-replay of a kept recording may run each op through its impl (`ops.IMPLS`) and then ask its
-family for the op's step (`ops.STEPS`: its torch calls with every view and plan of that run
-bound, value checks and value-dependent branches inside; an op without one keeps its impl
-call). The steps, in the replay's order, are the tape (`rec.tape`), and later eager replays
-of the recording run it instead of dispatching each op.
+replay of a kept recording may ask each op's family for its step (`ops.STEPS`: its torch calls
+with every view and plan of that run bound, value checks and value-dependent branches inside;
+an op without one keeps its impl call, `ops.IMPLS`) and run that. The steps, in the replay's
+order, are the tape (`rec.tape`), and later eager replays of the recording run it instead of
+dispatching each op.
 
-Making the steps costs a replay a few percent, so only a relaunch of the same operands makes
-them: `rec.tape` is absent or None (a new recording, or one rebound to new tensors: the memo
+Making the steps (and their lanes, joins and compiled records) costs a replay about twice what
+running the impls costs, so only a relaunch of the same operands makes them: `rec.tape` is absent or None (a new recording, or one rebound to new tensors: the memo
 sets None) → the replay runs the impls alone and leaves it `PENDING` → the next replay makes
 the tape → the later ones run it. The steps bind views derived from the tiles' memories,
 geometries and valid shapes, so a tape is valid only while `TileRef.epoch` is what it was when
@@ -44,6 +44,8 @@ PENDING = object()
 RETIME = 16
 #: a way of running two lanes is judged by the best of its last this many plays
 SAMPLES = 2
+#: tapes this process made (`make`; the bench reports the launch that made one)
+MADE = 0
 #: what an op raises that the replay reports as the op's error (`op_error`)
 OP_ERRORS = (IndexError, ValueError, TypeError, RuntimeError)
 
@@ -132,6 +134,8 @@ def make(rec: Any, sched: Any, order: list[int],
     # (an epoch change while making it: a view bound early may be stale)
     rec.tape = Tape(made, epoch, sched, copies, None if loose else runs) \
         if TileRef.epoch == epoch else PENDING
+    global MADE
+    MADE += 1
     return True
 
 
@@ -202,14 +206,15 @@ def _joined(steps: list[Step], order: list[int], lane: lanes.Lane | None
 
 
 def step(op: str, args: list, kwargs: dict, build: bool = True) -> Step | None:
-    """Run `op` through its impl; if `build`, its step (`ops.STEPS`, else the impl call)."""
+    """Run `op` through its impl, or if `build`, give its step (`ops.STEPS`, else the impl
+    call) and run that (it binds the operands as they are before the op)."""
     impl = IMPLS[op]
-    impl(args, kwargs)
-    if not build:
-        return None
-    builder = STEPS.get(op)
+    builder = STEPS.get(op) if build else None
     made = None if builder is None else builder(args, kwargs)
-    return partial(impl, args, kwargs) if made is None else made
+    if made is None:
+        made = partial(impl, args, kwargs)
+    made()
+    return made if build else None
 
 
 def play(rec: Any, tape: Tape, op_error: Callable[[Any, int, Exception], SimulationError]
@@ -243,4 +248,4 @@ def _call(run: Step) -> None:
     run()
 
 
-__all__ = ["OP_ERRORS", "PENDING", "Step", "Tape", "kept", "make", "moved", "play", "step"]
+__all__ = ["MADE", "OP_ERRORS", "PENDING", "Step", "Tape", "kept", "make", "moved", "play", "step"]
