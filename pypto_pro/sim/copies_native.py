@@ -250,18 +250,17 @@ class Moves:
             views.setdefault(tensor.untyped_storage().data_ptr(), []).extend(places)
 
 
-def product(before: Sequence[Callable[[], None]], pairs: Sequence[tuple[torch.Tensor,
-                                                                        torch.Tensor]],
-            a: torch.Tensor, b: torch.Tensor, out: torch.Tensor,
+def product(pairs: Sequence[tuple[torch.Tensor, torch.Tensor]], a: torch.Tensor,
+            b: torch.Tensor, out: torch.Tensor,
             added: tuple[torch.Tensor, torch.Tensor] | None = None,
-            then: Callable[[], None] | None = None) -> Callable[[], int] | None:
-    """A step doing, in one call: the copies of `copier`'s steps `before`, `pairs`' copies (the
-    operands' conversions), `torch.mm(a, b, out=out)` (float32; `a` and `out` row-major, `b`
-    row-major or the transpose of a row-major tensor) through the sgemm torch calls, then
-    `added`'s `dst += src` for (dst, src) float32 views, or `then`'s copies. The step gives 1
-    when the add met a NaN and was left out (the caller adds with torch), else 0. None when the
-    library or its sgemm is missing, a pair has no record, or the sgemm's product of this shape
-    is not bit for bit torch's here (`_same_as_torch`)."""
+            then: Callable[[], None] | None = None) -> Callable[[], bool] | None:
+    """A step doing, in one call: `pairs`' copies (the operands' conversions),
+    `torch.mm(a, b, out=out)` (float32; `a` and `out` row-major, `b` row-major or the transpose
+    of a row-major tensor) through the sgemm torch calls, then `added`'s `dst += src` for
+    (dst, src) float32 views, or `then`'s copies. The step gives True when the add met a NaN and
+    was left out (the caller adds with torch). None when the library or its sgemm is missing, a
+    pair has no record, or the sgemm's product of this shape is not bit for bit torch's here
+    (`_same_as_torch`). (`joined` puts copies before it in its call.)"""
     lib = library()
     if lib is None or lib.sgemm is None or a.dtype is not torch.float32 or \
             b.dtype is not torch.float32 or out.dtype is not torch.float32 or \
@@ -274,8 +273,6 @@ def product(before: Sequence[Callable[[], None]], pairs: Sequence[tuple[torch.Te
     if out.shape != (m, n) or b.shape[0] != k or not _same_as_torch(lib, m, n, k, transposed):
         return None
     desc = _Desc()
-    for step in before:
-        desc.take(step)
     if not all(desc.add(_kept_record(lib, dst, src), (dst, src)) for dst, src in pairs):
         return None
     desc.add(_product_record(a, b, out, transposed), (out, a))

@@ -9,9 +9,10 @@ order, are the tape (`rec.tape`), and later eager replays of the recording run i
 dispatching each op.
 
 Making the steps (and their lanes, joins and compiled records) costs a replay about twice what
-running the impls costs, so only a relaunch of the same operands makes them: `rec.tape` is absent or None (a new recording, or one rebound to new tensors: the memo
-sets None) → the replay runs the impls alone and leaves it `PENDING` → the next replay makes
-the tape → the later ones run it. The steps bind views derived from the tiles' memories,
+running the impls costs, so only a relaunch makes them: `rec.tape` is absent or None (a new
+recording, or one rebound to new tensors whose tape could not move with them: `moved`) → the
+replay runs the impls alone and leaves it `PENDING` → the next replay makes the tape → the later
+ones run it. The steps bind views derived from the tiles' memories,
 geometries and valid shapes, so a tape is valid only while `TileRef.epoch` is what it was when
 it was made, for the schedule it was made from, on the thread it was made on (products use that
 thread's scratch buffers), with the compiled copies (`copies_native`) it was made with; else the

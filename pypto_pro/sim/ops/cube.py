@@ -274,42 +274,45 @@ def _compiled(plan: tuple, add: Step | None = None, write: Step | None = None) -
     doing `copier` steps `copies` first in that call (`memory.joined`); its `compiled` and
     `marks` are what `memory.chained` joins it with others by."""
     (grid_a, view_a, a), (grid_b, view_b, b), product = plan
-    if add is None and getattr(write, "copies", None) is None:
-        return None
-    return _compiled_step(((grid_a, view_a), (grid_b, view_b)), a, b, product, add, write, [])
-
-
-def _compiled_step(pairs: tuple, a: torch.Tensor, b: torch.Tensor, product: torch.Tensor,
-                   add: Step | None, write: Step | None, before: list) -> Step | None:
-    """`_compiled`'s step, with `copier` steps `before` first in its call."""
+    pairs = ((grid_a, view_a), (grid_b, view_b))
     if add is None:
-        run = copies_native.product(before, pairs, a, b, product, then=write.copies)
-        if run is None:
+        if getattr(write, "copies", None) is None:
             return None
+        run = copies_native.product(pairs, a, b, product, then=write.copies)
         nan, marks = None, tuple(write.marks)
+    else:
+        (block, grid), torch_add = add.sum, torch.add
+        run = copies_native.product(pairs, a, b, product, added=(block, grid))
 
+        def nan() -> None:  # (the sum torch keeps)
+            torch_add(grid, block, out=block)
+        marks = (add.mark,)
+    return None if run is None else _compiled_step(run, nan, marks)
+
+
+def _compiled_step(run: Callable[[], bool], nan: Step | None, marks: tuple) -> Step:
+    """The step running compiled `run`, then `nan` when that left its accumulation out (a NaN
+    met it), then `marks`."""
+    if nan is None:
         def step() -> None:
             run()
             for mark in marks:
                 mark()
     else:
-        (block, grid), mark, torch_add = add.sum, add.mark, torch.add
-        run = copies_native.product(before, pairs, a, b, product, added=(block, grid))
-        if run is None:
-            return None
-        marks = (mark,)
-
-        def nan() -> None:  # (the sum torch keeps)
-            torch_add(grid, block, out=block)
-
         def step() -> None:
             if run():
                 nan()
-            mark()
-    # (a partial, not a closure over itself: a step no tape keeps dies by refcount)
-    step.prefixed = functools.partial(_compiled_step, pairs, a, b, product, add, write)
+            for mark in marks:
+                mark()
+    # (a partial, not a closure over the step: a step no tape keeps dies by refcount)
+    step.prefixed = functools.partial(_prefixed, run, nan, marks)
     step.compiled, step.marks = (run, nan), marks
     return step
+
+
+def _prefixed(run: Callable[[], bool], nan: Step | None, marks: tuple, before: list) -> Step:
+    """`_compiled_step` with `copier` steps `before` first in its call."""
+    return _compiled_step(copies_native.joined([*before, run]), nan, marks)
 
 
 def _matmul_step(args: list, kwargs: dict) -> Step | None:
