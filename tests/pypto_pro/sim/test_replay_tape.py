@@ -2,8 +2,8 @@
 the later ones run its ops' steps (views and plans bound) instead of dispatching each op, with
 the values and trace rows of the Python engine for new data in the same tensors (NaN bits of
 the FP16 fallback included); relaunches on new tensors (the memo rebinds) move the tape to
-them; an epoch change makes the next replay make a new tape; an op failing in a taped relaunch
-raises the Python engine's error."""
+them; an epoch change makes the next replay make a new tape; an op failing in a taped relaunch, or in
+the relaunch making the tape, raises the Python engine's error."""
 from __future__ import annotations
 
 import sys
@@ -182,23 +182,26 @@ def gather_blocks(x: pl.Tensor[[8, 64], pl.DT_FP32], offsets: pl.Tensor[[8, 8], 
         pl.store(out, dst, [0, 0])
 
 
-def test_an_op_failing_in_a_taped_relaunch_raises_the_python_engines_error(monkeypatch):
+@pytest.mark.parametrize("taped", [True, False], ids=["taped", "making the tape"])
+def test_an_op_failing_in_a_relaunch_raises_the_python_engines_error(monkeypatch, taped):
     x = torch.arange(8 * 64, dtype=torch.float32).reshape(8, 64)
     offsets = (torch.arange(8 * 8, dtype=torch.int32).reshape(8, 8) * 32).flip(1)
     out = torch.zeros(8, 64)
     args = (x, offsets, out)
-    assert [_launch(monkeypatch, "native", gather_blocks, 1, args)[1] for _ in range(3)] == \
-        [0, 0, 1]
+    launches = 3 if taped else 1  # (the second makes the tape, the third runs it)
+    assert [_launch(monkeypatch, "native", gather_blocks, 1, args)[1]
+            for _ in range(launches)] == [0, 0, 1][:launches]
     assert torch.equal(out.reshape(-1, 8), x.reshape(-1, 8)[(offsets // 32).reshape(-1)])
     offsets[3, 2] = 4096  # past the 2 KiB source tile
     errors = {}
     for mode in ("native", "python"):
-        before = replay.PATHS["tape"]
+        before, making = replay.PATHS["tape"], replay.PATHS["taping"]
         with monkeypatch.context() as m, use_backend("sim"), \
                 pytest.raises(SimulationError) as err:
             m.setenv(ENV_ENGINE, mode)
             gather_blocks[None, 1](*args)
-        assert replay.PATHS["tape"] == before + (mode == "native")
+        assert replay.PATHS["tape"] == before + (mode == "native" and taped)
+        assert replay.PATHS["taping"] == making  # (a replay that fails makes none)
         errors[mode] = err.value
     assert "byte offset falls outside" in str(errors["native"])
     assert str(errors["native"]) == str(errors["python"])
