@@ -210,12 +210,28 @@ def test_a_step_bumps_its_destinations_version_as_a_torch_write_does(native):
     assert buffer._version > before and torch.equal(buffer[:, 16:], src.float())
 
 
+def _fused_leaves_the_same(make_steps, fuse, count: int, seed: int) -> None:
+    """The buffers a memory has after running `make_steps(mem, gm)`'s steps twice are the same
+    when `fuse` (`joined`, `chained`) first makes them one step of `count`."""
+    def outcome(fused: bool) -> list[torch.Tensor]:
+        mem = CoreMemory(soc(), "aic")
+        gm = torch.randn(96, 96, generator=torch.Generator().manual_seed(seed)).half()
+        steps = make_steps(mem, gm)
+        if fused:
+            steps, counts = fuse(steps)
+            assert counts == [count]
+        for _ in range(2):
+            for step in steps:
+                step()
+        return list(mem.buffers.values())
+    for got, want in zip(outcome(True), outcome(False)):
+        assert torch.equal(got, want)
+
+
 def test_a_run_of_copies_goes_into_the_product_after_it(native):
     """`memory.joined`: copies, then a compiled product (its conversions, its sgemm and its
     accumulation in one call), run as one step, leave what running each leaves."""
-    def outcome(join: bool) -> list[torch.Tensor]:
-        mem = CoreMemory(soc(), "aic")
-        gm = torch.randn(96, 96, generator=torch.Generator().manual_seed(5)).half()
+    def steps(mem, gm):
         lhs, load_lhs = _load(mem, gm[:32, :48], L.NZ)
         rhs = _tile(mem, 48, 32, D.FP16, M.Mat, L.NZ, addr=8192)
         load_rhs = STEPS["block.load"]([rhs, GMRef(gm), [16, 40]], {})
@@ -224,31 +240,22 @@ def test_a_run_of_copies_goes_into_the_product_after_it(native):
         moves = [STEPS["block.move"]([left, lhs], {}), STEPS["block.move"]([right, rhs], {})]
         dst = _tile(mem, 32, 32, D.FP32, M.Acc, L.NZ)
         dst.write(torch.ones(32, 32))
-        steps = [taped(load_lhs), taped(load_rhs), *map(taped, moves),
-                 STEPS["block.matmul_acc"]([dst, dst, left, right], {})]
-        assert hasattr(steps[-1], "prefixed"), "no compiled product"
-        if join:
-            steps, counts = joined(steps)
-            assert counts == [5]
-        for _ in range(2):
-            for step in steps:
-                step()
-        return list(mem.buffers.values())
-    for got, want in zip(outcome(True), outcome(False)):
-        assert torch.equal(got, want)
+        made = [taped(load_lhs), taped(load_rhs), *map(taped, moves),
+                STEPS["block.matmul_acc"]([dst, dst, left, right], {})]
+        assert hasattr(made[-1], "prefixed"), "no compiled product"
+        return made
+    _fused_leaves_the_same(steps, joined, 5, seed=5)
 
 
 def test_a_chain_leaves_what_its_steps_leave_and_resumes_after_a_nan(native):
     """`memory.chained`: loads and products accumulated in one call; the middle accumulation
     meets a NaN, is left to torch, and the call runs on from the next record."""
-    def outcome(chain: bool) -> list[torch.Tensor]:
-        mem = CoreMemory(soc(), "aic")
-        gm = torch.randn(96, 96, generator=torch.Generator().manual_seed(3)).half()
+    def steps(mem, gm):
         lhs = _tile(mem, 32, 48, D.FP16, M.Left, L.ZZ)
         rhs = _tile(mem, 48, 32, D.FP16, M.Right, L.ZN)
         lhs.write(gm[:32, :48])
         rhs.write(gm[:48, 8:40])
-        steps = []
+        made = []
         for k in range(3):
             acc = gm[48:80, 40:72].float() * (k + 1)
             if k == 1:
@@ -256,16 +263,9 @@ def test_a_chain_leaves_what_its_steps_leave_and_resumes_after_a_nan(native):
             dst = _tile(mem, 32, 32, D.FP32, M.Acc, L.NZ, addr=4096 * k)
             dst.write(acc)
             _, load = _load(mem, gm[k:k + 64, 32 * k:32 * k + 32], L.NZ)
-            steps += [taped(load), STEPS["block.matmul_acc"]([dst, dst, lhs, rhs], {})]
-        if chain:
-            steps, counts = chained(steps)
-            assert counts == [6]
-        for _ in range(2):
-            for step in steps:
-                step()
-        return list(mem.buffers.values())
-    for got, want in zip(outcome(True), outcome(False)):
-        assert torch.equal(got, want)
+            made += [taped(load), STEPS["block.matmul_acc"]([dst, dst, lhs, rhs], {})]
+        return made
+    _fused_leaves_the_same(steps, chained, 6, seed=3)
 
 
 def test_products_are_compiled_unless_torchs_sgemm_is_missing_or_differs(native, monkeypatch):
