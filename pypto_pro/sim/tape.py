@@ -12,17 +12,18 @@ Making the steps (and their lanes, joins and compiled records) costs a replay ab
 running the impls costs, so only a relaunch makes them: `rec.tape` is absent or None (a new
 recording, or one rebound to new tensors whose tape could not move with them: `moved`) → the
 replay runs the impls alone and leaves it `PENDING` → the next replay makes the tape → the later
-ones run it. The steps bind views derived from the tiles' memories,
-geometries and valid shapes, so a tape is valid only while `TileRef.epoch` is what it was when
-it was made, for the schedule it was made from, on the thread it was made on (products use that
-thread's scratch buffers), with the compiled copies (`copies_native`) it was made with; else the
-replay makes it again. The replay that leaves it `PENDING` starts that library's build, so the
-tape made next has it.
+ones run it. The steps bind views derived from the tiles' memories, geometries and valid
+shapes, so a tape is valid only while `TileRef.epoch` is what it was when it was made, for the
+schedule it was made from, on the thread it was made on (products use that thread's scratch
+buffers), with the compiled copies (`copies_native`) it was made with; else the replay makes it
+again. The replay that leaves it `PENDING` starts that library's build, so the tape made next
+has it.
 
 The ops of blocks that share no written memory commute, so a tape keeps its steps in groups
 that share none, dealt to two lanes (`lanes`): each lane's steps are made on the thread that
 runs them, and a play runs the second lane on a worker while the first runs here, or one after
-the other, whichever was faster when last timed.
+the other, whichever was faster when last timed. In a lane, each run of a group's compiled
+steps (copies, cube products) is one call (`memory.joined`, `memory.chained`).
 """
 from __future__ import annotations
 
@@ -129,9 +130,9 @@ def make(rec: Any, sched: Any, order: list[int],
             raise failed[3]
     with copies_native.collecting(runs):
         made = [_joined(*lane) for lane in zip(steps, orders, split)]
-    chained = {part for steps, _, _ in made for step in steps
-               for part in getattr(step, "replaces", ())}
-    runs = [run for run in runs if id(run) not in chained]  # (only the chains run them)
+    replaced = {part for steps, _, _ in made for step in steps
+                for part in getattr(step, "replaces", ())}
+    runs = [run for run in runs if id(run) not in replaced]  # (only the chains run them)
     # (an epoch change while making it: a view bound early may be stale)
     rec.tape = Tape(made, epoch, sched, copies, None if loose else runs) \
         if TileRef.epoch == epoch else PENDING
