@@ -99,18 +99,19 @@ inline void transpose16_sse(char* d, const char* s, int64_t srow, int64_t drow) 
     for (int i = 0; i < 2; ++i)
         for (int j = 0; j < 2; ++j) {  // source rows 8i.., columns 8j.. -> destination 8j.., 8i..
             __m128i r[8];
+            const char* from = s + 8 * i * srow + 16 * j;
+            char* to = d + 8 * j * drow + 16 * i;
             for (int k = 0; k < 8; ++k)
-                r[k] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + (8 * i + k) * srow + 16 * j));
+                r[k] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(from + k * srow));
             PYPTO_TRANSPOSE8(r, _mm, __m128i);
-            for (int k = 0; k < 8; ++k)
-                _mm_storeu_si128(reinterpret_cast<__m128i*>(d + (8 * j + k) * drow + 16 * i), r[k]);
+            for (int k = 0; k < 8; ++k) _mm_storeu_si128(reinterpret_cast<__m128i*>(to + k * drow), r[k]);
         }
 }
 
 // Rows 0-7 transposed per lane give destination rows c (lane 0) and 8 + c (lane 1), elements
 // 0-7; rows 8-15 give the same rows' elements 8-15: a 128-bit lane swap joins them.
-__attribute__((target("avx2"), always_inline)) inline void transpose16_avx2(char* d, const char* s, int64_t srow,
-                                                      int64_t drow) {
+__attribute__((target("avx2"), always_inline)) inline void transpose16_avx2(
+    char* d, const char* s, int64_t srow, int64_t drow) {
     __m256i x[8], y[8];
     for (int k = 0; k < 8; ++k) {
         x[k] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + k * srow));
@@ -240,7 +241,8 @@ __attribute__((target("avx"), always_inline)) inline void nan_lanes(__m256& any,
     if (i < n) tail |= has_nan_scalar(p + 4 * i, n - i);
 }
 
-__attribute__((target("avx"), always_inline)) inline void add_run(char* d, const char* s, int64_t n) {
+__attribute__((target("avx"), always_inline)) inline void add_run(char* d, const char* s,
+                                                                 int64_t n) {
     int64_t i = 0;
     for (; i + 8 <= n; i += 8) {
         float* out = reinterpret_cast<float*>(d + 4 * i);
