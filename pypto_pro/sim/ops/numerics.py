@@ -106,9 +106,10 @@ def _overflow_to_inf(mode: RoundMode, negative: torch.Tensor) -> torch.Tensor:
 def round_float(x: torch.Tensor, fmt: FloatFormat, mode: RoundMode = RoundMode.CAST_RINT
                 ) -> torch.Tensor:
     """`x` rounded to the values of `fmt` (float64 result, exact). Overflow goes to inf where
-    IEEE rounding would, else to the largest finite value (formats without inf saturate)."""
+    IEEE rounding would, else to the largest finite value (formats without inf saturate).
+    A zero keeps its sign (-0.0 stays -0.0: the sign bit, not `x < 0`, says negative)."""
     x = x.to(torch.float64)
-    negative = x < 0
+    negative = torch.signbit(x)
     mag = x.abs()
     _, exp = torch.frexp(mag)
     quantum = torch.ldexp(torch.ones_like(mag), fmt.quantum_exponent(exp - 1))

@@ -106,11 +106,11 @@ inline bool overflow_to_inf(RoundMode mode, bool negative)
     }
 }
 
-//! `x` rounded to the values of `fmt` (exact; the simulator's `round_float`).
+//! `x` rounded to the values of `fmt` (exact; the simulator's `round_float`); -0.0 stays -0.0.
 inline double round_float(double x, const FloatFormat& fmt, RoundMode mode)
 {
     if (std::isnan(x)) return x;
-    const bool negative = x < 0;
+    const bool negative = std::signbit(x);
     const double mag = std::fabs(x);
     double rounded;
     if (std::isinf(mag)) {

