@@ -26,6 +26,7 @@ hands them back in slot order to a relaunch that follows its previous launch
 """
 from __future__ import annotations
 
+import struct
 from typing import Any
 
 import torch
@@ -44,6 +45,8 @@ TIMED, FUNCTIONAL = "stream_memo", "functional_memo"
 _Leaf = tuple[Any, int]
 _SCALAR_BASES = (int, float, bool, str, type(None))
 _SCALARS = frozenset(_SCALAR_BASES)
+#: a float's bits: the key of a float (0.0 == -0.0, yet `x / -0.0` and printf differ)
+_BITS = struct.Struct("<d").pack
 #: operand types that never hold GM (the common ones, checked first)
 _PLAIN = _SCALARS | {TileRef}
 
@@ -82,6 +85,8 @@ def _value_key(value: Any, storages: dict[int, int], leaves: list[_Leaf]) -> Any
     by the order in which the parameters first name it (`storages`: pointer → that number), so
     two launches that share storages between the same parameters have equal keys."""
     kind = type(value)
+    if kind is float:
+        return kind, _BITS(value)
     if kind in _SCALARS:
         return kind, value  # (1, 1.0 and True are equal keys otherwise)
     if kind is GMRef:
@@ -99,6 +104,8 @@ def _value_key(value: Any, storages: dict[int, int], leaves: list[_Leaf]) -> Any
         return tuple(_value_key(v, storages, leaves) for v in value)
     if isinstance(value, dict):  # a struct's fields
         return tuple((k, _value_key(v, storages, leaves)) for k, v in value.items())
+    if isinstance(value, float):  # (a subclass: numpy's float64)
+        return kind, _BITS(value)
     if isinstance(value, _SCALAR_BASES):  # (a subclass: an int enum member, ...)
         return kind, value
     return id(value)  # (held by `Entry.params`)
@@ -140,7 +147,9 @@ def _unchanged(entry: Entry, launch: Any) -> bool:
     return entry.key[:4] == (launch.kernel_type, launch.block_dim, len(launch.slots),
                              id(launch.soc)) and old.keys() == new.keys() and all(
         len(a) == len(b) and all(x is y if type(x) is GMRef else type(x) in _SCALARS and
-                                 type(x) is type(y) and x == y for x, y in zip(a, b))
+                                 type(x) is type(y) and x == y and
+                                 (type(x) is not float or _BITS(x) == _BITS(y))
+                                 for x, y in zip(a, b))
         for a, b in zip(old.values(), new.values()))
 
 

@@ -56,3 +56,40 @@ def test_cast_keeps_the_sign_of_zero(monkeypatch, functional_backend, engine):
     assert torch.equal(torch.signbit(wide), torch.signbit(x))
     assert torch.equal(back.view(torch.int16), x.view(torch.int16))
     assert torch.equal(wide, x.float())
+
+
+@pl.jit(arch="a5")
+def divide_by(x: pl.Tensor[[16, 64], pl.DT_FP32], z: pl.Tensor[[16, 64], pl.DT_FP32],
+              s: pl.DT_FP32):
+    """z = x / s."""
+    with pl.section_vector():
+        t = pl.make_tile(F32, addr=0x0)
+        pl.load(t, x, [0, 0])
+        pl.system.sync_src(set_pipe=MTE2, wait_pipe=V, event_id=0)
+        pl.system.sync_dst(set_pipe=MTE2, wait_pipe=V, event_id=0)
+        pl.div(t, t, s)
+        pl.system.sync_src(set_pipe=V, wait_pipe=MTE3, event_id=0)
+        pl.system.sync_dst(set_pipe=V, wait_pipe=MTE3, event_id=0)
+        pl.store(z, t, [0, 0])
+
+
+@pl.jit(arch="a5")
+def print_scalar(x: pl.Tensor[[16, 64], pl.DT_FP32], s: pl.DT_FP32):
+    with pl.section_vector():
+        pl.printf("s=%f\n", s)
+
+
+@pytest.mark.parametrize("backend", ["sim", "functional"])
+def test_a_float_scalar_is_kept_by_its_bits(stream_engine, functional_backend, backend):
+    x = torch.ones(16, 64)
+    for s in (0.0, -0.0, 0.0, 0.0, 0.0, -0.0, -0.0, -0.0, 0.0):
+        z = torch.zeros(16, 64)
+        with use_backend(backend):
+            divide_by[None, 1](x, z, s)
+        assert torch.equal(z, x / torch.tensor(s))  # (+inf, then -inf: a fresh launch's)
+    printed = []
+    with use_backend("sim"):
+        for s in (0.0, -0.0, 0.0):
+            print_scalar[None, 1](x, s)
+            printed.append(print_scalar.last_result.printed[0])
+    assert printed == ["s=0.000000\n", "s=-0.000000\n", "s=0.000000\n"]
