@@ -11,6 +11,7 @@ closure returns what its caller's `yield from` runs: a generator when it may wai
 """
 from __future__ import annotations
 
+import copy
 import math
 import operator
 import struct
@@ -475,10 +476,18 @@ class CompiledProgram:
     dyn_slots: list[int] = field(default_factory=list)
 
     def frame(self, core: Any, params: list[Any]) -> Frame:
+        """A core's frame on `params`; a struct's fields are the core's own copy (each core
+        copies the tiling data in: what a kernel writes into it stays on that core)."""
         slots: list[Any] = [None] * self.n_slots
         for slot, value in zip(self.param_slots, params):
-            slots[slot] = value
+            slots[slot] = _own_fields(value) if type(value) is dict else value
         return Frame(slots, core)
+
+
+def _own_fields(fields: dict[str, Any]) -> dict[str, Any]:
+    """A struct's fields with every array copied (lists, numpy arrays, tensors)."""
+    return {name: value.clone() if isinstance(value, torch.Tensor) else copy.copy(value)
+            for name, value in fields.items()}
 
 
 def compile_function(fn: Function, functions: dict[str, Function] | None = None

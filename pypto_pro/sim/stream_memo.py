@@ -29,6 +29,7 @@ from __future__ import annotations
 import struct
 from typing import Any
 
+import numpy as np
 import torch
 
 from . import tape
@@ -49,6 +50,11 @@ _SCALARS = frozenset(_SCALAR_BASES)
 _BITS = struct.Struct("<d").pack
 #: operand types that never hold GM (the common ones, checked first)
 _PLAIN = _SCALARS | {TileRef}
+
+
+class Unkeyable(Exception):
+    """A parameter holds a value the memo cannot key by what it holds: the launch is not
+    kept, and no kept entry is replayed for it."""
 
 
 class Entry:
@@ -102,13 +108,35 @@ def _value_key(value: Any, storages: dict[int, int], leaves: list[_Leaf]) -> Any
                 value.storage_offset(), storage.nbytes(), storages.setdefault(ptr, len(storages)))
     if isinstance(value, tuple):  # a pointer (tensor, offset)
         return tuple(_value_key(v, storages, leaves) for v in value)
-    if isinstance(value, dict):  # a struct's fields
-        return tuple((k, _value_key(v, storages, leaves)) for k, v in value.items())
+    if isinstance(value, dict):  # a struct's fields, by their values
+        return tuple((k, _field_key(v)) for k, v in value.items())
     if isinstance(value, float):  # (a subclass: numpy's float64)
         return kind, _BITS(value)
     if isinstance(value, _SCALAR_BASES):  # (a subclass: an int enum member, ...)
         return kind, value
-    return id(value)  # (held by `Entry.params`)
+    raise Unkeyable(kind.__name__)
+
+
+def _field_key(value: Any) -> Any:
+    """A struct field's part of the key: its value, an array by its elements (a list or array
+    changed in place is another key; an object's id would not be)."""
+    kind = type(value)
+    if kind is float:
+        return kind, _BITS(value)
+    if kind in _SCALARS:
+        return kind, value
+    if kind is list or kind is tuple:
+        return kind, tuple([_field_key(v) for v in value])
+    if isinstance(value, (np.ndarray, np.generic)):
+        return kind, value.dtype.str, value.shape, value.tobytes()
+    if isinstance(value, torch.Tensor):
+        data = value.detach().cpu().contiguous().reshape(-1).view(torch.uint8)
+        return kind, value.dtype, tuple(value.shape), data.numpy().tobytes()
+    if isinstance(value, float):
+        return kind, _BITS(value)
+    if isinstance(value, _SCALAR_BASES):
+        return kind, value
+    raise Unkeyable(kind.__name__)
 
 
 def _memories(launch: Any) -> tuple:
@@ -132,7 +160,10 @@ def lookup(launch: Any, kind: str = TIMED) -> Entry | None:
             all(a is b for a, b in zip(now, entry.memories)):
         if _unchanged(entry, launch):
             return entry
-        found, leaves = _described(launch)
+        try:
+            found, leaves = _described(launch)
+        except Unkeyable:
+            found = None
         if entry.key == found and (_same(entry.leaves, leaves) or
                                    _rebind(entry, launch.params, leaves)):
             return entry
@@ -243,8 +274,12 @@ def _holds_gm(value: Any) -> bool:
 
 def store(launch: Any, rec: Any, sched: Any, safe: bool, kind: str = TIMED) -> Entry:
     """Keep this launch's recording and schedule for its relaunch (replacing the kernel's last
-    entry of `kind`)."""
-    entry = Entry(*_described(launch), launch, rec, sched, safe)
+    entry of `kind`); the entry, not kept when the parameters cannot be keyed (`Unkeyable`)."""
+    try:
+        key, leaves = _described(launch)
+    except Unkeyable:
+        return Entry(None, [], launch, rec, sched, safe)
+    entry = Entry(key, leaves, launch, rec, sched, safe)
     setattr(_holder(launch), kind, entry)
     return entry
 

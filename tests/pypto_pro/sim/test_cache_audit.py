@@ -13,6 +13,9 @@ fresh launch gives, on every path, and never crashes.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+import numpy as np
 import pytest
 import torch
 
@@ -93,3 +96,35 @@ def test_a_float_scalar_is_kept_by_its_bits(stream_engine, functional_backend, b
             print_scalar[None, 1](x, s)
             printed.append(print_scalar.last_result.printed[0])
     assert printed == ["s=0.000000\n", "s=-0.000000\n", "s=0.000000\n"]
+
+
+@dataclass
+class Rows:
+    first: int[2]
+
+
+@pl.jit(arch="a5")
+def copy_rows(x: pl.Tensor[[32, 64], pl.DT_FP32], z: pl.Tensor[[16, 64], pl.DT_FP32], t: Rows):
+    """z = x[t.first[0]:][:16]; then the kernel writes t.first[1] (its own copy)."""
+    with pl.section_vector():
+        tile = pl.make_tile(F32, addr=0x0)
+        pl.load(tile, x, [t.first[0], 0])
+        pl.system.sync_src(set_pipe=MTE2, wait_pipe=MTE3, event_id=0)
+        pl.system.sync_dst(set_pipe=MTE2, wait_pipe=MTE3, event_id=0)
+        pl.store(z, tile, [0, 0])
+        t.first[1] = 7
+
+
+@pytest.mark.parametrize("array", [list, np.array])
+@pytest.mark.parametrize("backend", ["sim", "functional"])
+def test_a_struct_array_changed_in_place_is_another_launch(stream_engine, functional_backend,
+                                                           backend, array):
+    x = torch.arange(32 * 64, dtype=torch.float32).reshape(32, 64)
+    t = Rows(array([0, 0]))
+    for first in (0, 0, 0, 16, 16, 16, 0):
+        t.first[0] = first  # in place: the same list or array object
+        z = torch.zeros(16, 64)
+        with use_backend(backend):
+            copy_rows[None, 2](x, z, t)
+        assert torch.equal(z, x[first:first + 16])
+        assert list(t.first) == [first, 0]  # the kernel's write stays in the kernel
