@@ -176,7 +176,7 @@ def _setval(c, e: Call) -> Callable:
             core.time += 1
             return None  # the sanitizer reported the out-of-bounds write: skip it
         if isinstance(ref, GMRef) and core.engine.gm_views:  # loads still reading it first
-            core.engine.protect_gm(ref.storage[0])
+            core.engine.protect_gm(ref.storage)
         try:
             ref.write_linear(off(fr), torch.tensor([value(fr)]))
         except (IndexError, ValueError) as err:

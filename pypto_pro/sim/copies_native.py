@@ -193,8 +193,8 @@ def collecting(into: list) -> Iterator[list]:
 class Moves:
     """Where compiled steps (`collecting`'s) point into storages, to point them into others of
     the same size (a relaunch on new GM tensors: `stream_memo`): per record field holding an
-    address, the address, its step's records and the field's place in them; per storage, the
-    places of the views the steps keep and write."""
+    address, the address, its step's records and the field's place in them; per storage
+    (address, bytes), the places of the views the steps keep and write."""
 
     __slots__ = ("addresses", "owners", "places", "views")
 
@@ -202,8 +202,8 @@ class Moves:
         addresses: list[int] = []
         self.owners: list[array.array] = []
         self.places: list[int] = []
-        # storage address → [(list, index, side: None for a view, 0 / 1 in a (dst, src) pair)]
-        self.views: dict[int, list[tuple[list, int, int | None]]] = {}
+        # storage → [(list, index, side: None for a view, 0 / 1 in a (dst, src) pair)]
+        self.views: dict[tuple[int, int], list[tuple[list, int, int | None]]] = {}
         for run in runs:
             ints, pairs = run.keep
             for r in range(ints[0]):
@@ -222,20 +222,32 @@ class Moves:
         self.addresses = np.array(addresses, dtype=np.int64)
 
     def _note(self, view: torch.Tensor, place: tuple) -> None:
-        self.views.setdefault(view.untyped_storage().data_ptr(), []).append(place)
+        self.views.setdefault(_storage(view), []).append(place)
 
-    def move(self, storages: dict[int, torch.Tensor]) -> None:
-        """Point every address inside storage `ptr` of `storages` (old storage address → a
-        tensor on the storage replacing it, of the same size) at the same byte of the new
-        one; the steps keep and write that tensor instead of their views of the old one."""
+    def move(self, storages: dict[tuple[int, int], torch.Tensor]) -> bool:
+        """Point every address inside a storage of `storages` ((address, bytes) → a tensor on
+        the storage replacing it, of the same size) at the same byte of the new one; the steps
+        keep and write that tensor instead of their views of the old one. Each address moves
+        with the one storage holding it; storages that share bytes are refused (False, nothing
+        moved): an address there has no one storage."""
+        if not storages:
+            return True
+        ordered = sorted(storages)
+        starts = np.array([start for start, _ in ordered], dtype=np.int64)
+        ends = np.array([start + size for start, size in ordered], dtype=np.int64)
+        if (ends[:-1] > starts[1:]).any():
+            return False
         addresses, views = self.addresses, self.views
-        moving = []  # (every hit found before any moves: storages may swap places)
-        for ptr, tensor in storages.items():
-            storage = tensor.untyped_storage()
-            shift = storage.data_ptr() - ptr
+        # the storage each address lies in, if any (found before any moves: storages may swap)
+        owner = np.searchsorted(starts, addresses, side="right") - 1
+        inside = (owner >= 0) & (addresses < ends[np.maximum(owner, 0)])
+        moving = []
+        for k, old in enumerate(ordered):
+            tensor = storages[old]
+            shift = tensor.untyped_storage().data_ptr() - old[0]
             if shift:
-                hits = np.flatnonzero((addresses >= ptr) & (addresses < ptr + storage.nbytes()))
-                moving.append((tensor, shift, hits, views.pop(ptr, [])))
+                hits = np.flatnonzero(inside & (owner == k))
+                moving.append((tensor, shift, hits, views.pop(old, [])))
         for tensor, shift, hits, places in moving:
             for k in hits.tolist():
                 self.owners[k][self.places[k]] += shift
@@ -247,7 +259,14 @@ class Moves:
                     held[k] = tensor
                 else:
                     held[k] = (tensor, held[k][1]) if side == 0 else (held[k][0], tensor)
-            views.setdefault(tensor.untyped_storage().data_ptr(), []).extend(places)
+            views.setdefault(_storage(tensor), []).extend(places)
+        return True
+
+
+def _storage(view: torch.Tensor) -> tuple[int, int]:
+    """(address, bytes) of the storage behind `view`."""
+    storage = view.untyped_storage()
+    return storage.data_ptr(), storage.nbytes()
 
 
 def product(pairs: Sequence[tuple[torch.Tensor, torch.Tensor]], a: torch.Tensor,

@@ -68,9 +68,10 @@ class Engine:
         self.cores: list[Core] = []
         self.instructions = 0
         self.observer: Any = None  # pypto_pro.sanitizer.Sanitizer when sanitizing
-        # GM storage → the pipes running a load whose pending write holds a view of a window
-        # of it (`memory.LATE_SNAPSHOT`; `protect_gm` clones those before the storage changes)
-        self.gm_views: dict[int, list[Pipe]] = {}
+        # GM storage (address, bytes) → the pipes running a load whose pending write holds a
+        # view of a window of it (`memory.LATE_SNAPSHOT`; `protect_gm` clones those before
+        # the storage, or one sharing bytes with it, changes)
+        self.gm_views: dict[tuple[int, int], list[Pipe]] = {}
 
     @functools.cached_property
     def memory(self) -> MemorySystem:
@@ -89,11 +90,15 @@ class Engine:
         if memory is not None:
             _IDLE_MEMORY[self.soc.name] = (self.soc, memory)
 
-    def protect_gm(self, storage: int) -> None:
-        """GM storage `storage` is about to be written: the loads still holding views of it
-        take their snapshots now (they must not see a write that landed after they started)."""
-        for pipe in self.gm_views.pop(storage, ()):
-            pipe.snapshot()
+    def protect_gm(self, storage: tuple[int, int]) -> None:
+        """GM storage `storage` is about to be written: the loads still holding views of it, or
+        of a storage sharing bytes with it, take their snapshots now (they must not see a write
+        that landed after they started)."""
+        views = self.gm_views
+        start, end = storage[0], storage[0] + storage[1]
+        for held in [s for s in views if s == storage or (s[0] < end and start < s[0] + s[1])]:
+            for pipe in views.pop(held):
+                pipe.snapshot()
 
     def at(self, t: int, fn: Callable[[], None]) -> None:
         heapq.heappush(self._heap, (t, next(self._seq), fn))
@@ -144,7 +149,7 @@ class Pipe:
         self.blocked: tuple[int, str, str] | None = None  # (since, reason, ids)
         self._scheduled = False
         self.pending_writes: list = []  # the deferred writes of the running instruction
-        self.gm_view: int | None = None  # the GM storage a view in them reads (a late load)
+        self.gm_view: tuple[int, int] | None = None  # the GM storage a view in them reads
 
     @property
     def idle(self) -> bool:
@@ -162,7 +167,7 @@ class Pipe:
                 t = self.queue[0].issue_time
             heappush(eng._heap, (t, next(eng._seq), self._step))
 
-    def hold_gm_view(self, storage: int) -> None:
+    def hold_gm_view(self, storage: tuple[int, int]) -> None:
         """The running instruction's pending writes pass on a view of GM storage `storage`."""
         self.gm_view = storage
         self.engine.gm_views.setdefault(storage, []).append(self)
@@ -607,7 +612,7 @@ class Core:
 
 
 def start_op(instr: Instr, label: str, writes: list, obs: Any = None, core: Any = None,
-             pipe: Any = None) -> tuple[bool, int | None]:
+             pipe: Any = None) -> tuple[bool, tuple[int, int] | None]:
     """Run op `instr` on deferred copies of its operands (its writes queue on `writes`, to land
     at its end): (skip: the sanitizer `obs` reported the failure, the GM storage a late load's
     pending writes hold a view of, else None). Shared by `Core._run_op` and `replay`."""
@@ -618,7 +623,7 @@ def start_op(instr: Instr, label: str, writes: list, obs: Any = None, core: Any 
     try:
         IMPLS[instr.ir_op](deferred, instr.kwargs)
         if late and instr.ir_op == "block.load" and isinstance(deferred[1], GMRef):
-            return False, deferred[1].storage[0]
+            return False, deferred[1].storage
     except SimulationError:
         raise
     except (IndexError, ValueError, TypeError, RuntimeError) as err:
@@ -638,7 +643,7 @@ def land_writes(eng: Any, holder: Any) -> None:
         holder.gm_view = None
     for fn, args, kwargs in holder.pending_writes:
         if eng.gm_views and isinstance(fn.__self__, GMRef):
-            eng.protect_gm(fn.__self__.storage[0])
+            eng.protect_gm(fn.__self__.storage)
         fn(*args, **kwargs)
 
 

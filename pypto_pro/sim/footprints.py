@@ -60,12 +60,14 @@ class Footprints:
     """The footprints of one launch's ops (`table`) and per op (instruction, its first int in
     the table) (`index`), in instruction order."""
 
-    __slots__ = ("table", "index", "spaces", "_known")
+    __slots__ = ("table", "index", "spaces", "gm_spaces", "_known")
 
     def __init__(self) -> None:
         self.table = array("q")
         self.index = array("q")
-        self.spaces: dict[Any, int] = {}  # (id(memory), space) or GM storage id → space
+        # (id(memory), space) or GM storage (address, bytes) → space; the GM ones
+        self.spaces: dict[Any, int] = {}
+        self.gm_spaces: set[int] = set()
         # id(a tile, tile geometry, GM view or kwargs) → (it, ...): the entry keeps it alive
         self._known: dict[int, tuple] = {}
 
@@ -147,7 +149,7 @@ class Footprints:
     def _add_gm(self, ref: GMRef, write: int, gm: GMAccess | None) -> None:
         """A GM operand: the window `gm` when it is this operand's, else its whole storage."""
         found = self._gm(ref)
-        lines = gm.lines if gm is not None and gm.storage[0] == found[1] else None
+        lines = gm.lines if gm is not None and gm.storage == found[1] else None
         if type(lines) is WindowLines:
             self.table.frombytes(_window_row(lines, write, found[2]))
         else:
@@ -157,8 +159,10 @@ class Footprints:
         """(the GM view, its storage's identity, its space), known by the view."""
         found = self._known.get(id(ref))
         if found is None:
-            storage = ref.storage[0]
-            found = self._known[id(ref)] = (ref, storage, self._space(storage))
+            storage = ref.storage
+            space = self._space(storage)
+            self.gm_spaces.add(space)
+            found = self._known[id(ref)] = (ref, storage, space)
         return found
 
     def _tile(self, tile: TileRef) -> tuple:

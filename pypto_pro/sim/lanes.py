@@ -86,8 +86,7 @@ def split(instrs: list, order: list[int]) -> list[Lane] | None:
             return None
         fp.add(position, op, instr.args, instr.kwargs, _window(op, instr.args, instr.kwargs))
     gm = np.zeros(len(fp.spaces), dtype=np.int64)
-    for key, space in fp.spaces.items():
-        gm[space] = type(key) is not tuple  # (on-chip spaces are (memory, space) pairs)
+    gm[list(fp.gm_spaces)] = 1
     firsts = np.frombuffer(fp.index, dtype=np.int64)[1::2] // FP_W
     comp = scheduler_native.components(lib, np.frombuffer(fp.table, dtype=np.int64),
                                        np.ascontiguousarray(firsts), gm)

@@ -89,9 +89,10 @@ class MemorySystem:
             self.l2.reset()
         self.hbm_free = 0.0
         self.stats = MemoryStats()
-        # Each storage gets a line-aligned device address in the order the launch first touches
-        # it, so timing never depends on where the host allocator put the tensors.
-        self._base_line: dict[int, int] = {}
+        # Each storage (address, bytes) gets a line-aligned device address in the order the
+        # launch first touches it, so timing never depends on where the host allocator put the
+        # tensors. (Storages sharing bytes get apart addresses, as they do for the memo.)
+        self._base_line: dict[tuple[int, int], int] = {}
         self._next_line = 0
 
     @property
@@ -107,7 +108,7 @@ class MemorySystem:
         if n == 0:
             return onchip_end
         storage = gm.storage
-        base = self._base_line.get(storage[0])
+        base = self._base_line.get(storage)
         if base is None:
             base = self._device_line(storage)
         if self.l2 is None:  # no L2: straight to HBM (whole lines), reads and writes alike
@@ -134,8 +135,8 @@ class MemorySystem:
 
     def _device_line(self, storage: tuple[int, int]) -> int:
         """The first device line of a storage the launch has not touched yet."""
-        key, nbytes = storage
-        base = self._base_line[key] = self._next_line
+        nbytes = storage[1]
+        base = self._base_line[storage] = self._next_line
         self._next_line += -(-max(nbytes, 1) // self.line)
         return base
 

@@ -45,7 +45,7 @@ class _Running:
 
     __slots__ = ("pending_writes", "gm_view", "kind")
 
-    def __init__(self, writes: list, view: int | None, kind: Any) -> None:
+    def __init__(self, writes: list, view: tuple[int, int] | None, kind: Any) -> None:
         self.pending_writes, self.gm_view, self.kind = writes, view, kind  # kind: its pipe
 
     def snapshot(self) -> None:
@@ -58,7 +58,7 @@ class _Views:
     protect_gm = Engine.protect_gm
 
     def __init__(self) -> None:
-        self.gm_views: dict[int, list[_Running]] = {}
+        self.gm_views: dict[tuple[int, int], list[_Running]] = {}
 
 
 def run_values(rec: Any, sched: Any, eager: bool) -> None:

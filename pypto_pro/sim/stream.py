@@ -154,7 +154,7 @@ class Recording:
         self.inst_stream_start: list[int] = []  # the first instruction of each stream
         self.lines: list[np.ndarray] = []
         self.n_lines = 0
-        self.storages: dict[int, int] = {}
+        self.storages: dict[tuple[int, int], int] = {}
         self.storage_bytes: list[int] = []
         self.members = [0] * len(CORE_TYPES)
         self.cores: list[list[RecordingCore]] = []  # per block
@@ -166,9 +166,11 @@ class Recording:
         self.bound: dict[str, dict] | None = {"AIC": {}, "AIV": {}}
 
     def storage(self, storage: tuple[int, int]) -> int:
-        found = self.storages.get(storage[0])
+        """The number of GM storage (address, bytes) in this recording (`MemorySystem`'s
+        device addresses go by first use of each)."""
+        found = self.storages.get(storage)
         if found is None:
-            found = self.storages[storage[0]] = len(self.storage_bytes)
+            found = self.storages[storage] = len(self.storage_bytes)
             self.storage_bytes.append(storage[1])
         return found
 

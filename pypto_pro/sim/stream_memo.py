@@ -6,7 +6,11 @@ address in the order the launch first touches it (`MemorySystem.reset`), so wher
 a tensor does not matter either. The recorded streams, their schedule, the race verdict and the
 trace rows are a pure function of the kernel's programs, the SoC, the block count and the
 parameters: tensors by their geometry (`_value_key`: shape, strides, dtypes, offset in the
-storage, storage size, and which parameters share a storage), everything else by value. A
+storage, storage size, and which parameters share a storage, a storage being its (address,
+bytes): two can start at one address), everything else by value (floats by their bits, struct
+arrays by their elements). Parameters whose GM storages share bytes without being one storage
+(overlapping numpy slices, `untyped_storage()[0:n]` of a larger tensor) are not kept: an
+address there would belong to two storages when the recording and its tape move. A
 relaunch with equal ones replays the kept schedule (values, trace rows, L2 counters) and skips
 recording and scheduling, which are most of a timed launch.
 
@@ -18,7 +22,7 @@ recording has keeps its steps when they touch GM only through compiled copies, t
 and views moved to the new storages (`tape.moved`); otherwise it is made again.
 
 One entry per kernel (on its first program). It holds the parameters it is bound to, so the
-storage pointers it names stay unique, and no more: a rebinding hit swaps in the new ones and
+storages it names stay alive and unique, and no more: a rebinding hit swaps in the new ones and
 no view of the old tensors is left. The recorded instructions hold tiles of the slot memories
 they ran on, so a hit also needs the same memory objects in the same slots; the memory pool
 hands them back in slot order to a relaunch that follows its previous launch
@@ -41,9 +45,12 @@ _generation = 0  # `clear` bumps it: entries of earlier generations never hit
 #: (`functional_memo`); both rebind the same way (`Entry.rec.instrs`, `Entry.rec.tape`)
 TIMED, FUNCTIONAL = "stream_memo", "functional_memo"
 
-#: a tensor leaf of the parameters (a GM view, or a pointer's or a struct's tensor) and the
-#: storage it was bound to (`set_` swaps a tensor's storage under the same object)
-_Leaf = tuple[Any, int]
+#: a GM storage: (address, bytes). Two storage objects may start at one address with other
+#: sizes (`untyped_storage()[0:n]`, `torch.frombuffer`), so the address alone names none
+Storage = tuple[int, int]
+#: a tensor leaf of the parameters (a GM view, or a pointer's tensor) and the storage it was
+#: bound to (`set_` swaps a tensor's storage under the same object)
+_Leaf = tuple[Any, Storage]
 _SCALAR_BASES = (int, float, bool, str, type(None))
 _SCALARS = frozenset(_SCALAR_BASES)
 #: a float's bits: the key of a float (0.0 == -0.0, yet `x / -0.0` and printf differ)
@@ -53,8 +60,13 @@ _PLAIN = _SCALARS | {TileRef}
 
 
 class Unkeyable(Exception):
-    """A parameter holds a value the memo cannot key by what it holds: the launch is not
-    kept, and no kept entry is replayed for it."""
+    """The parameters hold a value the memo cannot key by what it holds, or GM storages that
+    overlap without being one (`aliased`): the launch is not kept, and no kept entry is
+    replayed for it."""
+
+    def __init__(self, what: str, aliased: bool = False) -> None:
+        super().__init__(what)
+        self.aliased = aliased
 
 
 class Entry:
@@ -78,17 +90,30 @@ class Entry:
 def _described(launch: Any) -> tuple[tuple, list[_Leaf]]:
     """(what a launch's recording and schedule depend on besides its programs: the key, the
     tensor leaves of its parameters in order)."""
-    storages: dict[int, int] = {}
+    storages: dict[Storage, int] = {}
     leaves: list[_Leaf] = []
     params = tuple(tuple(_value_key(v, storages, leaves) for v in values)
                    for values in launch.params.values())
+    if overlapping(storages):
+        raise Unkeyable("GM storages that overlap without being one", aliased=True)
     return (launch.kernel_type, launch.block_dim, len(launch.slots), id(launch.soc),
             *params), leaves
 
 
-def _value_key(value: Any, storages: dict[int, int], leaves: list[_Leaf]) -> Any:
+def overlapping(storages: Any) -> bool:
+    """Whether two of `storages` (distinct (address, bytes) pairs) share a byte: then an
+    address may belong to either, and neither a kept recording nor its tape can say which
+    new storage it moves to (nor can footprints, which number each storage apart)."""
+    if len(storages) < 2:
+        return False
+    ordered = sorted(storages)
+    return any(start + size > after for (start, size), (after, _) in zip(ordered, ordered[1:])
+               if size)
+
+
+def _value_key(value: Any, storages: dict[Storage, int], leaves: list[_Leaf]) -> Any:
     """A parameter's part of the key; its tensors go on `leaves`. A tensor's storage is named
-    by the order in which the parameters first name it (`storages`: pointer → that number), so
+    by the order in which the parameters first name it (`storages`: storage → that number), so
     two launches that share storages between the same parameters have equal keys."""
     kind = type(value)
     if kind is float:
@@ -96,16 +121,16 @@ def _value_key(value: Any, storages: dict[int, int], leaves: list[_Leaf]) -> Any
     if kind in _SCALARS:
         return kind, value  # (1, 1.0 and True are equal keys otherwise)
     if kind is GMRef:
-        ptr, nbytes = value.storage
-        leaves.append((value, ptr))
+        storage = value.storage
+        leaves.append((value, storage))
         return (GMRef, value.shape, value.strides, value.dtype, value.base_offset,
-                value.tensor.dtype, nbytes, storages.setdefault(ptr, len(storages)))
-    if isinstance(value, torch.Tensor):  # a pointer's or a struct's
-        storage = value.untyped_storage()
-        ptr = storage.data_ptr()
-        leaves.append((value, ptr))
+                value.tensor.dtype, storage[1], storages.setdefault(storage, len(storages)))
+    if isinstance(value, torch.Tensor):  # a pointer's
+        untyped = value.untyped_storage()
+        storage = (untyped.data_ptr(), untyped.nbytes())
+        leaves.append((value, storage))
         return (torch.Tensor, tuple(value.shape), value.stride(), value.dtype,
-                value.storage_offset(), storage.nbytes(), storages.setdefault(ptr, len(storages)))
+                value.storage_offset(), storage[1], storages.setdefault(storage, len(storages)))
     if isinstance(value, tuple):  # a pointer (tensor, offset)
         return tuple(_value_key(v, storages, leaves) for v in value)
     if isinstance(value, dict):  # a struct's fields, by their values
@@ -193,13 +218,13 @@ def _rebind(entry: Entry, params: dict, leaves: list[_Leaf]) -> bool:
     False, with nothing changed, when an operand holds GM the parameters do not explain."""
     views: dict[int, GMRef] = {}  # id(an old parameter view) → the new one
     tensors: dict[int, torch.Tensor] = {}  # id(an old parameter tensor) → the new one
-    storages: dict[int, torch.Tensor] = {}  # old storage pointer → a new tensor on its successor
-    for (old, ptr), (new, _) in zip(entry.leaves, leaves):
+    storages: dict[Storage, torch.Tensor] = {}  # old storage → a new tensor on its successor
+    for (old, storage), (new, _) in zip(entry.leaves, leaves):
         if type(old) is GMRef:
             views[id(old)] = new
             old, new = old.tensor, new.tensor
         tensors[id(old)] = new
-        storages.setdefault(ptr, new)
+        storages.setdefault(storage, new)
     made: dict[int, Any] = {}  # id(an old operand) → its rebound value (shared, as it was)
 
     def rebound(value: Any) -> Any:
@@ -210,7 +235,7 @@ def _rebind(entry: Entry, params: dict, leaves: list[_Leaf]) -> bool:
         if kind is GMRef:
             found = views.get(id(value))
             if found is None:  # a view the kernel made (`make_tensor`, `set_stride`)
-                tensor = storages.get(value.storage[0])
+                tensor = storages.get(value.storage)
                 if tensor is None:
                     raise LookupError
                 found = GMRef(tensors.get(id(value.tensor), tensor), value.shape, value.strides,
@@ -277,8 +302,8 @@ def store(launch: Any, rec: Any, sched: Any, safe: bool, kind: str = TIMED) -> E
     entry of `kind`); the entry, not kept when the parameters cannot be keyed (`Unkeyable`)."""
     try:
         key, leaves = _described(launch)
-    except Unkeyable:
-        return Entry(None, [], launch, rec, sched, safe)
+    except Unkeyable as why:  # (storages sharing bytes: footprints number them apart, so
+        return Entry(None, [], launch, rec, sched, safe and not why.aliased)  # no eager replay)
     entry = Entry(key, leaves, launch, rec, sched, safe)
     setattr(_holder(launch), kind, entry)
     return entry

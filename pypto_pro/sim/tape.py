@@ -164,20 +164,19 @@ def _on_gm(instr: Any) -> bool:
     return False
 
 
-def moved(kept: Any, storages: dict[int, torch.Tensor]) -> Tape | None:
+def moved(kept: Any, storages: dict[tuple[int, int], torch.Tensor]) -> Tape | None:
     """`kept` (a recording's `tape`) once its recording is rebound to new GM storages of the
-    same sizes (`storages`: old storage address → a tensor on its successor, `stream_memo`):
-    a tape whose steps touch GM only through compiled copies, their addresses and views moved
-    (`copies_native.Moves`); `PENDING` as it is (the next replay makes a tape, on the new
-    tensors); None for anything else (the replay after next makes one)."""
+    same sizes (`storages`: old storage (address, bytes) → a tensor on its successor,
+    `stream_memo`): a tape whose steps touch GM only through compiled copies, their addresses
+    and views moved (`copies_native.Moves`); `PENDING` as it is (the next replay makes a
+    tape, on the new tensors); None for anything else (the replay after next makes one)."""
     if kept is PENDING:
         return kept
     if type(kept) is not Tape or kept.moves is None:
         return None
     if type(kept.moves) is list:  # (worked out on the first move)
         kept.moves = copies_native.Moves(kept.moves)
-    kept.moves.move(storages)
-    return kept
+    return kept if kept.moves.move(storages) else None
 
 
 def _joined(steps: list[Step], order: list[int], lane: lanes.Lane | None

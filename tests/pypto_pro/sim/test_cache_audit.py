@@ -13,15 +13,23 @@ fresh launch gives, on every path, and never crashes.
 """
 from __future__ import annotations
 
+import array
+import os
+import subprocess
+import sys
+import textwrap
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
+import pypto_pro
 import pypto_pro.language as pl
 from pypto_pro.runtime.backends import use_backend
-from pypto_pro.sim import scheduler_native
+from pypto_pro.sim import scheduler_native, stream_memo
+from pypto_pro.sim.copies_native import REC_W, Moves
 
 V, MTE2, MTE3 = pl.PipeType.V, pl.PipeType.MTE2, pl.PipeType.MTE3
 H16 = pl.TileType([16, 64], pl.DT_FP16)
@@ -128,3 +136,89 @@ def test_a_struct_array_changed_in_place_is_another_launch(stream_engine, functi
             copy_rows[None, 2](x, z, t)
         assert torch.equal(z, x[first:first + 16])
         assert list(t.first) == [first, 0]  # the kernel's write stays in the kernel
+
+
+#: the audit's aliasing shapes, run in a child process (a regression must not take the test run
+#: down): per shape and backend, eight launches of z = x + y, three on one set of tensors (the
+#: third makes the tape), then two and three on new sets (the kept recording and its tape are
+#: moved to them), freed memory refilled in between; each prints its verdict
+ALIASING = textwrap.dedent("""
+    import gc, sys, torch, numpy as np
+    from pypto_pro.examples import load
+    from pypto_pro.runtime.backends import register_backend, use_backend
+    from pypto_pro.runtime.backends.sim import SimBackend
+    register_backend("functional", lambda: SimBackend(functional_only=True))
+    add = load("vector_add").add_kernel
+    M = N = 256
+    E = M * N
+
+    def same_address(seed):  # x: a storage of E elements; z: one of 2E at the same address
+        g = torch.Generator().manual_seed(seed)
+        base = torch.randn(2 * E, generator=g).half()
+        x = torch.empty(0, dtype=torch.float16).set_(base.untyped_storage()[0:2 * E], 0,
+                                                     (M, N), (N, 1))
+        return base, x, torch.randn(M, N, generator=g).half(), base[E:].view(M, N)
+
+    def frombuffer(seed):
+        g = torch.Generator().manual_seed(seed)
+        buf = bytearray(torch.randn(2 * E, generator=g).half().numpy().tobytes())
+        x = torch.frombuffer(buf, dtype=torch.float16, count=E).view(M, N)
+        z = torch.frombuffer(buf, dtype=torch.float16)[E:].view(M, N)
+        return buf, x, torch.randn(M, N, generator=g).half(), z
+
+    def overlapping(seed):  # numpy slices: storages [0, 2E) and [E, 3E)
+        rng = np.random.default_rng(seed)
+        a = rng.standard_normal(3 * E).astype(np.float16)
+        x = torch.from_numpy(a[0:2 * E])[:E].view(M, N)
+        z = torch.from_numpy(a[E:3 * E])[:E].view(M, N)
+        y = torch.from_numpy(rng.standard_normal(E).astype(np.float16)).view(M, N)
+        return a, x, y, z
+
+    for make in (same_address, frombuffer, overlapping):
+        for backend in ("sim", "functional"):
+            verdicts, current = [], None
+            for s in (0, 0, 0, 1, 1, 2, 2, 2):
+                if s != current:
+                    made = None
+                    gc.collect()
+                    junk = [np.full(4 * E, 7.0, dtype=np.float16) for _ in range(6)]
+                    made, current = make(s), s
+                _, x, y, z = made
+                z.zero_()
+                want = (x.float() + y.float()).half()
+                with use_backend(backend):
+                    add[None, 4](x, y, z)
+                verdicts.append("ok" if torch.equal(z, want) else "WRONG")
+            print(make.__name__, backend, " ".join(verdicts), flush=True)
+""")
+
+
+def test_aliased_storages_relaunch_as_fresh_launches(tmp_path):
+    root = str(Path(pypto_pro.__file__).resolve().parents[1])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, "-c", ALIASING], env=env, capture_output=True,
+                          text=True, timeout=600, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    lines = done.stdout.splitlines()
+    assert len(lines) == 6 and all(line.endswith(" ".join(["ok"] * 8)) for line in lines), lines
+
+
+def test_storages_sharing_bytes_are_not_kept():
+    assert not stream_memo.overlapping({(100, 50): 0, (150, 10): 1, (0, 0): 2})
+    assert stream_memo.overlapping({(100, 50): 0, (100, 20): 1})  # one address, two sizes
+    assert stream_memo.overlapping({(100, 50): 0, (140, 20): 1})
+
+
+def test_a_move_gives_each_address_to_the_one_storage_holding_it():
+    a, b = torch.zeros(64), torch.zeros(64)
+    new_a, new_b = torch.zeros(64), torch.zeros(64)
+    run = lambda: None  # noqa: E731 - a compiled step's shape: records and the views kept
+    record = [0, a.data_ptr() + 8, b.data_ptr() + 4]  # a copy: kind, dst, src
+    ints = array.array("q", [1, *record, *[0] * (REC_W - len(record))])
+    run.keep, run.written = (ints, []), []
+    moves = Moves([run])
+    storage = lambda t: (t.untyped_storage().data_ptr(), t.untyped_storage().nbytes())  # noqa: E731
+    assert not moves.move({storage(a): new_a, (storage(a)[0] + 8, 16): new_b})  # shared bytes
+    assert list(moves.addresses) == [a.data_ptr() + 8, b.data_ptr() + 4]
+    assert moves.move({storage(a): new_a, storage(b): new_b})
+    assert list(moves.addresses) == [new_a.data_ptr() + 8, new_b.data_ptr() + 4]

@@ -56,7 +56,7 @@ def test_a_reused_gm_window_gives_the_rows_of_a_fresh_one() -> None:
         fresh.add(i, op, args, {}, gm_access)
         assert _rows(fresh) == _rows(reused)[-2:]
     window = (16 * 256 + 64) * 2, 16, 512, 128  # first byte, rows, stride, row bytes
-    gm_space = reused.spaces[gm.storage[0]]
+    gm_space = reused.spaces[gm.storage]
     assert _rows(reused)[1] == (0, gm_space, *window)  # the load reads the window
     assert _rows(reused)[2] == (1, gm_space, *window)  # the store writes it (GM first)
     assert _rows(reused)[4:] == _rows(reused)[:4]
@@ -69,4 +69,4 @@ def test_a_gm_operand_other_than_the_window_is_its_whole_storage() -> None:
     load = op_cost("block.load", [_tile(), gm, (0, 0)], {}, soc).gm
     fp = Footprints()
     fp.add(0, "block.load", [_tile(), other, (0, 0)], {}, load)  # (not this operand's window)
-    assert _rows(fp)[1] == (0, fp.spaces[other.storage[0]], *_WHOLE)
+    assert _rows(fp)[1] == (0, fp.spaces[other.storage], *_WHOLE)
