@@ -16,12 +16,15 @@ The steps of a lane are made on the thread that runs them: products compute into
 buffers of their thread (`ops.cube`). A launch that runs compiled bodies of its own (VF
 sections, SIMT launches: their memory is not their operands') or an op without a spec keeps one
 lane. `PYPTOPRO_SIM_LANES=1` keeps one lane always; the default is two on a machine with two
-CPUs or more for this process.
+CPUs or more for this process. The worker takes on the torch thread count and the FP control
+state (`torch.set_flush_denormal`) of the thread that hands it a lane, so a lane computes there
+what it computes here.
 """
 from __future__ import annotations
 
 import os
 import queue
+import sys
 import threading
 from collections.abc import Callable
 from functools import partial
@@ -44,6 +47,8 @@ _BODIES = frozenset({"vf.vec_scope", "simt.launch"})
 _MIN_LANE = 64
 #: ops whose footprint is a GM window: op → (tile position, GM position)
 _WINDOWED = {"block.load": (0, 1), "block.store": (1, 0), "block.store_fp": (1, 0)}
+#: the smallest normal double, and one half (names: a product of literals would be folded)
+_SMALLEST_NORMAL, _HALF = sys.float_info.min, 0.5
 
 
 def wanted() -> bool:
@@ -189,13 +194,22 @@ def run_lanes(call: Callable[[Any], Any], items: list[list], split: list[Lane],
     return [out for out, _ in runs], min(failures, key=lambda f: f[0]) if failures else None
 
 
-class _Job:
-    """A call the worker runs, with the torch threads of the thread that started it."""
+def flushes_denormals() -> bool:
+    """Whether this thread flushes denormal floats to zero (`torch.set_flush_denormal`: the
+    FP control state is per thread): half the smallest normal double is a denormal."""
+    return _SMALLEST_NORMAL * _HALF == 0.0
 
-    __slots__ = ("run", "threads", "done", "value", "error")
+
+
+class _Job:
+    """A call the worker runs, with the torch threads and the FP control state (flushing
+    denormals or not) of the thread that started it."""
+
+    __slots__ = ("run", "threads", "flush", "done", "value", "error")
 
     def __init__(self, run: Callable[[], Any]) -> None:
         self.run, self.threads = run, torch.get_num_threads()
+        self.flush = flushes_denormals()
         self.done = threading.Event()
         self.value: Any = None
         self.error: BaseException | None = None
@@ -227,6 +241,8 @@ class _Worker:
             try:
                 if torch.get_num_threads() != job.threads:  # (per thread with OpenMP)
                     torch.set_num_threads(job.threads)
+                if flushes_denormals() != job.flush:
+                    torch.set_flush_denormal(job.flush)
                 job.value = job.run()
             except BaseException as err:  # noqa: BLE001 - handed to the caller
                 job.error = err

@@ -28,7 +28,7 @@ import torch
 import pypto_pro
 import pypto_pro.language as pl
 from pypto_pro.runtime.backends import use_backend
-from pypto_pro.sim import scheduler_native, stream_memo
+from pypto_pro.sim import lanes, scheduler_native, stream_memo, tape
 from pypto_pro.sim.copies_native import REC_W, Moves
 
 V, MTE2, MTE3 = pl.PipeType.V, pl.PipeType.MTE2, pl.PipeType.MTE3
@@ -222,3 +222,52 @@ def test_a_move_gives_each_address_to_the_one_storage_holding_it():
     assert list(moves.addresses) == [a.data_ptr() + 8, b.data_ptr() + 4]
     assert moves.move({storage(a): new_a, storage(b): new_b})
     assert list(moves.addresses) == [new_a.data_ptr() + 8, new_b.data_ptr() + 4]
+
+
+@pl.jit(arch="a5")
+def add_rows(x: pl.Tensor[[64, 64], pl.DT_FP32], y: pl.Tensor[[64, 64], pl.DT_FP32],
+             z: pl.Tensor[[64, 64], pl.DT_FP32]):
+    """z = x + y, 16 rows per block."""
+    with pl.section_vector():
+        a = pl.make_tile(F32, addr=0x0)
+        b = pl.make_tile(F32, addr=0x1000)
+        row = pl.get_block_idx() * 16
+        pl.load(a, x, [row, 0])
+        pl.load(b, y, [row, 0])
+        pl.system.sync_src(set_pipe=MTE2, wait_pipe=V, event_id=0)
+        pl.system.sync_dst(set_pipe=MTE2, wait_pipe=V, event_id=0)
+        pl.add(a, a, b)
+        pl.system.sync_src(set_pipe=V, wait_pipe=MTE3, event_id=0)
+        pl.system.sync_dst(set_pipe=V, wait_pipe=MTE3, event_id=0)
+        pl.store(z, a, [row, 0])
+
+
+@pytest.fixture
+def flush_denormal():
+    """`torch.set_flush_denormal` as the test leaves it is put back."""
+    yield
+    torch.set_flush_denormal(False)
+
+
+@pytest.mark.parametrize("backend", ["sim", "functional"])
+def test_flush_denormal_set_after_the_worker_started_holds_on_it(
+        monkeypatch, stream_engine, functional_backend, flush_denormal, backend):
+    monkeypatch.setenv(lanes.ENV_LANES, "2")
+    monkeypatch.setattr(lanes, "_MIN_LANE", 1)  # (two lanes however few steps each gets)
+    monkeypatch.setattr(tape.Tape, "together", lambda self: True)
+    lanes.worker().start(lambda: None).wait()  # the worker runs, flushing nothing
+    if not torch.set_flush_denormal(True):
+        pytest.skip("no flush-denormal control on this CPU")
+    # denormals, made from their bits (made from floats they are flushed): their sums are
+    # flushed to 0 on this thread
+    x = torch.full((64, 64), 0x00200000, dtype=torch.int32).view(torch.float32)
+    y = torch.full((64, 64), 0x00100000, dtype=torch.int32).view(torch.float32)
+    sums = []
+    with use_backend(backend):
+        for _ in range(6):  # the fourth plays the tape, its second lane on the worker
+            z = torch.ones(64, 64)
+            add_rows[None, 4](x, y, z)
+            sums.append(z)
+    # (bits: under DAZ a denormal compares equal to 0.0)
+    assert all(torch.equal(z.view(torch.int32), torch.zeros(64, 64, dtype=torch.int32))
+               for z in sums)
