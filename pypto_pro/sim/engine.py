@@ -100,6 +100,15 @@ class Engine:
             for pipe in views.pop(held):
                 pipe.snapshot()
 
+    def land_in_flight(self) -> None:
+        """An op fails: the ops running then land their writes, in the order they would have
+        finished (a failed launch leaves the writes of every op that started before the
+        failing one and of none after it, on every path: `replay`, `tape`)."""
+        finishing = [entry for entry in self._heap
+                     if getattr(entry[2], "__func__", None) is Pipe.finish]
+        for _, _, finish in sorted(finishing):  # (by time, then by the order they were due)
+            land_writes(self, finish.__self__)
+
     def at(self, t: int, fn: Callable[[], None]) -> None:
         heapq.heappush(self._heap, (t, next(self._seq), fn))
 
@@ -426,7 +435,11 @@ class Core:
         writes: list = []
         obs, skip = eng.observer, False
         if not eng.timing_only:
-            skip, view = start_op(instr, self.label, writes, obs, self, pipe)
+            try:
+                skip, view = start_op(instr, self.label, writes, obs, self, pipe)
+            except SimulationError:
+                eng.land_in_flight()
+                raise
             if view is not None:
                 pipe.hold_gm_view(view)
         if obs is not None and not skip:

@@ -136,69 +136,45 @@ def _dealt(comp: np.ndarray) -> list[Lane] | None:
             for part in (ranked[:cut], ranked[cut:]) if len(part)]
 
 
-def run(call: Callable[[Any], Any], items: list, lane: Lane, bound: int | None = None
-        ) -> tuple[list, tuple[int, int, Exception] | None]:
-    """`call` of each of a lane's items (`items[i]` is the op at `lane.positions[i]`), in the
-    lane's order, but for those at or past position `bound`. After an item raises, only the
-    items of other groups before it in the replay's order run, each group until it raises
-    (they would have run before it). (The results, and (position, index, error) of the item
-    that raised first in the replay's order, or None.)"""
-    out: list = []
-    positions, groups = lane.positions, lane.groups
-    failure = None
-    if bound is None:
+def run(steps: list[Callable[[], Any]]) -> tuple[int, BaseException] | None:
+    """Run a lane's steps in order, up to the first that raises: (its index, the error), or
+    None. (A tape in lanes holds only bound steps, which have no checks to fail: `tape.make`.)"""
+    for index, step in enumerate(steps):
         try:
-            for item in items:
-                out.append(call(item))
-            return out, None
+            step()
         except Exception as err:  # noqa: BLE001 - the caller raises it
-            failure = (positions[len(out)], len(out), err)
-            bound = failure[0]
-            out.append(None)
-    failed = set() if failure is None else {groups[failure[1]]}
-    for i in range(len(out), len(items)):
-        out.append(None)
-        if positions[i] >= bound or groups[i] in failed:
-            continue
-        try:
-            out[i] = call(items[i])
-        except Exception as err:  # noqa: BLE001 - the caller raises it
-            failure, bound = (positions[i], i, err), positions[i]
-            failed.add(groups[i])
-    return out, failure
+            return index, err
+    return None
 
 
-def run_lanes(call: Callable[[Any], Any], items: list[list], split: list[Lane],
-              together: bool, here: bool = False
-              ) -> tuple[list[list], tuple[int, int, int, Exception] | None]:
-    """`run` of each lane's items: a second lane on the worker while the first runs here
-    (`together`), else after it, on the worker or (`here`) here, left out from where the first
-    failed. (Per lane the results, and (position, lane, index, error) of the item that failed
-    first in the replay's order, or None.)"""
-    runs = [None, None]
+def run_lanes(steps: list[list[Callable[[], Any]]], split: list[Lane], together: bool,
+              here: bool = False) -> tuple[int, int, int, BaseException] | None:
+    """`run` of each lane's steps: a second lane on the worker while the first runs here
+    (`together`), else after it, on the worker or (`here`) here, each up to its first failure.
+    (Position, lane, index, error) of the step that failed first in the replay's order, or
+    None."""
     if len(split) == 1:
-        runs = [run(call, items[0], split[0])]
+        found = [run(steps[0])]
     elif together:
-        job = worker().start(partial(run, call, items[1], split[1]))
+        job = worker().start(partial(run, steps[1]))
         try:
-            runs[0] = run(call, items[0], split[0])
+            first = run(steps[0])
         finally:
-            runs[1] = job.wait()  # (nothing runs on before the worker's lane is through)
+            second = job.wait()  # (nothing runs on before the worker's lane is through)
+        found = [first, second]
     else:
-        runs[0] = run(call, items[0], split[0])
-        second = partial(run, call, items[1], split[1],
-                         None if runs[0][1] is None else runs[0][1][0])
-        runs[1] = second() if here else worker().start(second).wait()
-    failures = [(found[0], k, found[1], found[2]) for k, (_, found) in enumerate(runs)
-                if found is not None]
-    return [out for out, _ in runs], min(failures, key=lambda f: f[0]) if failures else None
+        second = partial(run, steps[1])
+        found = [run(steps[0]), second() if here else worker().start(second).wait()]
+    failures = [(split[k].positions[index], k, index, err)
+                for k, failed in enumerate(found) if failed is not None
+                for index, err in (failed,)]
+    return min(failures, key=lambda f: f[0]) if failures else None
 
 
 def flushes_denormals() -> bool:
     """Whether this thread flushes denormal floats to zero (`torch.set_flush_denormal`: the
     FP control state is per thread): half the smallest normal double is a denormal."""
     return _SMALLEST_NORMAL * _HALF == 0.0
-
 
 
 class _Job:

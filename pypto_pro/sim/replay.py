@@ -9,6 +9,11 @@ while an op writing memory it touches runs (`scheduler_native.first_race` over t
 `footprints`), reading at the start and writing at the finish is the same as doing both at
 the start: the replay is eager, calling each op directly at its start (`PATHS` counts which);
 a kept recording's relaunches of the same operands make its `tape`, then run that instead.
+
+A launch that fails at an op leaves in memory the writes of every op that started before the
+failing one, and of none after it, on every path: the eager replay (and a tape) lands writes
+at the starts; the deferred replay, like the Python engine (`Engine.land_in_flight`), lands
+the writes of the ops still running, in the order they would have finished.
 """
 from __future__ import annotations
 
@@ -109,11 +114,18 @@ def _run_deferred(rec: Any, sched: Any) -> None:
     labels = _labels(rec)
     views = _Views()
     running: dict[int, _Running] = {}
-    for e in sched.events.tolist():
+    events = sched.events.tolist()
+    for at, e in enumerate(events):
         if e >= 0:
             instr = instrs[e]
             writes: list = []
-            _, view = start_op(instr, labels[e], writes)
+            try:
+                _, view = start_op(instr, labels[e], writes)
+            except SimulationError:  # the running ops land, in the order they finish
+                for later in events[at + 1:]:
+                    if later < 0 and ~later in running:
+                        land_writes(views, running.pop(~later))
+                raise
             if writes or view is not None:
                 held = running[e] = _Running(writes, view, instr.pipe)
                 if view is not None:

@@ -20,10 +20,14 @@ again. The replay that leaves it `PENDING` starts that library's build, so the t
 has it.
 
 The ops of blocks that share no written memory commute, so a tape keeps its steps in groups
-that share none, dealt to two lanes (`lanes`): each lane's steps are made on the thread that
-runs them, and a play runs the second lane on a worker while the first runs here, or one after
-the other, whichever was faster when last timed. In a lane, each run of a group's compiled
-steps (copies, cube products) is one call (`memory.joined`, `memory.chained`).
+that share none, dealt to two lanes (`lanes`), and a play runs the second lane on a worker
+while the first runs here, or one after the other, whichever was faster when last timed. The
+steps are made here, in the replay's order, each product in its lane's scratch buffers
+(`cube.lane_scratch`). Out of the replay's order, an op failing would leave other writes than a
+fresh launch leaves (which stops at it), so only a tape of bound steps, which have no checks
+left to fail, gets lanes; one with an impl call (it checks its operands again: `ImplCall`)
+keeps one lane in the replay's order. In a lane, each run of a group's compiled steps (copies,
+cube products) is one call (`memory.joined`, `memory.chained`).
 """
 from __future__ import annotations
 
@@ -39,6 +43,7 @@ from ..errors import SimulationError
 from . import copies_native, lanes
 from .memory import GMRef, Step, TileRef, chained, joined
 from .ops import IMPLS, STEPS
+from .ops.cube import lane_scratch
 
 #: `rec.tape` after a replay of its recording that made no tape: the next one makes it
 PENDING = object()
@@ -101,11 +106,13 @@ def kept(rec: Any, sched: Any) -> Tape | None:
 
 def make(rec: Any, sched: Any, order: list[int],
          run_op: Callable[[Any, int, bool], Step | None]) -> bool:
-    """Run instructions `order` of `rec` eagerly, each through `run_op(rec, e, build)` (which
-    runs it and, if `build`, gives its `step`); make their steps `rec.tape` when the last
-    replay left it `PENDING` (or a tape that no longer fits), else leave it `PENDING`. Whether
-    it made one. A tape in two lanes has each lane's steps made on the thread that runs them,
-    one lane after the other (they commute)."""
+    """Run instructions `order` of `rec` eagerly, in that order, each through `run_op(rec, e,
+    build)` (which runs it and, if `build`, gives its `step`); make their steps `rec.tape` when
+    the last replay left it `PENDING` (or a tape that no longer fits), else leave it `PENDING`.
+    Whether it made one. The lanes (`lanes.split`) are dealt before the steps are made, each
+    step with its lane's scratch (`cube.lane_scratch`); a tape with a step that checks its
+    operands again (an impl call: it may fail on values) keeps one lane in the replay's order,
+    so that a failing op leaves what it leaves in this one."""
     build = getattr(rec, "tape", None) is not None
     rec.tape = None  # (until the replay is through: an op error leaves none pending)
     if not build:
@@ -116,41 +123,36 @@ def make(rec: Any, sched: Any, order: list[int],
         rec.tape = PENDING
         return False
     epoch, copies = TileRef.epoch, copies_native.library()
-    runs: list = []  # the compiled steps made (`copies_native.collecting`)
-    loose: list[int] = []  # instructions on GM whose steps are not compiled copies
-    build = partial(_built, rec, run_op, runs, loose)
     split = lanes.split(rec.instrs, order)
-    if split is None:
-        steps, orders, split = [[build(e) for e in order]], [order], [None]
-    else:
-        orders = [[order[p] for p in lane.positions] for lane in split]
-        steps, failed = lanes.run_lanes(build, orders, split,
-                                        together=False)  # (each on the thread that runs it)
-        if failed is not None:
-            raise failed[3]
+    lane_of = [0] * len(order)
+    for k, lane in enumerate(split or ()):
+        for position in lane.positions:
+            lane_of[position] = k
+    runs: list = []  # the compiled steps made (`copies_native.collecting`)
+    on_gm_alone = True  # no step but compiled copies touches GM (a GM move can move them)
+    steps: list[Step] = []
     with copies_native.collecting(runs):
-        made = [_joined(*lane) for lane in zip(steps, orders, split)]
-    replaced = {part for steps, _, _ in made for step in steps
+        for position, e in enumerate(order):
+            with lane_scratch(lane_of[position]):
+                made = run_op(rec, e, True)
+            steps.append(made)
+            if on_gm_alone and getattr(made, "keep", None) is None and \
+                    getattr(made, "copies", None) is None and _on_gm(rec.instrs[e]):
+                on_gm_alone = False
+        if split is None or any(type(made) is ImplCall for made in steps):
+            made_lanes = [_joined(steps, order, None)]
+        else:
+            made_lanes = [_joined([steps[p] for p in lane.positions],
+                                  [order[p] for p in lane.positions], lane) for lane in split]
+    replaced = {part for steps, _, _ in made_lanes for step in steps
                 for part in getattr(step, "replaces", ())}
     runs = [run for run in runs if id(run) not in replaced]  # (only the chains run them)
     # (an epoch change while making it: a view bound early may be stale)
-    rec.tape = Tape(made, epoch, sched, copies, None if loose else runs) \
+    rec.tape = Tape(made_lanes, epoch, sched, copies, runs if on_gm_alone else None) \
         if TileRef.epoch == epoch else PENDING
     global MADE
     MADE += 1
     return True
-
-
-def _built(rec: Any, run_op: Callable[[Any, int, bool], Step | None], runs: list,
-           loose: list[int], e: int) -> Step | None:
-    """`run_op(rec, e, True)`, its compiled steps noted in `runs`, and `e` in `loose` when it
-    has GM operands and its step is not a compiled copy (a GM move cannot move it)."""
-    with copies_native.collecting(runs):
-        made = run_op(rec, e, True)
-    if not loose and getattr(made, "keep", None) is None and \
-            getattr(made, "copies", None) is None and _on_gm(rec.instrs[e]):
-        loose.append(e)
-    return made
 
 
 def _on_gm(instr: Any) -> bool:
@@ -184,8 +186,7 @@ def _joined(steps: list[Step], order: list[int], lane: lanes.Lane | None
     """A lane with each run of compiled copies of one group in one step (`memory.joined`),
     then each run of compiled steps of one group in one step (`memory.chained`): fewer
     calls, and fewer times a lane running beside another waits for the GIL. A joined step
-    never fails, so it stands at its first op's place. (Within a group: after an op error
-    only the other groups' ops before it in the replay's order run, `lanes.run`.)"""
+    never fails, so it stands at its first op's place."""
     groups = lane.groups if lane is not None else [0] * len(steps)
     out: list[Step] = []
     firsts: list[int] = []
@@ -206,6 +207,13 @@ def _joined(steps: list[Step], order: list[int], lane: lanes.Lane | None
     return out, [order[k] for k in firsts], kept
 
 
+class ImplCall(partial):
+    """A step that is an op's impl on its operands: it checks them again, so it may fail on
+    the values it meets (a bound step, `ops.STEPS`, checked them when it was made)."""
+
+    __slots__ = ()
+
+
 def step(op: str, args: list, kwargs: dict, build: bool = True) -> Step | None:
     """Run `op` through its impl, or if `build`, give its step (`ops.STEPS`, else the impl
     call) and run that (it binds the operands as they are before the op)."""
@@ -213,7 +221,7 @@ def step(op: str, args: list, kwargs: dict, build: bool = True) -> Step | None:
     builder = STEPS.get(op) if build else None
     made = None if builder is None else builder(args, kwargs)
     if made is None:
-        made = partial(impl, args, kwargs)
+        made = ImplCall(impl, args, kwargs)
     made()
     return made if build else None
 
@@ -235,8 +243,8 @@ def play(rec: Any, tape: Tape, op_error: Callable[[Any, int, Exception], Simulat
         return
     together = tape.together()
     start = time.perf_counter()
-    _, failed = lanes.run_lanes(_call, [steps for steps, _, _ in tape.lanes],
-                                [lane for _, _, lane in tape.lanes], together, here=True)
+    failed = lanes.run_lanes([steps for steps, _, _ in tape.lanes],
+                             [lane for _, _, lane in tape.lanes], together, here=True)
     tape.timed(together, time.perf_counter() - start)
     if failed is not None:
         _, k, index, err = failed
@@ -245,8 +253,5 @@ def play(rec: Any, tape: Tape, op_error: Callable[[Any, int, Exception], Simulat
         raise op_error(rec, tape.lanes[k][1][index], err) from err
 
 
-def _call(run: Step) -> None:
-    run()
-
-
-__all__ = ["MADE", "OP_ERRORS", "PENDING", "Step", "Tape", "kept", "make", "moved", "play", "step"]
+__all__ = ["MADE", "OP_ERRORS", "PENDING", "ImplCall", "Step", "Tape", "kept", "make", "moved",
+           "play", "step"]

@@ -28,9 +28,10 @@ cost ~57% more CPU (OpenMP workers spin between the short parallel regions).
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import torch
 
@@ -97,7 +98,7 @@ def _kept_plan(op: str, lhs: TileRef, rhs: TileRef) -> tuple:
     if type(lhs) is not TileRef or type(rhs) is not TileRef:
         return _plan(lhs, rhs, *_sizes(op, lhs, rhs))
     plans = lhs.kept()  # (on the tile: a plan holds views of its buffers)
-    key = ("product", rhs, threading.get_ident())  # (the scratch buffers are per thread)
+    key = ("product", rhs, _owner())  # (the scratch buffers are their owner's)
     kept = plans.get(key)
     if kept is None or kept[0] != TileRef.epoch:
         kept = plans[key] = (TileRef.epoch, _plan(lhs, rhs, *_sizes(op, lhs, rhs)))
@@ -191,20 +192,43 @@ def _storage_view(tile: TileRef, rows: int, cols: int, transposed: bool = False
     return views.transposed if transposed else views.typed
 
 
-#: float32 buffers reused by every product of a thread (launches may run in several), by
-#: (role, shape, view shape): operands, and products a caller is done with before the next
-#: one (`_product(reuse=True)`); each with its view in the shape of the storage view
-#: converted into it (a view per call costs more)
-_SCRATCH = threading.local()
+#: per thread, float32 buffers reused by every product made there (launches may run in
+#: several threads), by (role, shape, view shape): operands, and products a caller is done with
+#: before the next one (`_product(reuse=True)`); each with its view in the shape of the storage
+#: view converted into it (a view per call costs more). A thread keeps one set per tape lane
+#: (`lane_scratch`): a lane's steps are made here and may run on another thread, at once with
+#: the other lane's
+_SCRATCH = threading.local()  # `.buffers`: lane → buffers; `.lane`: the lane products are for
 _SCRATCH_MAX = 64
+
+
+@contextlib.contextmanager
+def lane_scratch(lane: int) -> Iterator[None]:
+    """Products made meanwhile on this thread compute in the scratch of its tape lane `lane`
+    (lane 0 is the thread's own)."""
+    before = getattr(_SCRATCH, "lane", 0)
+    _SCRATCH.lane = lane
+    try:
+        yield
+    finally:
+        _SCRATCH.lane = before
+
+
+def _owner() -> tuple[int, int]:
+    """Whose scratch a product made here uses: (this thread, its lane)."""
+    return threading.get_ident(), getattr(_SCRATCH, "lane", 0)
 
 
 def _scratch(role: str, shape: tuple[int, int], grid: torch.Size | None = None
              ) -> tuple[torch.Tensor, torch.Tensor]:
     """The `role` buffer of `shape`, and it viewed as `grid` (default: `shape`)."""
-    buffers = getattr(_SCRATCH, "buffers", None)
+    lanes = getattr(_SCRATCH, "buffers", None)
+    if lanes is None:
+        lanes = _SCRATCH.buffers = {}
+    lane = getattr(_SCRATCH, "lane", 0)
+    buffers = lanes.get(lane)
     if buffers is None:
-        buffers = _SCRATCH.buffers = {}
+        buffers = lanes[lane] = {}
     key = (role, shape, grid)
     hit = buffers.get(key)
     if hit is None:

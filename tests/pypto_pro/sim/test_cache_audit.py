@@ -271,3 +271,112 @@ def test_flush_denormal_set_after_the_worker_started_holds_on_it(
     # (bits: under DAZ a denormal compares equal to 0.0)
     assert all(torch.equal(z.view(torch.int32), torch.zeros(64, 64, dtype=torch.int32))
                for z in sums)
+
+
+ROWS_T = pl.TileType([8, 64], pl.DT_FP32)
+OFF_T = pl.TileType([8, 8], pl.DT_INT32)
+
+
+@pl.jit(arch="a5")
+def gather_rows(x: pl.Tensor[[64, 64], pl.DT_FP32], offsets: pl.Tensor[[64, 8], pl.DT_INT32],
+                out: pl.Tensor[[64, 64], pl.DT_FP32]):
+    """Each block gathers its 8 rows' 32-byte blocks at the byte offsets of its 8 rows (an
+    offset past the tile is an op error), then adds 1 to them."""
+    with pl.section_vector():
+        row = pl.get_block_idx() * 8
+        src = pl.make_tile(ROWS_T, addr=0x0)
+        off = pl.make_tile(OFF_T, addr=0x1000)
+        dst = pl.make_tile(ROWS_T, addr=0x2000)
+        pl.load(src, x, [row, 0])
+        pl.load(off, offsets, [row, 0])
+        pl.system.sync_src(set_pipe=MTE2, wait_pipe=V, event_id=0)
+        pl.system.sync_dst(set_pipe=MTE2, wait_pipe=V, event_id=0)
+        pl.gatherb(dst, src, off)
+        pl.adds(dst, dst, 1.0)
+        pl.system.sync_src(set_pipe=V, wait_pipe=MTE3, event_id=0)
+        pl.system.sync_dst(set_pipe=V, wait_pipe=MTE3, event_id=0)
+        pl.store(out, dst, [row, 0])
+
+
+def _failing(backend: str, offsets: torch.Tensor, x: torch.Tensor) -> tuple[str, torch.Tensor]:
+    """(the error, GM `out` after it) of a launch of `gather_rows` on `offsets` that fails."""
+    out = torch.full((64, 64), -1.0)
+    with use_backend(backend), pytest.raises(pypto_pro.errors.SimulationError) as err:
+        gather_rows[None, 8](x, offsets, out)
+    return str(err.value), out
+
+
+@pytest.mark.parametrize("together", [True, False])
+@pytest.mark.parametrize("backend", ["sim", "functional"])
+def test_a_failing_relaunch_leaves_the_gm_writes_of_a_fresh_launch(
+        monkeypatch, stream_engine, functional_backend, backend, together):
+    monkeypatch.setenv(lanes.ENV_LANES, "2")
+    monkeypatch.setattr(lanes, "_MIN_LANE", 1)
+    monkeypatch.setattr(tape.Tape, "together", lambda self: together)
+    x = torch.arange(64 * 64, dtype=torch.float32).reshape(64, 64)
+    good = (torch.arange(8, dtype=torch.int32) * 32).flip(0).repeat(64, 1)
+    bad = good.clone()
+    bad[8 * 2 + 3, 1] = bad[8 * 6 + 5, 4] = 4096  # blocks 2 and 6 fail
+    for launches in range(5):  # 0: fresh; 1: a relaunch; 2: it makes the tape; 3, 4: taped
+        stream_memo.clear()
+        with use_backend(backend):
+            for _ in range(launches):
+                gather_rows[None, 8](x, good, torch.zeros(64, 64))
+        error, out = _failing(backend, bad, x)
+        if not launches:
+            fresh = error, out
+        assert error == fresh[0]
+        assert torch.equal(out, fresh[1]), launches
+    assert (fresh[1][16:24] == -1).all()  # the failing block wrote nothing
+
+
+BIG = pl.TileType([64, 64], pl.DT_FP32)
+
+
+@pl.jit(arch="a5")
+def store_while_gathering(x: pl.Tensor[[64, 64], pl.DT_FP32],
+                          offsets: pl.Tensor[[8, 8], pl.DT_INT32],
+                          out: pl.Tensor[[64, 64], pl.DT_FP32],
+                          picked: pl.Tensor[[8, 64], pl.DT_FP32]):
+    """Block 0 stores a large tile; block 1's gather starts while that store runs."""
+    with pl.section_vector():
+        if pl.get_block_idx() == 0:
+            t = pl.make_tile(BIG, addr=0x0)
+            pl.load(t, x, [0, 0])
+            pl.system.sync_src(set_pipe=MTE2, wait_pipe=MTE3, event_id=0)
+            pl.system.sync_dst(set_pipe=MTE2, wait_pipe=MTE3, event_id=0)
+            pl.store(out, t, [0, 0])
+        else:
+            src = pl.make_tile(ROWS_T, addr=0x0)
+            off = pl.make_tile(OFF_T, addr=0x1000)
+            dst = pl.make_tile(ROWS_T, addr=0x2000)
+            pl.load(src, x, [0, 0])
+            pl.load(off, offsets, [0, 0])
+            pl.system.sync_src(set_pipe=MTE2, wait_pipe=V, event_id=0)
+            pl.system.sync_dst(set_pipe=MTE2, wait_pipe=V, event_id=0)
+            pl.gatherb(dst, src, off)
+            pl.system.sync_src(set_pipe=V, wait_pipe=MTE3, event_id=0)
+            pl.system.sync_dst(set_pipe=V, wait_pipe=MTE3, event_id=0)
+            pl.store(picked, dst, [0, 0])
+
+
+@pytest.mark.parametrize("path", ["python", "eager", "deferred", "relaunch", "taped"])
+def test_a_failed_launch_leaves_the_writes_of_every_op_started_before_the_failing_one(
+        monkeypatch, stream_engine, path):
+    """Block 1's gather fails while block 0's store runs: the store's write lands, on the
+    Python engine too (its pending writes land as they would have finished)."""
+    x = torch.arange(64 * 64, dtype=torch.float32).reshape(64, 64)
+    good = (torch.arange(8, dtype=torch.int32) * 32).repeat(8, 1)
+    bad = good.clone()
+    bad[3, 2] = 4096
+    if path == "python":
+        monkeypatch.setenv(scheduler_native.ENV_ENGINE, "python")
+    if path == "deferred":  # (a race found: the replay lands writes at the finishes)
+        monkeypatch.setattr(scheduler_native, "first_race", lambda *args: (0, 1))
+    with use_backend("sim"):
+        for _ in range({"relaunch": 1, "taped": 3}.get(path, 0)):
+            store_while_gathering[None, 2](x, good, torch.zeros(64, 64), torch.zeros(8, 64))
+        out, picked = torch.full((64, 64), -1.0), torch.full((8, 64), -1.0)
+        with pytest.raises(pypto_pro.errors.SimulationError, match="byte offset falls outside"):
+            store_while_gathering[None, 2](x, bad, out, picked)
+    assert torch.equal(out, x) and (picked == -1).all()

@@ -56,39 +56,24 @@ def test_groups_join_on_a_shared_buffer_and_on_gm_a_write_meets():
     assert comp.tolist() == [0, 0, 2, 0, 4]
 
 
-def test_a_lane_after_a_failure_runs_only_earlier_ops_of_other_groups():
-    ran: list[int] = []
-
-    def call(item: int) -> int:
-        ran.append(item)
-        if item in (5, 3):
-            raise ValueError(f"op {item}")
-        return item
-
-    # positions: group 0 holds 0, 5, 6; group 1 holds 1, 3, 4; group 2 holds 2, 7
-    lane = lanes.Lane([0, 5, 6, 1, 3, 4, 2, 7], [0, 0, 0, 1, 1, 1, 2, 2])
-    out, failed = lanes.run(call, lane.positions, lane)
-    assert ran == [0, 5, 1, 3, 2]  # 6 (its group failed), 4 and 7 (past position 3) left out
-    assert failed[:2] == (3, 4) and str(failed[2]) == "op 3"
-    assert out == [0, None, None, 1, None, None, 2, None]
-    ran.clear()
-    assert lanes.run(call, lane.positions, lane, bound=2)[1] is None and ran == [0, 1]
-
-
 @pytest.mark.parametrize("together", [True, False])
 def test_two_lanes_raise_the_failure_first_in_the_replays_order(together):
     split = [lanes.Lane([0, 3], [0, 0]), lanes.Lane([1, 2], [1, 1])]
     threads: dict[int, int] = {}
 
-    def call(item: int) -> None:
-        threads[item] = threading.get_ident()
-        if item in (2, 3):
-            raise ValueError(f"op {item}")
+    def step(item: int):
+        def run() -> None:
+            threads[item] = threading.get_ident()
+            if item in (2, 3):
+                raise ValueError(f"op {item}")
+        return run
 
-    out, failed = lanes.run_lanes(call, [[0, 3], [1, 2]], split, together)
+    steps = [[step(0), step(3)], [step(1), step(2)]]
+    failed = lanes.run_lanes(steps, split, together)
     assert failed[:3] == (2, 1, 1) and str(failed[3]) == "op 2"
     assert threads[1] == lanes.worker().thread.ident != threads[0] == threading.get_ident()
-    _, failed = lanes.run_lanes(call, [[0, 3], [1, 2]], split, False, here=True)
+    threads.clear()
+    failed = lanes.run_lanes(steps, split, False, here=True)
     assert failed[0] == 2 and set(threads.values()) == {threading.get_ident()}
 
 
@@ -167,7 +152,10 @@ def gather_rows(x: pl.Tensor[[32, 64], pl.DT_FP32], offsets: pl.Tensor[[32, 8], 
 
 
 @pytest.mark.parametrize("together", [True, False])
-def test_an_op_error_in_two_lanes_is_the_python_engines(monkeypatch, small_lanes, together):
+def test_a_tape_that_may_fail_keeps_one_lane_and_fails_as_the_python_engine(
+        monkeypatch, small_lanes, together):
+    """The gather's step is its impl (it checks the offsets it reads): its tape keeps one lane
+    in the replay's order, and a relaunch failing there leaves the Python engine's GM."""
     x = torch.arange(32 * 64, dtype=torch.float32).reshape(32, 64)
     offsets = (torch.arange(8, dtype=torch.int32) * 32).flip(0).repeat(32, 1)
     out = torch.zeros(32, 64)
@@ -177,21 +165,28 @@ def test_an_op_error_in_two_lanes_is_the_python_engines(monkeypatch, small_lanes
         m.setenv(scheduler_native.ENV_ENGINE, "python")
         gather_rows[None, 4](x, offsets, expected)
     made = _splits(monkeypatch)
+    played = []
+    run_lanes = lanes.run_lanes
+    monkeypatch.setattr(lanes, "run_lanes", lambda steps, *a, **k: played.append(len(steps))
+                        or run_lanes(steps, *a, **k))
     _taped_relaunch(gather_rows, (x, offsets, out), 4, "sim")
     assert len(made[0]) == 2 and torch.equal(out, expected) and out.any()
+    assert played == []  # (one lane: `tape.play` runs it itself)
     offsets[8 + 2, 1] = offsets[24 + 5, 3] = 4096  # blocks 1 and 3 fail
-    errors = {}
+    errors, left = {}, {}
     for mode in ("native", "python"):
         before = replay.PATHS["tape"]
+        left[mode] = torch.full((32, 64), -1.0)
         with monkeypatch.context() as m, use_backend("sim"), \
                 pytest.raises(SimulationError) as err:
             m.setenv(scheduler_native.ENV_ENGINE, mode)
-            gather_rows[None, 4](x, offsets, out)
+            gather_rows[None, 4](x, offsets, left[mode])
         assert replay.PATHS["tape"] == before + (mode == "native")
         errors[mode] = err.value
     assert "byte offset falls outside" in str(errors["native"])
     assert str(errors["native"]) == str(errors["python"])
     assert errors["native"].span == errors["python"].span
+    assert torch.equal(left["native"], left["python"])
 
 
 @pl.jit(arch="a5")
