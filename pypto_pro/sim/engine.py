@@ -68,6 +68,7 @@ class Engine:
         self.cores: list[Core] = []
         self.instructions = 0
         self.observer: Any = None  # pypto_pro.sanitizer.Sanitizer when sanitizing
+        self.reuse = True  # take (and leave) the L2 and HBM arrays of the last launch
         # GM storage (address, bytes) → the pipes running a load whose pending write holds a
         # view of a window of it (`memory.LATE_SNAPSHOT`; `protect_gm` clones those before
         # the storage, or one sharing bytes with it, changes)
@@ -78,7 +79,7 @@ class Engine:
         """The chip's L2 and HBM, shared by all cores; made on the first GM access (a
         functional-only launch never needs its tag arrays), reusing the arrays of the last
         launch on the same SoC when there is one."""
-        idle = _IDLE_MEMORY.pop(self.soc.name, None)
+        idle = _IDLE_MEMORY.pop(self.soc.name, None) if self.reuse else None
         if idle is not None and idle[0] is self.soc:
             idle[1].reset()
             return idle[1]
@@ -87,7 +88,7 @@ class Engine:
     def release_memory(self) -> None:
         """The launch is over: hand its memory system to the next launch on this SoC."""
         memory = self.__dict__.pop("memory", None)
-        if memory is not None:
+        if memory is not None and self.reuse:
             _IDLE_MEMORY[self.soc.name] = (self.soc, memory)
 
     def protect_gm(self, storage: tuple[int, int]) -> None:

@@ -20,6 +20,8 @@ from . import stream_memo, tape
 
 #: ops that run a compiled body of their own (its control flow may read memory)
 _BODIES = frozenset({"vf.vec_scope", "simt.launch"})
+#: launches replayed from kept ops (tests look at it)
+REPLAYS = 0
 
 
 class Ran:
@@ -53,6 +55,8 @@ def replayed(launch: Any) -> list | None:
         return None
     from .launch import _Block
 
+    global REPLAYS
+    REPLAYS += 1
     ran = entry.rec
     kept = tape.kept(ran, None)
     if kept is not None:
@@ -91,4 +95,4 @@ def store(launch: Any) -> None:
     stream_memo.store(launch, ran, None, True, stream_memo.FUNCTIONAL)
 
 
-__all__ = ["Ran", "replayed", "store"]
+__all__ = ["REPLAYS", "Ran", "replayed", "store"]

@@ -69,15 +69,17 @@ class Launch:
     def __init__(self, programs: dict[str, CompiledProgram], kernel_type: str, block_dim: int,
                  params: dict[str, list[Any]], soc: Any, log: EventLog | None,
                  functional_only: bool = False, timing_only: bool = False,
-                 observer: Any = None) -> None:
+                 observer: Any = None, cache: bool = True) -> None:
         self.programs, self.kernel_type, self.block_dim = programs, kernel_type, block_dim
         self.params = params  # target → parameter values in the program's param order
         self.soc = soc
+        self.cache = cache  # relaunch caches and pooled memories (`settings`)
         if functional_only and observer is None:  # values only: program order, no clock
             self.engine: Engine = FunctionalEngine(soc)
         else:
             self.engine = Engine(soc, log, functional_only, timing_only)
             self.engine.observer = observer  # the sanitizer watches the timed engine
+        self.engine.reuse = cache
         n_slots = soc.aiv_cores if kernel_type == "aiv" else soc.aic_cores
         self.slots = [self._new_slot(i) for i in range(min(n_slots, block_dim))]
         self.pending = list(range(block_dim))
@@ -89,7 +91,8 @@ class Launch:
         """Slot `index` (a physical core, or AI core of a mix kernel). Its cores keep their ids
         (the Trace's `core` column) across waves: mix slot i is cores 3i (AIC), 3i+1, 3i+2."""
         kinds = _SLOT_CORES[self.kernel_type]
-        return _Slot({k: _core_memory(self.soc, "aic" if k == "aic" else "aiv") for k in kinds},
+        memory = _core_memory if self.cache else CoreMemory
+        return _Slot({k: memory(self.soc, "aic" if k == "aic" else "aiv") for k in kinds},
                      core_ids={k: index * len(kinds) + n for n, k in enumerate(kinds)})
 
     # ------------------------------------------------------------ running
@@ -97,8 +100,8 @@ class Launch:
         eng = self.engine
         functional = isinstance(eng, FunctionalEngine)
         if functional:  # a relaunch replays the ops the last launch ran, when it can
-            blocks = functional_memo.replayed(self)  # (no sanitizer runs functional-only)
-            eng.ran = Ran() if blocks is None else None
+            blocks = functional_memo.replayed(self) if self.cache else None  # (no sanitizer)
+            eng.ran = Ran() if blocks is None and self.cache else None
         else:  # timed: the compiled stream engine when it can
             blocks = stream.run(self)
         if blocks is not None:
@@ -174,6 +177,8 @@ class Launch:
         for core in self.engine.cores:
             core.dispose()
         self.engine.cores = []
+        if not self.cache:
+            return
         for slot in reversed(self.slots):
             for memory in reversed(slot.memories.values()):
                 _IDLE_CORE_MEMORY.setdefault((self.soc.name, memory.kind), []).append(memory)

@@ -66,20 +66,25 @@ class _Views:
         self.gm_views: dict[tuple[int, int], list[_Running]] = {}
 
 
-def run_values(rec: Any, sched: Any, eager: bool) -> None:
+def run_values(rec: Any, sched: Any, eager: bool, cache: bool = True) -> None:
     """Run every op at its start and land its writes at its finish, in the schedule's order
-    (`eager`: the schedule has no race, so the writes land at the start)."""
+    (`eager`: the schedule has no race, so the writes land at the start; `cache`: a tape may
+    run them)."""
     PATHS["eager" if eager else "deferred"] += 1
     if eager:
-        _run_eager(rec, sched)
+        _run_eager(rec, sched, cache)
     else:
         _run_deferred(rec, sched)
 
 
-def _run_eager(rec: Any, sched: Any) -> None:
+def _run_eager(rec: Any, sched: Any, cache: bool) -> None:
     """Every op at its start, through its impl or the recording's tape (`tape`). (Runs of
     starts of one op on several cores through `ops.run_grouped` measured no faster: the runs
     are short, and the batch key costs each op.)"""
+    if not cache:
+        for e in sched.events[sched.events >= 0].tolist():
+            _run_op(rec, e, False)
+        return
     kept = tape.kept(rec, sched)
     if kept is not None:
         PATHS["tape"] += 1

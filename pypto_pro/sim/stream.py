@@ -127,6 +127,8 @@ class Sites:
 
 def _sites(launch: Any) -> Sites:
     """The `Sites` of the launch's kernel (kept on its first program)."""
+    if not launch.cache:
+        return Sites()
     program = next(iter(launch.programs.values()))
     sites = getattr(program, "stream_sites", None)
     if sites is None or len(sites.meta_rows) > Sites.LIMIT:
@@ -518,7 +520,7 @@ def run(launch: Any) -> list | None:
     lib = _library(launch)
     if lib is None or launch.block_dim < 1:
         return None
-    entry = stream_memo.lookup(launch)
+    entry = stream_memo.lookup(launch) if launch.cache else None
     if entry is None:
         rec = Recording(launch)
         try:
@@ -563,14 +565,14 @@ def _recorded(launch: Any, lib: Any, rec: Recording) -> stream_memo.Entry | None
                                        np.frombuffer(fp.index, np.int64), len(rec.instrs))
     replay.rebind(rec, sched)
     rec.launch = rec.lines = rec.footprints = None  # (what the entry must not keep alive)
-    return stream_memo.store(launch, rec, sched, safe=race is None)
+    return stream_memo.store(launch, rec, sched, safe=race is None, keep=launch.cache)
 
 
 def _replayed(launch: Any, entry: stream_memo.Entry) -> list:
     """The values (unless timing only), counters, trace rows and blocks of a scheduled launch."""
     eng, rec, sched = launch.engine, entry.rec, entry.sched
     if not eng.timing_only:
-        replay.run_values(rec, sched, eager=entry.safe)
+        replay.run_values(rec, sched, eager=entry.safe, cache=launch.cache)
     eng.instructions = sched.instructions
     eng.memory.stats = MemoryStats(*sched.l2_stats)
     if eng.log is not None:

@@ -297,15 +297,18 @@ def _holds_gm(value: Any) -> bool:
     return any([_holds_gm(v) for v in value])
 
 
-def store(launch: Any, rec: Any, sched: Any, safe: bool, kind: str = TIMED) -> Entry:
+def store(launch: Any, rec: Any, sched: Any, safe: bool, kind: str = TIMED,
+          keep: bool = True) -> Entry:
     """Keep this launch's recording and schedule for its relaunch (replacing the kernel's last
-    entry of `kind`); the entry, not kept when the parameters cannot be keyed (`Unkeyable`)."""
+    entry of `kind`) if `keep`; the entry, not kept when the parameters cannot be keyed
+    (`Unkeyable`)."""
     try:
         key, leaves = _described(launch)
     except Unkeyable as why:  # (storages sharing bytes: footprints number them apart, so
         return Entry(None, [], launch, rec, sched, safe and not why.aliased)  # no eager replay)
     entry = Entry(key, leaves, launch, rec, sched, safe)
-    setattr(_holder(launch), kind, entry)
+    if keep:
+        setattr(_holder(launch), kind, entry)
     return entry
 
 

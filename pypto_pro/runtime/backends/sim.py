@@ -15,6 +15,9 @@ clock_mhz=1800))` for a table with overrides (what-if studies), `SimBackend(func
         kernel[None, 24](a, b, c)
 
 `functional_only=True` computes the values but records no timing (no Trace; HBM sharing off).
+`cache=False` (or env `PYPTOPRO_SIM_CACHE=off` for the default `cache=None`) turns every
+relaunch cache off: each launch runs as the first launch in a new process does, which is the
+oracle the caches are tested against (`pypto_pro.sim.settings`).
 `timing_only=True` is the opposite, for performance studies of large problems: the op library
 is skipped, so the Trace is complete but no output is written and scalar reads of tile or GM
 data (`getval`) see whatever the memory held — use it only for kernels whose control flow does
@@ -46,6 +49,7 @@ import torch
 
 from ...errors import DeadlockError, InvalidArgument, PyptoError
 from ...ir.types import PtrType, StructType, TensorType
+from ...sim import settings
 from ...sim.launch import Launch
 from ...sim.memory import GMRef
 from ...sim.program import CompiledProgram, compile_function
@@ -66,7 +70,7 @@ class SimBackend:
 
     def __init__(self, soc_name: str | None = None, functional_only: bool = False,
                  torch_threads: int | None = 1, soc: SoC | None = None,
-                 timing_only: bool = False) -> None:
+                 timing_only: bool = False, cache: bool | None = None) -> None:
         if soc is not None and soc_name is not None:
             raise InvalidArgument("SimBackend: pass soc_name or soc, not both",
                                   module="PRO_RUNTIME")
@@ -74,6 +78,7 @@ class SimBackend:
             raise InvalidArgument("SimBackend: functional_only and timing_only exclude each other",
                                   module="PRO_RUNTIME")
         self.timing_only = timing_only
+        self.cache = cache  # None: env PYPTOPRO_SIM_CACHE at each launch
         self.soc_name = soc_name if soc is None else soc.name
         self.functional_only = functional_only
         self.torch_threads = torch_threads
@@ -120,16 +125,17 @@ class SimBackend:
                                   f"{MAX_BLOCK_DIM}", module="PRO_RUNTIME",
                                   hint="split the work into fewer, larger blocks")
         soc = self.soc
+        cache = settings.cache() if self.cache is None else self.cache
         compiled = request.compiled
         programs = _programs(compiled)
         views = _gm_views(compiled)
-        params = {t: _param_values(p.function, request, views.setdefault(t, {}))
+        params = {t: _param_values(p.function, request, views.setdefault(t, {}) if cache else {})
                   for t, p in programs.items()}
         log = None if self.functional_only else EventLog()
         sanitizer = self._sanitizer(compiled)
         t0 = time.perf_counter()
         run = Launch(programs, compiled.kernel_type, request.block_dim, params, soc, log,
-                     self.functional_only, self.timing_only, sanitizer)
+                     self.functional_only, self.timing_only, sanitizer, cache)
         try:
             blocks = run.run()
             report = sanitizer.finish(run) if sanitizer is not None else None

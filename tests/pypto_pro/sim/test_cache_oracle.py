@@ -1,0 +1,99 @@
+"""Every example launched with the relaunch caches on gives, byte for byte, what it gives with
+them off (`SimBackend(cache=False)`, the oracle: `pypto_pro.sim.settings`): its outputs (every
+byte of every tensor argument), the text it printed, every trace row and the trace's meta but
+the wall time. Per example and mode (timed, functional-only), eight launches with the caches:
+five on the same tensors (a kept recording replayed; the tape made, then played in two lanes at
+once and one after the other) and three on new tensors of the same geometry (rebound, the tape
+moved), each from the same inputs; two when no cache applies (VF sections, SIMT launches and
+printing kernels run afresh).
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import torch
+
+from pypto_pro.examples import SMALL_CASES, load
+from pypto_pro.runtime.backends import register_backend, use_backend
+from pypto_pro.runtime.backends.sim import SimBackend
+from pypto_pro.sim import functional_memo, lanes, replay, settings, stream_memo
+
+MODES = {"timed": {}, "functional": {"functional_only": True}}
+
+
+@pytest.fixture
+def backends(monkeypatch, stream_engine):
+    """Backends "cached-<mode>" and "oracle-<mode>" (caches off), and two lanes however few
+    steps a lane gets (the examples are small)."""
+    monkeypatch.setenv(lanes.ENV_LANES, "2")
+    monkeypatch.setattr(lanes, "_MIN_LANE", 1)
+    for mode, options in MODES.items():
+        register_backend(f"cached-{mode}", lambda o=options: SimBackend(cache=True, **o))
+        register_backend(f"oracle-{mode}", lambda o=options: SimBackend(cache=False, **o))
+
+
+def observed(kernel, block_dim: int, args: tuple, backend: str) -> dict:
+    """Everything one launch gives: the bytes of every tensor argument's storage, the printed
+    text, the trace rows and meta (but the wall time)."""
+    with use_backend(backend):
+        kernel[None, block_dim](*args)
+    result = kernel.last_result
+    seen = {"printed": result.printed,  # (every byte of every storage an argument views)
+            "args": [_storage_bytes(a) if isinstance(a, torch.Tensor) else a for a in args]}
+    trace = result.trace
+    if trace is not None:
+        meta = dataclasses.replace(trace.meta, extra=tuple(
+            (k, v) for k, v in trace.meta.extra if k != "wall_seconds"))
+        seen.update(rows=list(trace._log.rows), meta=meta)
+    return seen
+
+
+def _storage_bytes(tensor: torch.Tensor) -> bytes:
+    whole = torch.empty(0, dtype=torch.uint8).set_(tensor.untyped_storage())
+    return whole.numpy().tobytes()
+
+
+def _copy(args: tuple) -> tuple:
+    made: dict[int, torch.Tensor] = {}
+    return tuple(made.setdefault(id(a), a.clone()) if isinstance(a, torch.Tensor) else a
+                 for a in args)
+
+
+@pytest.mark.parametrize("mode", sorted(MODES))
+@pytest.mark.parametrize("name, kernel, shape", SMALL_CASES,
+                         ids=[f"{k}-{'x'.join(map(str, s.values()))}" for _, k, s in SMALL_CASES])
+def test_cached_launches_are_the_oracles(backends, mode, name, kernel, shape):
+    ex = load(name)
+    k = getattr(ex, kernel)
+    inputs = ex.make_inputs(**shape, seed=0)
+    block_dim = ex.block_dim(*inputs)
+    oracle = observed(k, block_dim, _copy(inputs), f"oracle-{mode}")
+    stream_memo.clear()
+    same, new = _copy(inputs), _copy(inputs)
+    for launch in range(8):
+        args = same if launch < 5 else new
+        for a, b in zip(args, inputs):  # (every launch from the same inputs)
+            if isinstance(a, torch.Tensor):
+                a.copy_(b)
+        replays = replay.PATHS.total(), functional_memo.REPLAYS
+        assert observed(k, block_dim, args, f"cached-{mode}") == oracle, launch
+        if launch == 1 and replays == (replay.PATHS.total(), functional_memo.REPLAYS):
+            break  # (no cache applies: the Python engine or the executor ran it afresh)
+
+
+def test_the_env_switch_turns_the_caches_off(monkeypatch, stream_engine):
+    ex = load("vector_add")
+    x, y, z = ex.make_inputs(256, 256, seed=0)
+    monkeypatch.setenv(settings.CACHE, "off")
+    stream_memo.clear()
+    before = dict(replay.PATHS)
+    with use_backend("sim"):
+        for _ in range(4):
+            ex.add_kernel[None, 4](x, y, z)
+    assert replay.PATHS["eager"] == before.get("eager", 0) + 4
+    assert replay.PATHS["tape"] == before.get("tape", 0)  # (no tape, never a kept recording)
+    assert torch.equal(z, x + y)
+    monkeypatch.setenv(settings.CACHE, "sometimes")
+    with use_backend("sim"), pytest.raises(Exception, match="PYPTOPRO_SIM_CACHE"):
+        ex.add_kernel[None, 4](x, y, z)
