@@ -451,7 +451,12 @@ class Core:
         end = now + max(1, cost.cycles)
         reason = ""
         if cost.gm is not None and not eng.functional_only:
-            gm_end = eng.memory.access(now, cost.gm, end)
+            try:  # (a GM window past its tensor: its lines, like its deferred write, fail)
+                gm_end = eng.memory.access(now, cost.gm, end)
+            except (IndexError, ValueError) as err:
+                eng.land_in_flight()
+                raise SimulationError(f"{instr.ir_op} on {self.label}: {err}", instr.span) \
+                    from err
             if gm_end > end:
                 end, reason = gm_end, "hbm"
         eng.instructions += 1

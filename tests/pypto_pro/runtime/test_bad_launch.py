@@ -67,6 +67,16 @@ def load_past_end(x: DYN, z: DYN):
 
 
 @pl.jit(arch="a5")
+def store_past_end(x: DYN, z: DYN):
+    with pl.section_vector():
+        a = pl.make_tile(T16, addr=0x0)
+        pl.load(a, x, [0, 0])
+        pl.system.sync_src(set_pipe=pl.PipeType.MTE2, wait_pipe=pl.PipeType.MTE3, event_id=0)
+        pl.system.sync_dst(set_pipe=pl.PipeType.MTE2, wait_pipe=pl.PipeType.MTE3, event_id=0)
+        pl.store(z, a, [z.shape[0] - 8, 0])  # FAULT: store_past_end
+
+
+@pl.jit(arch="a5")
 def valid_shape_too_big(x: DYN, z: DYN):
     with pl.section_vector():
         a = pl.make_tile(pl.TileType([64, 128], pl.DT_FP16, valid_shape=[-1, -1]), addr=0x0)
@@ -212,6 +222,7 @@ RUNTIME_CASES = [
     ("zero_size", copy, lambda: _xz(0, 128), SimulationError, "F00003"),
     ("divide_by_zero", divide_by_zero, _xz, SimulationError, "F00003"),
     ("load_past_end", load_past_end, _xz, SimulationError, "F00003"),
+    ("store_past_end", store_past_end, _xz, SimulationError, "F00003"),  # (its write deferred)
     ("valid_shape_too_big", valid_shape_too_big, _xz, SimulationError, "F00003"),
     ("tile_getval_past_end", tile_getval_past_end, _xz, SimulationError, "F00003"),
     ("wait_never_set", wait_never_set, _xz, DeadlockError, "F00003"),
