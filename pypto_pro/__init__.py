@@ -15,7 +15,7 @@ __version__ = "0.1.0"
 _EXPORTS = {"use_backend": "pypto_pro.runtime.backends", "profile": "pypto_pro.runtime.profile",
             "Profile": "pypto_pro.runtime.profile"}
 _SUBPACKAGES = ("codegen", "compiler", "errors", "examples", "ir", "language", "passes",
-                "runtime", "sim", "trace")
+                "runtime", "sim", "soc", "toolchain", "trace")
 
 
 def __getattr__(name: str) -> Any:

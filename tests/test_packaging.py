@@ -107,7 +107,7 @@ def test_package_data_and_pytest_config() -> None:
     tool = _pyproject()["tool"]
     assert tool["setuptools"]["packages"]["find"]["include"] == ["pypto_pro*", "pypto_lab*"]
     data = tool["setuptools"]["package-data"]["pypto_pro"]
-    assert {"include/*.h", "include/**/*.h", "sim/soc/*.toml"} <= set(data)
+    assert {"include/*.h", "include/**/*.h", "soc/*.toml"} <= set(data)
     pytest_cfg = tool["pytest"]["ini_options"]
     assert pytest_cfg["testpaths"] == ["tests"]
     assert {m.split(":")[0] for m in pytest_cfg["markers"]} == {"slow", "browser"}

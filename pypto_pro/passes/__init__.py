@@ -1,8 +1,8 @@
 """IR passes: the pass manager, the pipeline spine (`pipeline.PASSES`) and one module per pass.
 
 Every pass module has a `NAME` and `run(program, ctx) -> program`. Shared analyses live beside
-them (`ir_query`, `liveness`, `mutex_ops`). Passes import `pypto_pro.ir` and `pypto_pro.errors`;
-the SoC facts come from `pypto_pro.sim.soc` when it is installed.
+them (`ir_query`, `liveness`, `mutex_ops`). Passes import `pypto_pro.ir`, `pypto_pro.errors` and
+the SoC tables (`pypto_pro.soc`), never the simulator.
 """
 from __future__ import annotations
 

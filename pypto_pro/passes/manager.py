@@ -6,7 +6,8 @@ printed text, the program, the time it took, whether it changed the text and the
 raised. The workbench's pass view is this record list (`PassRecords`), not a debug mode. A pass
 that fails leaves a record with its error and the IR it was given, and the error carries the
 pass name. `PassContext` carries the target, the arch, the SoC facts the verifiers need and the
-diagnostics. Imports `pypto_pro.ir`, `pypto_pro.errors` and, when present, `pypto_pro.sim.soc`.
+diagnostics. Imports `pypto_pro.ir`, `pypto_pro.errors` and `pypto_pro.soc` (never the
+simulator).
 """
 from __future__ import annotations
 
@@ -21,22 +22,10 @@ from ..ir.nodes import Program
 from ..ir.printer import python_print
 from ..ir.span import Span
 from ..ir.types import MemorySpace
+from ..soc import soc
 
-#: SoC table per arch (names of `pypto_pro/sim/soc/*.toml`)
+#: SoC table per arch (names of `pypto_pro/soc/*.toml`)
 SOC_FOR_ARCH = {"a5": "Ascend950PR_9589", "a3": "Ascend910B1", "a2": "Ascend910B1"}
-
-#: Ascend950PR_9589 buffers and start alignments (spec §2.3, §7), used when the simulator's
-#: SoC tables are not installed.
-FALLBACK_BUFFERS = {
-    MemorySpace.Vec: 253952, MemorySpace.Mat: 524288, MemorySpace.Left: 65536,
-    MemorySpace.Right: 65536, MemorySpace.Acc: 262144, MemorySpace.Bias: 4096,
-    MemorySpace.Scaling: 6144, MemorySpace.ScaleLeft: 4096, MemorySpace.ScaleRight: 4096,
-}
-FALLBACK_ALIGNMENTS = {
-    MemorySpace.Vec: 32, MemorySpace.Mat: 32, MemorySpace.ScaleLeft: 32,
-    MemorySpace.ScaleRight: 32, MemorySpace.Left: 512, MemorySpace.Right: 512,
-    MemorySpace.Acc: 64,
-}
 
 
 class Pass(Protocol):
@@ -76,11 +65,7 @@ class SocFacts:
 
 
 def soc_facts(name: str) -> SocFacts:
-    """The SoC table `name` from the simulator, or the built-in Ascend950PR_9589 facts."""
-    try:
-        from ..sim.soc import soc
-    except ImportError:
-        return SocFacts("Ascend950PR_9589", dict(FALLBACK_BUFFERS), dict(FALLBACK_ALIGNMENTS))
+    """The buffer sizes and alignments of SoC table `name`."""
     table = soc(name)
     spaces = [s for s in MemorySpace if s is not MemorySpace.DDR]
     return SocFacts(table.name, {s: table.buffer_size(s) for s in spaces},

@@ -7,7 +7,7 @@ analysis, sync pairing bugs and uninitialised reads become `Finding`s in
 format. A launch that fails anyway (deadlock, double set_flag) carries its report in the
 exception's `sanitizer` attribute.
 """
-from .findings import KINDS, Finding, SanitizerReport, Site
+from ..trace.findings import KINDS, Finding, SanitizerReport, Site
 from .observer import Sanitizer
 from .switch import ENV_SANITIZER, sanitize, sanitizer_enabled
 

@@ -31,7 +31,7 @@ from ..ir.span import Span
 from ..ir.types import PipeType
 from ..sim.memory import GMRef, SimMemoryError, TileRef
 from .clocks import Clock, join, ordered_before
-from .findings import Finding, SanitizerReport, Site
+from ..trace.findings import Finding, SanitizerReport, Site
 from .footprint import (
     gm_bytes,
     gm_read_bytes,

@@ -30,7 +30,7 @@ from pypto_pro.ir.types import MemorySpace
 from .memory import GMRef, TileRef
 from .memory_system import GMAccess
 from .ops.movement import _gm_view, _offsets
-from .soc import SoC
+from ..soc import SoC
 
 Space = MemorySpace
 

@@ -9,7 +9,7 @@ of fractal tiles move through `BlockViews`, strided views of the buffer cached p
 rest through element offsets), `GMRef` (a strided view of a CPU torch tensor's storage as
 global memory) and `SimMemoryError`. Dtypes without a torch dtype (HF8, FP4, INT4,
 HF4) are read and written as raw uint8 codes (4-bit ones packed two per byte, low nibble first);
-their values are decoded by `pypto_pro.sim.ops.numerics`. Imports `pypto_pro.ir`, `sim.soc`,
+their values are decoded by `pypto_pro.sim.ops.numerics`. Imports `pypto_pro.ir`, `pypto_pro.soc`,
 `sim.layout` and `sim.copies_native` (kept steps' copies in compiled code) only.
 """
 from __future__ import annotations
@@ -28,7 +28,7 @@ from pypto_pro.ir.types import MemorySpace, TileLayout, TilePad, TileType
 
 from . import copies_native
 from .layout import default_stride, element_offsets, fractal_shape, outer_stride
-from .soc import SoC
+from ..soc import SoC
 
 #: the byte pattern of never-written on-chip memory ("DEADBEEF" as bytes; fp32 -1.18e29)
 GARBAGE_PATTERN = (0xDE, 0xAD, 0xBE, 0xEF)

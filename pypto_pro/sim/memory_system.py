@@ -34,7 +34,7 @@ import numpy as np
 
 from . import l2_native
 from .l2_native import NativeL2
-from .soc import SoC
+from ..soc import SoC
 
 
 class GMAccess(NamedTuple):

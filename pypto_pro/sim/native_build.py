@@ -23,8 +23,8 @@ FLAGS = ("-std=c++17", "-O2", "-fPIC", "-shared")
 def build_shared(tag: str, sources: list[Path], library: str, env_hint: str) -> Path:
     """Compile `sources` (the first is the one compiled; it may #include the others) into
     the shared library `library` in the kernel cache; its path."""
-    from ..runtime.backends.native import _compiler_id, _run_cxx, compiler
     from ..runtime.cache import KernelCache
+    from ..toolchain import compiler, compiler_id, run_cxx
 
     cxx = compiler()
     if shutil.which(cxx) is None:
@@ -33,13 +33,20 @@ def build_shared(tag: str, sources: list[Path], library: str, env_hint: str) -> 
                                          f"{env_hint}=python")
     texts = {path.name: path.read_text() for path in sources}
     h = hashlib.sha256()
-    for part in (tag, _compiler_id(cxx), " ".join(FLAGS), *texts, *texts.values()):
+    for part in (tag, compiler_id(cxx), " ".join(FLAGS), *texts, *texts.values()):
         h.update(part.encode() + b"\0")
     cmd = [cxx, *FLAGS, sources[0].name, "-o", library]
     entry = KernelCache().get_or_build(
-        h.hexdigest(), lambda: {library: _run_cxx(texts, cmd, library, {}, 120.0)},
+        h.hexdigest(), lambda: {library: run_cxx(texts, cmd, library, 120.0, _build_error)},
         meta={"backend": "sim", "kernel": library})
     return entry.file(library)
+
+
+def _build_error(stderr: str) -> CompileError:
+    """A helper's failed build: the compiler's first error line."""
+    lines = [line for line in stderr.splitlines() if "error" in line] or stderr.splitlines()
+    return CompileError(f"building a simulator helper failed: {lines[0] if lines else stderr}",
+                        module="PRO_COMPILE")
 
 
 class BackgroundLibrary:

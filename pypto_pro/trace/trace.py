@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from .events import EventSource
-    from ..sanitizer import SanitizerReport
+    from .findings import SanitizerReport
     from .roofline import Roofline
 
 
@@ -113,7 +113,7 @@ class Trace:
         """Sanitizer findings, one row each (`SanitizerReport.to_frame()` plus `launch`): the
         `core`/`pipe`/`start` and `other_*` columns name the events involved. Empty when the
         launch was not sanitized."""
-        from ..sanitizer import SanitizerReport
+        from .findings import SanitizerReport
 
         return (self.sanitizer or SanitizerReport()).to_frame().assign(launch=self._meta.launch)
 

@@ -69,6 +69,7 @@ from ...errors import (
 )
 from ...frozen import Frozen
 from ...ir.types import MemorySpace
+from ...toolchain import compiler, compiler_id, run_cxx
 from ..cache import KernelCache, cache_key, file_memo
 from . import LaunchRequest, LaunchResult, register_backend
 
@@ -77,7 +78,6 @@ if TYPE_CHECKING:
 
 INCLUDE_DIR = Path(__file__).resolve().parents[2] / "include"
 ENV_TIMEOUT = "PYPTOPRO_NATIVE_TIMEOUT"
-ENV_CXX = "PYPTOPRO_NATIVE_CXX"
 CXX_FLAGS = ("-std=c++17", "-O2", "-g1", "-fno-strict-aliasing", "-fPIC", "-shared", "-pthread")
 FORMAT = 2  # 2: libraries export `pypto_native_call_packed` for the launcher
 RECORDS = 256
@@ -220,43 +220,9 @@ def _headers_digest() -> str:
     return h.hexdigest()
 
 
-def compiler() -> str:
-    return os.environ.get(ENV_CXX) or _which("g++") or "g++"
-
-
-def _which(name: str) -> str | None:
-    """`shutil.which(name)`, remembered per PATH value (it stats every folder of PATH, and a
-    launch from the disk cache asks three times)."""
-    return _which_in(name, os.environ.get("PATH"))
-
-
-@functools.lru_cache(maxsize=16)
-def _which_in(name: str, path: str | None) -> str | None:
-    return shutil.which(name, path=path)
-
-
-@functools.lru_cache(maxsize=4)
-def _compiler_id(cxx: str) -> str:
-    """The first line of `cxx --version`, remembered on disk per compiler binary (running it
-    costs a new process milliseconds, and the launcher's key needs it on every start)."""
-    binary = _which(cxx)
-    if binary is None:
-        return cxx
-
-    def version() -> str:
-        try:
-            out = subprocess.run([binary, "--version"], check=False, capture_output=True,
-                                 text=True, timeout=30)
-            return out.stdout.splitlines()[0] if out.stdout else cxx
-        except (OSError, subprocess.SubprocessError):
-            return cxx
-
-    return file_memo("compiler_id", [os.path.realpath(binary)], version)
-
-
 def build_key(files: dict[str, str], cxx: str) -> str:
     h = hashlib.sha256()
-    for part in (f"native-{FORMAT}", _compiler_id(cxx), " ".join(CXX_FLAGS), _headers_digest()):
+    for part in (f"native-{FORMAT}", compiler_id(cxx), " ".join(CXX_FLAGS), _headers_digest()):
         h.update(part.encode() + b"\0")
     for name in sorted(files):
         h.update(name.encode() + b"\0" + files[name].encode() + b"\0")
@@ -272,23 +238,8 @@ def _compile(files: dict[str, str], so_name: str, cxx: str, line_map: dict,
 
 def _run_cxx(files: dict[str, str], cmd: list[str], output: str, line_map: dict,
              timeout: float | None) -> bytes:
-    """Run the compiler command `cmd` in a temp dir holding `files`; the bytes of `output`."""
-    with tempfile.TemporaryDirectory(prefix="pypto_native_") as tmp:
-        for name, text in files.items():
-            Path(tmp, name).write_text(text)
-        try:
-            proc = subprocess.run(cmd, cwd=tmp, check=False, capture_output=True, text=True,
-                                  timeout=timeout)
-        except FileNotFoundError:
-            raise CompileError(f"the host C++ compiler '{cmd[0]}' was not found",
-                               hint="install g++ or set PYPTOPRO_NATIVE_CXX",
-                               module="PRO_COMPILE") from None
-        except subprocess.TimeoutExpired:
-            raise CompileError(f"g++ did not finish within {timeout} s", module="PRO_COMPILE") \
-                from None
-        if proc.returncode != 0:
-            raise _compile_error(proc.stderr, line_map)
-        return Path(tmp, output).read_bytes()
+    """`toolchain.run_cxx`, its error at the kernel lines `line_map` knows."""
+    return run_cxx(files, cmd, output, timeout, lambda stderr: _compile_error(stderr, line_map))
 
 
 def _compile_error(stderr: str, line_map: dict[int, tuple[str, int]]) -> CompileError:
@@ -579,7 +530,7 @@ def launcher_executable(cache: KernelCache, build: bool = True) -> Path | None:
     unless it is built already."""
     cxx = compiler()
     h = hashlib.sha256()
-    for part in (f"native-launcher-{FORMAT}", _compiler_id(cxx), " ".join(LAUNCHER_FLAGS),
+    for part in (f"native-launcher-{FORMAT}", compiler_id(cxx), " ".join(LAUNCHER_FLAGS),
                  _LAUNCHER_MAIN):
         h.update(part.encode() + b"\0")
     h.update((INCLUDE_DIR / "launcher.hpp").read_bytes())
@@ -908,14 +859,13 @@ def _fault_error(lib: NativeLibrary, kind: int, line: int, message: str) -> Exce
 
 @functools.lru_cache(maxsize=16)
 def _soc_config(name: str) -> tuple[tuple[int, ...], int, int]:
-    """(buffer bytes in pto::TileType order, AIC cores, AIV cores) of a simulator SoC table
-    (remembered on disk: parsing the TOML tables costs a new process tens of milliseconds)."""
-    sim = Path(__file__).resolve().parents[2] / "sim"
-    tables = [str(sim / "soc.py"), *sorted(str(sim / "soc" / n) for n in os.listdir(sim / "soc")
-                                           if n.endswith(".toml"))]
+    """(buffer bytes in pto::TileType order, AIC cores, AIV cores) of a SoC table (remembered
+    on disk: parsing the TOML tables costs a new process tens of milliseconds)."""
+    folder = Path(__file__).resolve().parents[2] / "soc"
+    tables = sorted(str(folder / n) for n in os.listdir(folder) if n.endswith((".py", ".toml")))
 
     def read() -> tuple[list[int], int, int]:
-        from ...sim.soc import soc as make_soc
+        from ...soc import soc as make_soc
 
         try:
             soc = make_soc(name) if name else make_soc()

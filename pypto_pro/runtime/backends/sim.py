@@ -4,9 +4,9 @@ Results are written straight into the argument tensors (as the NPU path would); 
 returns a `Trace` of every instruction and stall, and the text each block printed.
 
 Choosing the SoC and the mode. The registered "sim" backend is `SimBackend()`: it takes its
-SoC from env `PYPTOPRO_SIM_SOC` (a name or alias from `pypto_pro.sim.soc.list_socs()`, e.g.
+SoC from env `PYPTOPRO_SIM_SOC` (a name or alias from `pypto_pro.soc.list_socs()`, e.g.
 "910B1", "950DT"; read at every launch) and falls back to the default 950PR. A configured
-instance — `SimBackend(soc_name="910B1")`, `SimBackend(soc=pypto_pro.sim.soc.soc("910B1",
+instance — `SimBackend(soc_name="910B1")`, `SimBackend(soc=pypto_pro.soc.soc("910B1",
 clock_mhz=1800))` for a table with overrides (what-if studies), `SimBackend(functional_only=True)`
 — is registered under a new name and selected with `use_backend` for a block of code:
 
@@ -53,8 +53,8 @@ from ...sim import settings
 from ...sim.launch import Launch
 from ...sim.memory import GMRef
 from ...sim.program import CompiledProgram, compile_function
-from ...sim.soc import SoC
-from ...sim.soc import soc as make_soc
+from ...soc import SoC
+from ...soc import soc as make_soc
 from ...trace.schema import EventLog, TraceMeta
 from ...trace.trace import Trace
 from . import LaunchRequest, LaunchResult, register_backend

@@ -1,8 +1,6 @@
 """verify_memory: placements against the SoC table — errors with spans, overlap warnings."""
 from __future__ import annotations
 
-import sys
-
 import pytest
 
 from pypto_pro.errors import InvalidTile
@@ -64,13 +62,7 @@ def test_warnings_reach_the_pass_record(irb):
     assert records["verify_memory"].warnings[0].pass_name == "verify_memory"
 
 
-def test_the_built_in_table_stands_in_for_the_simulator(monkeypatch):
-    monkeypatch.setitem(sys.modules, "pypto_pro.sim.soc", None)
+def test_the_facts_are_the_soc_tables():
     facts = soc_facts("Ascend950PR_9589")
     assert facts.buffer_size(M.Vec) == 253952 and facts.alignment(M.Left) == 512
-    assert facts.buffer_size(M.Acc) == 262144 and facts.alignment(M.Bias) == 1
-
-
-def test_the_simulator_table_is_used_when_present():
-    facts = soc_facts("Ascend950PR_9589")
     assert facts.buffer_size(M.Mat) == 524288 and facts.alignment(M.Acc) == 64

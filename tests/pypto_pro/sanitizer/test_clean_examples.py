@@ -9,7 +9,7 @@ import torch
 from pypto_pro.examples import SMALL_CASES, load
 from pypto_pro.runtime.backends import use_backend
 from pypto_pro.sanitizer import sanitize
-from pypto_pro.sim.soc import soc
+from pypto_pro.soc import soc
 
 WAVES = ("vector_add", "add_kernel", {"m": (soc().aiv_cores + 4) * 128, "n": 128})
 

@@ -18,7 +18,7 @@ from pypto_pro.ir.types import TileLayout as L
 from pypto_pro.sim.memory import CoreMemory, TileGeometry, TileRef, storage_dtype
 from pypto_pro.sim.ops import BATCH_IMPLS, IMPLS, SimOpError, cube, error_index
 from pypto_pro.sim.ops.batching import run_grouped
-from pypto_pro.sim.soc import soc
+from pypto_pro.soc import soc
 from sim_support import Deferred, land
 
 SHAPE = (64, 128, 48)  # tile M, K, N

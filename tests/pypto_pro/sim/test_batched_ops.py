@@ -31,7 +31,7 @@ from pypto_pro.sim.memory import CoreMemory, GMRef, TileGeometry, TileRef, stora
 from pypto_pro.sim.ops import BATCH_IMPLS, IMPLS, batch_key, error_index, run_grouped
 from pypto_pro.sim.ops import batching, convert, elementwise, expand, movement, reduce
 from pypto_pro.sim.ops.operands import AtomicType
-from pypto_pro.sim.soc import soc
+from pypto_pro.soc import soc
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "benchmarks"))
 import dsl_kernels as dk  # noqa: E402

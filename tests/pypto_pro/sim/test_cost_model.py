@@ -9,7 +9,7 @@ from pypto_pro.ir.types import MemorySpace as M
 from pypto_pro.ir.types import TileLayout as L
 from pypto_pro.sim.cost_model import op_cost
 from pypto_pro.sim.memory import CoreMemory, GMRef, TileGeometry, TileRef
-from pypto_pro.sim.soc import soc
+from pypto_pro.soc import soc
 
 PR, A2 = soc("950PR"), soc("910B1")
 

@@ -11,7 +11,7 @@ from pypto_pro.ir.dtype import DataType
 from pypto_pro.ir.types import MemorySpace, TileType
 from pypto_pro.sim.cost_model import op_cost
 from pypto_pro.sim.memory import CoreMemory, GMRef, SimMemoryError, TileGeometry, TileRef
-from pypto_pro.sim.soc import soc
+from pypto_pro.soc import soc
 
 LINE = 512
 

@@ -17,7 +17,7 @@ from pypto_pro.runtime.backends.sim import SimBackend
 from pypto_pro.sim import engine, l2_native
 from pypto_pro.sim.l2_native import ENV_L2, NativeL2
 from pypto_pro.sim.memory_system import GMAccess, MemorySystem, PythonL2
-from pypto_pro.sim.soc import SoC, soc
+from pypto_pro.soc import SoC, soc
 
 LINE = 512
 

@@ -25,7 +25,7 @@ from pypto_pro.sim import launch as launch_mod
 from pypto_pro.sim.functional import FunctionalEngine
 from pypto_pro.sim.launch import Launch
 from pypto_pro.sim.memory import CoreMemory, TileGeometry, TileRef
-from pypto_pro.sim.soc import soc
+from pypto_pro.soc import soc
 
 ROOT = Path(__file__).resolve().parents[3]
 register_backend("sim-func-gm-test", lambda: sim_backend.SimBackend(functional_only=True))

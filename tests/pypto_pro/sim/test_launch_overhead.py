@@ -20,7 +20,7 @@ from pypto_pro.sim.cost_model import _op_cost, op_cost
 from pypto_pro.sim.engine import _defer
 from pypto_pro.sim.memory import CoreMemory, GMRef, TileGeometry, TileRef
 from pypto_pro.sim.ops import IMPLS
-from pypto_pro.sim.soc import soc
+from pypto_pro.soc import soc
 
 
 def _same_memory(a: CoreMemory, b: CoreMemory) -> bool:

@@ -12,7 +12,7 @@ from pypto_pro.ir.types import MemorySpace
 from pypto_pro.runtime.backends.sim import ENV_SIM_SOC, SimBackend
 from pypto_pro.sim import launch as launch_mod
 from pypto_pro.sim.memory import CoreMemory
-from pypto_pro.sim.soc import SoC, soc
+from pypto_pro.soc import SoC, soc
 from pypto_pro.trace import EventLog, Trace, TraceMeta
 
 META = TraceMeta(kernel="k", backend="sim", soc="Ascend950PR_9589", clock_mhz=1000.0,

@@ -16,7 +16,7 @@ from pypto_pro.sim.memory import (
     TileGeometry,
     TileRef,
 )
-from pypto_pro.sim.soc import soc
+from pypto_pro.soc import soc
 
 
 def tile(mem, rows, cols, dtype, space=M.Vec, layout=L.ND, addr=0, valid=None, **kw):

@@ -7,7 +7,7 @@ import torch
 
 from pypto_pro.sim.memory import GMRef
 from pypto_pro.sim.memory_system import GMAccess, MemorySystem
-from pypto_pro.sim.soc import soc
+from pypto_pro.soc import soc
 
 LINE = 512
 

@@ -23,7 +23,7 @@ from pypto_pro.sim import copies_native
 from pypto_pro.sim.memory import (CoreMemory, GMRef, TileGeometry, TileRef, chained, joined,
                                   taped)
 from pypto_pro.sim.ops import STEPS
-from pypto_pro.sim.soc import soc
+from pypto_pro.soc import soc
 
 
 @pytest.fixture

@@ -87,6 +87,6 @@ def test_select_follows_the_mask(dtype):
 
 
 def torch_soc():
-    from pypto_pro.sim.soc import soc
+    from pypto_pro.soc import soc
 
     return soc()

@@ -10,7 +10,7 @@ from pypto_pro.ir.types import TileLayout as L
 from pypto_pro.sim.memory import CoreMemory, TileGeometry, TileRef, storage_dtype
 from pypto_pro.sim.ops import IMPLS, SimOpError
 from pypto_pro.sim.ops.numerics import RoundMode as R
-from pypto_pro.sim.soc import soc
+from pypto_pro.soc import soc
 
 
 def cast(values, src, dst, mode, **kwargs):

@@ -10,7 +10,7 @@ from pypto_pro.ir.types import TileLayout as L
 from pypto_pro.sim.memory import CoreMemory, GMRef, TileGeometry, TileRef, storage_dtype
 from pypto_pro.sim.ops import IMPLS, SimOpError
 from pypto_pro.sim.ops.numerics import decode_hif8, to_compute
-from pypto_pro.sim.soc import soc
+from pypto_pro.soc import soc
 
 
 def cube_tiles(dtype, m=48, k=64, n=32, valid=(40, 50, 20), acc_dtype=D.FP32):

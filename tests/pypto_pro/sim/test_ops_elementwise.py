@@ -10,7 +10,7 @@ from pypto_pro.ir.types import TileLayout as L
 from pypto_pro.sim.memory import CoreMemory, TileGeometry, TileRef, storage_dtype
 from pypto_pro.sim.ops import IMPLS, SimOpError
 from pypto_pro.sim.ops.elementwise import SCALAR
-from pypto_pro.sim.soc import soc
+from pypto_pro.soc import soc
 
 ROWS, COLS, VALID = 8, 64, (5, 37)
 FLOATS = [D.FP16, D.BF16, D.FP32]

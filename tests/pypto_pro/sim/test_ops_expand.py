@@ -9,7 +9,7 @@ from pypto_pro.ir.types import MemorySpace as M
 from pypto_pro.ir.types import TileLayout as L
 from pypto_pro.sim.memory import CoreMemory, TileGeometry, TileRef, storage_dtype
 from pypto_pro.sim.ops import IMPLS, SimOpError
-from pypto_pro.sim.soc import soc
+from pypto_pro.soc import soc
 
 VALID = (5, 20)
 REFS = {"add": torch.add, "sub": torch.sub, "mul": torch.mul, "div": torch.div,

@@ -10,7 +10,7 @@ from pypto_pro.ir.types import TileLayout as L
 from pypto_pro.ir.types import TilePad
 from pypto_pro.sim.memory import CoreMemory, TileGeometry, TileRef
 from pypto_pro.sim.ops import IMPLS, SimOpError
-from pypto_pro.sim.soc import soc
+from pypto_pro.soc import soc
 
 
 def tile(mem, rows, cols, dtype, addr, valid=None, pad=TilePad.null):

@@ -9,7 +9,7 @@ from pypto_pro.ir.types import TileLayout as L
 from pypto_pro.sim.memory import CoreMemory, TileGeometry, TileRef
 from pypto_pro.sim.ops import IMPLS, missing_ops, required_ops
 from pypto_pro.sim.ops.elementwise import BINARY, UNARY
-from pypto_pro.sim.soc import soc
+from pypto_pro.soc import soc
 
 
 def test_every_data_op_of_the_registry_is_implemented():

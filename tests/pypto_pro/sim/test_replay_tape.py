@@ -22,7 +22,7 @@ from pypto_pro.ir.dtype import DataType
 from pypto_pro.ir.types import MemorySpace
 from pypto_pro.sim.memory import CoreMemory, TileGeometry, TileRef
 from pypto_pro.sim.scheduler_native import ENV_ENGINE
-from pypto_pro.sim.soc import soc
+from pypto_pro.soc import soc
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "benchmarks"))
 import dsl_kernels as dk  # noqa: E402

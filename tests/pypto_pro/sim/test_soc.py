@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from pypto_pro.ir.types import MemorySpace
-from pypto_pro.sim.soc import SoC, list_socs, soc
+from pypto_pro.soc import SoC, list_socs, soc
 
 
 def test_every_table_loads_with_a_source_for_every_number():

@@ -16,7 +16,7 @@ from pypto_pro.ir.printer import python_print
 from pypto_pro.language import vf
 from pypto_pro.runtime.kernel_def import Specialization
 from pypto_pro.sim.cost_model import vf_section_cost
-from pypto_pro.sim.soc import soc
+from pypto_pro.soc import soc
 
 ROW = pl.TileType([1, 256], pl.DT_FP32)
 MTE2, V, MTE3 = pl.PipeType.MTE2, pl.PipeType.V, pl.PipeType.MTE3

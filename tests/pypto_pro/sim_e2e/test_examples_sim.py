@@ -30,7 +30,7 @@ import torch
 
 import pypto_pro.language as pl
 from pypto_pro.examples import load
-from pypto_pro.sim.soc import soc
+from pypto_pro.soc import soc
 
 EXACT = dict(rtol=0.0, atol=0.0)
 FP32_CUBE = dict(rtol=1e-5, atol=1e-5)

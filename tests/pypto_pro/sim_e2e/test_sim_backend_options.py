@@ -12,7 +12,7 @@ from pypto_pro.errors import InvalidArgument
 from pypto_pro.examples import load
 from pypto_pro.runtime.backends import register_backend, use_backend
 from pypto_pro.runtime.backends.sim import ENV_SIM_SOC, SimBackend
-from pypto_pro.sim.soc import soc
+from pypto_pro.soc import soc
 
 
 @pytest.fixture

@@ -20,7 +20,7 @@ from pypto_pro.examples import load
 from pypto_pro.runtime.backends import register_backend, use_backend
 from pypto_pro.runtime.backends.sim import SimBackend
 from pypto_pro.sim import engine, l2_native, scheduler_native, stream_memo
-from pypto_pro.sim.soc import soc
+from pypto_pro.soc import soc
 
 MTE2 = pl.PipeType.MTE2
 T = pl.TileType([64, 128], pl.DT_FP16)  # 16 KiB: 32 lines of 512 B

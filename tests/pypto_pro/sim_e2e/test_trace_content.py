@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from pypto_pro.examples import load
-from pypto_pro.sim.soc import soc
+from pypto_pro.soc import soc
 
 M, N, BLOCKS, TILE = 512, 384, 2, 128
 TILE_BYTES = TILE * TILE * 2

@@ -1,4 +1,5 @@
-"""Sanitizer findings and the text report (spec §5.3 format).
+"""Sanitizer findings and the text report (spec §5.3 format). They live with the Trace, which
+carries them (`Trace.findings`) and must not import the simulator; the sanitizer makes them.
 
 A `Finding` names one bug: its kind (the real sanitizer's names where it has them, e.g.
 `GM_OUT_OF_BOUNDS`, `TILE_OVERLAP`, `UNPAIRED_MUTEX_LOCK`; our own for what it cannot see, e.g.
