@@ -62,7 +62,7 @@ from pypto_pro.errors import PyptoError
 from pypto_pro.examples import load
 from pypto_pro.runtime.backends import register_backend, use_backend
 from pypto_pro.runtime.backends.sim import SimBackend
-from pypto_pro.sim import stream_memo, tape
+from pypto_pro.sim.fast import stream_memo, tape
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"

@@ -29,8 +29,8 @@ from pypto_pro.ir.types import MemorySpace
 from pypto_pro.runtime.backends import register_backend, use_backend
 from pypto_pro.runtime.backends.sim import SimBackend
 from pypto_pro.runtime.kernel_def import Specialization
-from pypto_pro.sim.memory import CoreMemory, TileGeometry, TileRef
-from pypto_pro.sim.simt import SimtLaunch, compile_simt
+from pypto_pro.sim.model.memory import CoreMemory, TileGeometry, TileRef
+from pypto_pro.sim.frontend.simt import SimtLaunch, compile_simt
 from pypto_pro.sim.soc import soc
 
 Row = tuple[str, str, float, float | None]

@@ -12,7 +12,7 @@ from typing import Any
 import torch
 
 from ..ir.types import TileLayout
-from ..sim.memory import GMRef, TileGeometry, TileRef, is_packed4
+from ..sim.model.memory import GMRef, TileGeometry, TileRef, is_packed4
 
 _OFFSETS: dict[tuple[TileGeometry, tuple[int, int]], torch.Tensor] = {}
 

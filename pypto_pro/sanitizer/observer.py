@@ -29,7 +29,7 @@ import torch
 from ..ir import ops as opreg
 from ..ir.span import Span
 from ..ir.types import PipeType
-from ..sim.memory import GMRef, SimMemoryError, TileRef
+from ..sim.model.memory import GMRef, SimMemoryError, TileRef
 from .clocks import Clock, join, ordered_before
 from ..trace.findings import Finding, SanitizerReport, Site
 from .footprint import (

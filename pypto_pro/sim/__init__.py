@@ -1,1 +1,22 @@
-"""The Ascend 950 simulator: SoC tables, memories, functional op library, cost model and engine."""
+"""The Ascend 950 simulator (the `sim` backend), in four layers; each imports only those above it.
+
+* `model/`: the machine: per-core memories with real tile layouts (`memory`, `layout`), the
+  chip's L2 and HBM (`memory_system`, its tag walk compiled in `l2_native`) and the cost of every
+  instruction (`cost_model`), on the SoC tables (`pypto_pro.soc`). `ops/` is the functional op
+  library: what each instruction does to those memories.
+* `frontend/`: the IR of a compiled kernel as executable programs: the scalar unit's closures
+  (`program`, `calls_scalar`, `calls_issue`: what an instruction issues), SIMT bodies (`simt*`)
+  and VF sections (`vf/`).
+* `reference/`: the reference engine: an event-driven clock with in-order pipes, flags, mutexes
+  and cross-core counters (`engine`), and the functional executor without a clock
+  (`functional`). It defines every value, race and error; `PYPTOPRO_SIM_ENGINE=python` forces it
+  for timed launches.
+* `fast/`: the fast path, byte-identical to the reference: a timed launch recorded, scheduled in
+  compiled code and replayed (`stream`, `scheduler_native`, `replay`), relaunches replayed from
+  a kept recording (`stream_memo`, `functional_memo`), their ops as prebuilt steps (`tape`) in two
+  lanes (`lanes`), copies compiled (`copies_native`).
+
+`launch` runs one launch (geometry, waves, cross-core wiring) and dispatches it to a path;
+`settings` reads the environment switches (`PYPTOPRO_SIM_CACHE=off`: no relaunch cache, the
+oracle the fast path is tested against).
+"""

@@ -18,12 +18,12 @@ from ..ir.attrs import AccToVecMode, CrossCoreSyncMode, SyncCoreType
 from ..ir.span import Span
 from ..ir.types import CUBE_SPACES, MemorySpace
 from ..trace.schema import EventLog
-from .engine import Core, Engine
-from .functional import FunctionalCore, FunctionalEngine
-from . import functional_memo, stream
-from .functional_memo import Ran
-from .memory import CoreMemory, TileRef
-from .program import CompiledProgram, RtTile
+from .reference.engine import Core, Engine
+from .reference.functional import FunctionalCore, FunctionalEngine
+from .fast import functional_memo, stream
+from .fast.functional_memo import Ran
+from .model.memory import CoreMemory, TileRef
+from .frontend.program import CompiledProgram, RtTile
 
 _INTRA, _UNICAST = CrossCoreSyncMode.INTRA_BLOCK, CrossCoreSyncMode.UNICAST_BLOCK
 #: kernel type → the cores of one slot

@@ -35,8 +35,8 @@ def _magic_cache(shell):
 
 def _interrupt_the_ops(engine: str, monkeypatch) -> _InterruptAfter:
     """Interrupt the 12th op the `engine` runs: some tiles of some blocks already moved."""
-    from pypto_pro.sim import replay
-    from pypto_pro.sim.engine import Core
+    from pypto_pro.sim.fast import replay
+    from pypto_pro.sim.reference.engine import Core
 
     monkeypatch.setenv("PYPTOPRO_SIM_ENGINE", engine)
     if engine == "python":

@@ -3,7 +3,7 @@ pyproject.toml; the test modules themselves are not importable under importlib m
 from __future__ import annotations
 
 import pypto_pro.language as pl
-from pypto_pro.sim.memory import TileRef
+from pypto_pro.sim.model.memory import TileRef
 
 T16 = pl.TileType([64, 128], pl.DT_FP16)
 

@@ -51,8 +51,8 @@ from ...errors import DeadlockError, InvalidArgument, PyptoError
 from ...ir.types import PtrType, StructType, TensorType
 from ...sim import settings
 from ...sim.launch import Launch
-from ...sim.memory import GMRef
-from ...sim.program import CompiledProgram, compile_function
+from ...sim.model.memory import GMRef
+from ...sim.frontend.program import CompiledProgram, compile_function
 from ...soc import SoC
 from ...soc import soc as make_soc
 from ...trace.schema import EventLog, TraceMeta

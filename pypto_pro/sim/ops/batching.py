@@ -31,7 +31,7 @@ from typing import Any
 
 import torch
 
-from ..memory import GMRef, TileRef
+from ..model.memory import GMRef, TileRef
 
 #: valid elements from which an element-wise op on a core's own tiles is memory-bound: its
 #: batch runs the calls one by one (in place), and the functional engine runs such calls at

@@ -11,7 +11,7 @@ import torch
 
 from pypto_pro.ir.dtype import DataType
 
-from ..memory import TileRef, storage_dtype
+from ..model.memory import TileRef, storage_dtype
 from . import SimOpError
 from .elementwise import NUMERIC, block_values, scalar_in_dtype
 from .operands import CmpMode, enum_arg, require_dtype, require_same_dtype, store, tile_arg

@@ -38,8 +38,8 @@ import torch
 from pypto_pro.ir.dtype import DataType
 from pypto_pro.ir.types import TileLayout
 
-from .. import copies_native
-from ..memory import Step, TileRef
+from ..fast import copies_native
+from ..model.memory import Step, TileRef
 from . import SimOpError
 from .batching import Writes, batched
 from .numerics import decode_e8m0, to_compute

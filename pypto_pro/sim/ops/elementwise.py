@@ -23,7 +23,7 @@ import torch
 
 from pypto_pro.ir.dtype import DataType
 
-from ..memory import Step, TileRef
+from ..model.memory import Step, TileRef
 from . import SimOpError, batching
 from .batching import Writes, batched, column, per_call, stack_blocks, tile_writes
 from .numerics import float_to_stored, to_compute, wrap_int

@@ -14,7 +14,7 @@ import torch
 
 from pypto_pro.ir.dtype import DataType
 
-from ..memory import Step
+from ..model.memory import Step
 from . import SimOpError, batching
 from .batching import Writes, batched, column, per_call, stack_blocks, tile_writes
 from .elementwise import FLOATS, NUMERIC, block_values

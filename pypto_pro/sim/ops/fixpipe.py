@@ -19,7 +19,7 @@ import torch
 
 from pypto_pro.ir.dtype import DataType
 
-from ..memory import TileRef
+from ..model.memory import TileRef
 from . import SimOpError
 from .numerics import RoundMode, to_compute
 from .operands import ReluPreMode, encode, enum_arg

@@ -12,7 +12,7 @@ import torch
 
 from pypto_pro.ir.dtype import DataType
 
-from ..memory import storage_dtype
+from ..model.memory import storage_dtype
 from . import SimOpError
 from .operands import CmpMode, enum_arg, require_dtype, require_same_dtype, tile_arg
 

@@ -18,7 +18,7 @@ import torch
 
 from pypto_pro.ir.types import MemorySpace
 
-from ..memory import GMRef, Step, TileRef, storage_dtype, taped
+from ..model.memory import GMRef, Step, TileRef, storage_dtype, taped
 from . import SimOpError
 from .batching import Writes, always, batched
 from .fixpipe import block_scale, convert, passes_bits

@@ -18,7 +18,7 @@ import torch
 
 from pypto_pro.ir.dtype import DataType
 
-from ..memory import storage_dtype
+from ..model.memory import storage_dtype
 
 
 class RoundMode(enum.IntEnum):

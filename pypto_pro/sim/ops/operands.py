@@ -16,7 +16,7 @@ import torch
 
 from pypto_pro.ir.dtype import DataType
 
-from ..memory import GMRef, TileRef
+from ..model.memory import GMRef, TileRef
 from . import SimOpError
 from .numerics import RoundMode, float_to_stored, to_compute, wrap_int
 

@@ -13,7 +13,7 @@ import torch
 
 from pypto_pro.ir.dtype import DataType
 
-from ..memory import TileRef
+from ..model.memory import TileRef
 from . import SimOpError
 from .elementwise import FLOATS, block_values
 from .numerics import RoundMode, float_to_stored

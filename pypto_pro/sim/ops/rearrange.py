@@ -12,7 +12,7 @@ import torch
 
 from pypto_pro.ir.types import TilePad
 
-from ..memory import TileRef, storage_dtype
+from ..model.memory import TileRef, storage_dtype
 from . import SimOpError
 from .numerics import int_range
 from .operands import require_same_dtype, tile_arg

@@ -15,7 +15,7 @@ import torch
 
 from pypto_pro.ir.dtype import DataType
 
-from ..memory import Step
+from ..model.memory import Step
 from . import SimOpError
 from .batching import Writes, batched, column, stack_blocks, tile_writes
 from .elementwise import NUMERIC, block_values

@@ -15,7 +15,7 @@ import torch
 
 from pypto_pro.ir.dtype import DataType
 
-from ..memory import TileRef, storage_dtype
+from ..model.memory import TileRef, storage_dtype
 from . import SimOpError
 from .operands import require_dtype, require_same_dtype, tile_arg
 

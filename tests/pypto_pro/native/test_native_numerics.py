@@ -14,7 +14,7 @@ import torch
 from pypto_pro.ir.dtype import DataType
 from pypto_pro.ir.types import TileLayout
 from pypto_pro.runtime.backends.native import INCLUDE_DIR
-from pypto_pro.sim import layout as sim_layout
+from pypto_pro.sim.model import layout as sim_layout
 from pypto_pro.sim.ops.numerics import FORMATS, RoundMode, round_float
 
 SOURCE = r"""

@@ -9,7 +9,7 @@ import pytest
 from pypto_pro.runtime import backends
 from pypto_pro.runtime.backends.native import compiler
 from pypto_pro.runtime.backends.sim import SimBackend
-from pypto_pro.sim import scheduler_native, stream_memo
+from pypto_pro.sim.fast import scheduler_native, stream_memo
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ import torch
 from pypto_pro.ir.dtype import DataType as D
 from pypto_pro.ir.types import MemorySpace as M
 from pypto_pro.ir.types import TileLayout as L
-from pypto_pro.sim.memory import CoreMemory, TileGeometry, TileRef, storage_dtype
+from pypto_pro.sim.model.memory import CoreMemory, TileGeometry, TileRef, storage_dtype
 from pypto_pro.sim.ops import BATCH_IMPLS, IMPLS, SimOpError, cube, error_index
 from pypto_pro.sim.ops.batching import run_grouped
 from pypto_pro.soc import soc

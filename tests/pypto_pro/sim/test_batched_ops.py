@@ -25,9 +25,10 @@ from pypto_pro.ir.dtype import DataType as D
 from pypto_pro.ir.types import MemorySpace as M
 from pypto_pro.ir.types import TileLayout as L
 from pypto_pro.runtime import backends
-from pypto_pro.sim import functional, stream_memo
-from pypto_pro.sim.engine import _defer
-from pypto_pro.sim.memory import CoreMemory, GMRef, TileGeometry, TileRef, storage_dtype
+from pypto_pro.sim.reference import functional
+from pypto_pro.sim.fast import stream_memo
+from pypto_pro.sim.reference.engine import _defer
+from pypto_pro.sim.model.memory import CoreMemory, GMRef, TileGeometry, TileRef, storage_dtype
 from pypto_pro.sim.ops import BATCH_IMPLS, IMPLS, batch_key, error_index, run_grouped
 from pypto_pro.sim.ops import batching, convert, elementwise, expand, movement, reduce
 from pypto_pro.sim.ops.operands import AtomicType

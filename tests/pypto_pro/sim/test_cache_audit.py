@@ -28,8 +28,8 @@ import torch
 import pypto_pro
 import pypto_pro.language as pl
 from pypto_pro.runtime.backends import use_backend
-from pypto_pro.sim import lanes, scheduler_native, stream_memo, tape
-from pypto_pro.sim.copies_native import REC_W, Moves
+from pypto_pro.sim.fast import lanes, scheduler_native, stream_memo, tape
+from pypto_pro.sim.fast.copies_native import REC_W, Moves
 
 V, MTE2, MTE3 = pl.PipeType.V, pl.PipeType.MTE2, pl.PipeType.MTE3
 H16 = pl.TileType([16, 64], pl.DT_FP16)

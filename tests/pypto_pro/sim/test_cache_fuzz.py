@@ -21,7 +21,7 @@ import pypto_pro.language as pl
 from pypto_pro.errors import PyptoError
 from pypto_pro.runtime.backends import register_backend, use_backend
 from pypto_pro.runtime.backends.sim import SimBackend
-from pypto_pro.sim import lanes, stream_memo
+from pypto_pro.sim.fast import lanes, stream_memo
 
 EXAMPLES = int(os.environ.get("PYPTOPRO_FUZZ_EXAMPLES", "6"))
 MTE2, V, MTE3 = pl.PipeType.MTE2, pl.PipeType.V, pl.PipeType.MTE3

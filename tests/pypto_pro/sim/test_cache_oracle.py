@@ -17,7 +17,8 @@ import torch
 from pypto_pro.examples import SMALL_CASES, load
 from pypto_pro.runtime.backends import register_backend, use_backend
 from pypto_pro.runtime.backends.sim import SimBackend
-from pypto_pro.sim import functional_memo, lanes, replay, settings, stream_memo
+from pypto_pro.sim.fast import functional_memo, lanes, replay, stream_memo
+from pypto_pro.sim import settings
 
 MODES = {"timed": {}, "functional": {"functional_only": True}}
 

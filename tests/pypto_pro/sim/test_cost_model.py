@@ -7,8 +7,8 @@ import torch
 from pypto_pro.ir.dtype import DataType as D
 from pypto_pro.ir.types import MemorySpace as M
 from pypto_pro.ir.types import TileLayout as L
-from pypto_pro.sim.cost_model import op_cost
-from pypto_pro.sim.memory import CoreMemory, GMRef, TileGeometry, TileRef
+from pypto_pro.sim.model.cost_model import op_cost
+from pypto_pro.sim.model.memory import CoreMemory, GMRef, TileGeometry, TileRef
 from pypto_pro.soc import soc
 
 PR, A2 = soc("950PR"), soc("910B1")
@@ -117,7 +117,7 @@ def test_scalar_and_sync_costs():
 
 def test_memoised_load_and_store_costs_keep_their_own_gm_window():
     """A tile load/store has its on-chip cost memoised per tile; its GM window is per call."""
-    from pypto_pro.sim.cost_model import _op_cost
+    from pypto_pro.sim.model.cost_model import _op_cost
 
     gm = GMRef(torch.zeros(256, 512, dtype=torch.float16))
     ub = tile(128, 128, D.FP16)

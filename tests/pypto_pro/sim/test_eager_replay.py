@@ -17,10 +17,11 @@ from pypto_pro.examples import load
 from pypto_pro.ir.dtype import DataType
 from pypto_pro.ir.types import MemorySpace, TileLayout
 from pypto_pro.runtime.backends import use_backend
-from pypto_pro.sim import engine, replay, scheduler_native
-from pypto_pro.sim.footprints import FP_W, _block_rect
-from pypto_pro.sim.memory import TileGeometry, TileRef
-from pypto_pro.sim.scheduler_native import ENV_ENGINE
+from pypto_pro.sim.reference import engine
+from pypto_pro.sim.fast import replay, scheduler_native
+from pypto_pro.sim.fast.footprints import FP_W, _block_rect
+from pypto_pro.sim.model.memory import TileGeometry, TileRef
+from pypto_pro.sim.fast.scheduler_native import ENV_ENGINE
 
 V, MTE2, MTE3 = pl.PipeType.V, pl.PipeType.MTE2, pl.PipeType.MTE3
 T64 = pl.TileType([64, 64], pl.DT_FP32)

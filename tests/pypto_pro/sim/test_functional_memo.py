@@ -13,7 +13,8 @@ import pypto_pro.language as pl
 from pypto_pro.errors import DeadlockError, SimulationError
 from pypto_pro.examples import load
 from pypto_pro.runtime.backends import use_backend
-from pypto_pro.sim import functional, stream_memo, tape
+from pypto_pro.sim.reference import functional
+from pypto_pro.sim.fast import stream_memo, tape
 from pypto_pro.sim.ops import IMPLS
 from sim_support import barrier_missing_a_core, printing_copy
 

@@ -19,7 +19,7 @@ from pypto_pro.errors import DeadlockError, NotSupported, PyptoError, Simulation
 from pypto_pro.examples import SMALL_CASES, load
 from pypto_pro.runtime import backends
 from pypto_pro.runtime.backends.sim import SimBackend
-from pypto_pro.sim.functional import FunctionalCore
+from pypto_pro.sim.reference.functional import FunctionalCore
 from pypto_pro.sim.launch import Launch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "benchmarks"))

@@ -9,8 +9,8 @@ import torch
 from pypto_pro.examples import load
 from pypto_pro.ir.dtype import DataType
 from pypto_pro.ir.types import MemorySpace, TileType
-from pypto_pro.sim.cost_model import op_cost
-from pypto_pro.sim.memory import CoreMemory, GMRef, SimMemoryError, TileGeometry, TileRef
+from pypto_pro.sim.model.cost_model import op_cost
+from pypto_pro.sim.model.memory import CoreMemory, GMRef, SimMemoryError, TileGeometry, TileRef
 from pypto_pro.soc import soc
 
 LINE = 512

@@ -14,9 +14,10 @@ from pypto_pro.examples import load
 from pypto_pro.runtime.backends import use_backend
 from pypto_pro.runtime.backends.native import compiler
 from pypto_pro.runtime.backends.sim import SimBackend
-from pypto_pro.sim import engine, l2_native
-from pypto_pro.sim.l2_native import ENV_L2, NativeL2
-from pypto_pro.sim.memory_system import GMAccess, MemorySystem, PythonL2
+from pypto_pro.sim.reference import engine
+from pypto_pro.sim.model import l2_native
+from pypto_pro.sim.model.l2_native import ENV_L2, NativeL2
+from pypto_pro.sim.model.memory_system import GMAccess, MemorySystem, PythonL2
 from pypto_pro.soc import SoC, soc
 
 LINE = 512

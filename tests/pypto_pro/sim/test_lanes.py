@@ -17,7 +17,7 @@ import pypto_pro.language as pl
 from pypto_pro.errors import SimulationError
 from pypto_pro.examples import load
 from pypto_pro.runtime.backends import use_backend
-from pypto_pro.sim import lanes, replay, scheduler_native, stream_memo, tape
+from pypto_pro.sim.fast import lanes, replay, scheduler_native, stream_memo, tape
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "benchmarks"))
 import dsl_kernels as dk  # noqa: E402

@@ -22,9 +22,9 @@ from pypto_pro.runtime.backends import sim as sim_backend
 from pypto_pro.runtime.binding import bind
 from pypto_pro.sanitizer import sanitize
 from pypto_pro.sim import launch as launch_mod
-from pypto_pro.sim.functional import FunctionalEngine
+from pypto_pro.sim.reference.functional import FunctionalEngine
 from pypto_pro.sim.launch import Launch
-from pypto_pro.sim.memory import CoreMemory, TileGeometry, TileRef
+from pypto_pro.sim.model.memory import CoreMemory, TileGeometry, TileRef
 from pypto_pro.soc import soc
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -16,9 +16,9 @@ from pypto_pro.runtime.binding import bind
 from pypto_pro.runtime.kernel_def import Specialization
 from pypto_pro.sanitizer import sanitize
 from pypto_pro.sim import launch as launch_mod
-from pypto_pro.sim.cost_model import _op_cost, op_cost
-from pypto_pro.sim.engine import _defer
-from pypto_pro.sim.memory import CoreMemory, GMRef, TileGeometry, TileRef
+from pypto_pro.sim.model.cost_model import _op_cost, op_cost
+from pypto_pro.sim.reference.engine import _defer
+from pypto_pro.sim.model.memory import CoreMemory, GMRef, TileGeometry, TileRef
 from pypto_pro.sim.ops import IMPLS
 from pypto_pro.soc import soc
 

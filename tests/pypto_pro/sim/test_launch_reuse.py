@@ -10,8 +10,8 @@ import torch
 from pypto_pro.examples import load
 from pypto_pro.runtime.backends import register_backend, use_backend
 from pypto_pro.runtime.backends.sim import SimBackend
-from pypto_pro.sim.memory import GMRef
-from pypto_pro.sim.memory_system import GMAccess, MemorySystem
+from pypto_pro.sim.model.memory import GMRef
+from pypto_pro.sim.model.memory_system import GMAccess, MemorySystem
 from pypto_pro.soc import soc
 
 LINE = 512

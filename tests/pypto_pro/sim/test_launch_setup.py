@@ -11,7 +11,7 @@ from pypto_pro.errors import InvalidArgument
 from pypto_pro.ir.types import MemorySpace
 from pypto_pro.runtime.backends.sim import ENV_SIM_SOC, SimBackend
 from pypto_pro.sim import launch as launch_mod
-from pypto_pro.sim.memory import CoreMemory
+from pypto_pro.sim.model.memory import CoreMemory
 from pypto_pro.soc import SoC, soc
 from pypto_pro.trace import EventLog, Trace, TraceMeta
 

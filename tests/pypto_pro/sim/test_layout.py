@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pypto_pro.ir.types import TileLayout
-from pypto_pro.sim.layout import (
+from pypto_pro.sim.model.layout import (
     element_offsets,
     fractal_shape,
     from_physical,

@@ -11,8 +11,8 @@ import torch
 
 import pypto_pro.language as pl
 from pypto_pro.runtime.backends.native import compiler
-from pypto_pro.sim import engine
-from pypto_pro.sim.scheduler_native import ENV_ENGINE
+from pypto_pro.sim.reference import engine
+from pypto_pro.sim.fast.scheduler_native import ENV_ENGINE
 
 T64 = pl.TileType([64, 64], pl.DT_FP32)
 T128 = pl.TileType([128, 128], pl.DT_FP32)

@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 import torch
 
-from pypto_pro.sim.memory import GMRef
-from pypto_pro.sim.memory_system import GMAccess, MemorySystem
+from pypto_pro.sim.model.memory import GMRef
+from pypto_pro.sim.model.memory_system import GMAccess, MemorySystem
 from pypto_pro.soc import soc
 
 LINE = 512

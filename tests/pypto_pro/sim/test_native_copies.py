@@ -19,9 +19,16 @@ from pypto_pro.ir.dtype import DataType as D
 from pypto_pro.ir.types import MemorySpace as M
 from pypto_pro.ir.types import TileLayout as L
 from pypto_pro.runtime.backends.native import compiler
-from pypto_pro.sim import copies_native
-from pypto_pro.sim.memory import (CoreMemory, GMRef, TileGeometry, TileRef, chained, joined,
-                                  taped)
+from pypto_pro.sim.fast import copies_native
+from pypto_pro.sim.model.memory import (
+    CoreMemory,
+    GMRef,
+    TileGeometry,
+    TileRef,
+    chained,
+    joined,
+    taped,
+)
 from pypto_pro.sim.ops import STEPS
 from pypto_pro.soc import soc
 

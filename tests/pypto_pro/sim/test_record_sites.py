@@ -17,12 +17,12 @@ from pypto_pro.examples import load
 from pypto_pro.ir.dtype import DataType
 from pypto_pro.ir.types import MemorySpace
 from pypto_pro.runtime.backends import use_backend
-from pypto_pro.sim import stream, stream_memo
+from pypto_pro.sim.fast import stream, stream_memo
 from pypto_pro.sim import soc as soc_mod
-from pypto_pro.sim.cost_model import op_cost
-from pypto_pro.sim.footprints import Footprints, _window_row
-from pypto_pro.sim.memory import GMRef, TileGeometry, TileRef
-from pypto_pro.sim.scheduler_native import ENV_ENGINE
+from pypto_pro.sim.model.cost_model import op_cost
+from pypto_pro.sim.fast.footprints import Footprints, _window_row
+from pypto_pro.sim.model.memory import GMRef, TileGeometry, TileRef
+from pypto_pro.sim.fast.scheduler_native import ENV_ENGINE
 
 T = pl.TileType([16, 64], pl.DT_FP32)
 WIDE = pl.TileType([32, 64], pl.DT_FP32)

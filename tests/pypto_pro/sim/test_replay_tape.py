@@ -17,11 +17,11 @@ import pypto_pro.language as pl
 from pypto_pro.errors import SimulationError
 from pypto_pro.examples import load
 from pypto_pro.runtime.backends import use_backend
-from pypto_pro.sim import copies_native, replay
+from pypto_pro.sim.fast import copies_native, replay
 from pypto_pro.ir.dtype import DataType
 from pypto_pro.ir.types import MemorySpace
-from pypto_pro.sim.memory import CoreMemory, TileGeometry, TileRef
-from pypto_pro.sim.scheduler_native import ENV_ENGINE
+from pypto_pro.sim.model.memory import CoreMemory, TileGeometry, TileRef
+from pypto_pro.sim.fast.scheduler_native import ENV_ENGINE
 from pypto_pro.soc import soc
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "benchmarks"))

@@ -12,8 +12,9 @@ import pypto_pro.language as pl
 from pypto_pro.errors import DeadlockError, PyptoError, SimulationError
 from pypto_pro.examples import load
 from pypto_pro.runtime.backends import use_backend
-from pypto_pro.sim import engine, scheduler_native, stream
-from pypto_pro.sim.scheduler_native import ENV_ENGINE
+from pypto_pro.sim.reference import engine
+from pypto_pro.sim.fast import scheduler_native, stream
+from pypto_pro.sim.fast.scheduler_native import ENV_ENGINE
 from sim_support import barrier_missing_a_core
 
 MTE2, V, MTE3 = pl.PipeType.MTE2, pl.PipeType.V, pl.PipeType.MTE3

@@ -15,8 +15,9 @@ import torch
 import pypto_pro.language as pl
 from pypto_pro.examples import load
 from pypto_pro.runtime.backends import use_backend
-from pypto_pro.sim import engine, replay, stream, stream_memo
-from pypto_pro.sim.memory import GMRef
+from pypto_pro.sim.reference import engine
+from pypto_pro.sim.fast import replay, stream, stream_memo
+from pypto_pro.sim.model.memory import GMRef
 from sim_support import printing_copy
 
 

@@ -9,11 +9,11 @@ import torch
 from pypto_pro.ir import attrs
 from pypto_pro.ir.dtype import DataType as DT
 from pypto_pro.ir.types import MemorySpace
-from pypto_pro.sim.memory import CoreMemory, TileGeometry, TileRef, storage_dtype
+from pypto_pro.sim.model.memory import CoreMemory, TileGeometry, TileRef, storage_dtype
 from pypto_pro.soc import soc
-from pypto_pro.sim.vf.args import ALL, UBAddr, VFOpError
-from pypto_pro.sim.vf.regs import Reg, lane_count, mask_of_lanes
-from pypto_pro.sim.vf.section import OPS, VFState
+from pypto_pro.sim.frontend.vf.args import ALL, UBAddr, VFOpError
+from pypto_pro.sim.frontend.vf.regs import Reg, lane_count, mask_of_lanes
+from pypto_pro.sim.frontend.vf.section import OPS, VFState
 
 D = attrs.LoadDist
 

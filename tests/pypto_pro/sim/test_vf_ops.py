@@ -1,8 +1,8 @@
 """Reg API register ops (spec §2.13) against torch, one test per op group and dtype: masks,
 arithmetic (register / scalar / unary / fused), logic and shifts, compare + select, reductions,
 broadcasts, conversions (astype round / saturate modes, FP8), rearrangements, squeeze and
-histograms. The ops are called directly on register values (`pypto_pro.sim.vf`); the UB side
-is in test_vf_memory.py and whole sections in test_vf_section.py."""
+histograms. The ops are called directly on register values (`pypto_pro.sim.frontend.vf`); the
+UB side is in test_vf_memory.py and whole sections in test_vf_section.py."""
 from __future__ import annotations
 
 import pytest
@@ -10,10 +10,10 @@ import torch
 
 from pypto_pro.ir import attrs
 from pypto_pro.ir.dtype import DataType as DT
-from pypto_pro.sim.memory import storage_dtype
-from pypto_pro.sim.vf.args import ALL
-from pypto_pro.sim.vf.regs import Reg, lane_count, mask_of_lanes
-from pypto_pro.sim.vf.section import OPS, VFState
+from pypto_pro.sim.model.memory import storage_dtype
+from pypto_pro.sim.frontend.vf.args import ALL
+from pypto_pro.sim.frontend.vf.regs import Reg, lane_count, mask_of_lanes
+from pypto_pro.sim.frontend.vf.section import OPS, VFState
 
 FLOATS = [DT.FP32, DT.FP16, DT.BF16]
 INTS = [DT.INT8, DT.INT16, DT.INT32, DT.UINT8, DT.UINT16, DT.UINT32]

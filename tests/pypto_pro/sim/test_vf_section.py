@@ -15,7 +15,7 @@ from pypto_pro.errors import InvalidOperationError, ParserTypeError, SimulationE
 from pypto_pro.ir.printer import python_print
 from pypto_pro.language import vf
 from pypto_pro.runtime.kernel_def import Specialization
-from pypto_pro.sim.cost_model import vf_section_cost
+from pypto_pro.sim.model.cost_model import vf_section_cost
 from pypto_pro.soc import soc
 
 ROW = pl.TileType([1, 256], pl.DT_FP32)

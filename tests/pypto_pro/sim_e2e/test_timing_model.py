@@ -19,7 +19,9 @@ import pypto_pro.language as pl
 from pypto_pro.examples import load
 from pypto_pro.runtime.backends import register_backend, use_backend
 from pypto_pro.runtime.backends.sim import SimBackend
-from pypto_pro.sim import engine, l2_native, scheduler_native, stream_memo
+from pypto_pro.sim.reference import engine
+from pypto_pro.sim.model import l2_native
+from pypto_pro.sim.fast import scheduler_native, stream_memo
 from pypto_pro.soc import soc
 
 MTE2 = pl.PipeType.MTE2
