@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
-import os
 import shutil
 import threading
 from pathlib import Path
 from typing import Callable
 
 from ..errors import CompileError
+from . import settings
 
 FLAGS = ("-std=c++17", "-O2", "-fPIC", "-shared")
 
@@ -64,7 +64,7 @@ class BackgroundLibrary:
         self._lock = threading.Lock()
 
     def mode(self) -> str:
-        return os.environ.get(self.env, "auto")
+        return settings.helper(self.env)
 
     def get(self, wait: bool = False) -> ctypes.CDLL | None:
         """The loaded library, or None: forced off, no compiler, or still building (`wait`:

@@ -40,7 +40,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import gc
-import os
 import sys
 import time
 from typing import Any
@@ -59,7 +58,6 @@ from ...trace.schema import EventLog, TraceMeta
 from ...trace.trace import Trace
 from . import LaunchRequest, LaunchResult, register_backend
 
-ENV_SIM_SOC = "PYPTOPRO_SIM_SOC"
 #: the largest block_dim a launch accepts (the ACL kernel launch limit): the simulator keeps
 #: state per block, so an absurd block_dim must fail fast instead of exhausting memory
 MAX_BLOCK_DIM = 65535
@@ -90,14 +88,14 @@ class SimBackend:
         the default 950PR."""
         if self._fixed_soc is not None:
             return self._fixed_soc
-        env = os.environ.get(ENV_SIM_SOC, "")
+        env = settings.soc_name()
         found = _ENV_SOCS.get(env)
         if found is None:
             name = env.strip()
             try:
                 found = _ENV_SOCS[env] = make_soc(name) if name else make_soc()
             except ValueError as e:
-                raise InvalidArgument(f"{ENV_SIM_SOC}={name!r}: {e}",
+                raise InvalidArgument(f"{settings.SOC}={name!r}: {e}",
                                       module="PRO_RUNTIME") from None
         return found
 

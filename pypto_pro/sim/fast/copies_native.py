@@ -43,9 +43,9 @@ import numpy as np
 import torch
 from torch.autograd.graph import increment_version
 
+from .. import settings
 from ..native_build import BackgroundLibrary
 
-ENV_COPIES = "PYPTOPRO_SIM_COPIES"
 FORMAT = 2
 REC_W = 18  # copies.cpp REC_W
 #: (source dtype → float32) conversions the library does bit-identically to torch's `copy_`
@@ -76,7 +76,7 @@ def _declare(lib: ctypes.CDLL) -> ctypes.CDLL:
 
 
 LIBRARY = BackgroundLibrary(f"copies-{FORMAT}", [Path(__file__).with_name("copies.cpp")],
-                            "pypto_sim_copies.so", ENV_COPIES, _declare)
+                            "pypto_sim_copies.so", settings.COPIES, _declare)
 
 
 def library(wait: bool = False) -> ctypes.CDLL | None:
@@ -405,5 +405,5 @@ def _record(lib: ctypes.CDLL, dst: torch.Tensor, src: torch.Tensor, add: bool = 
         else None
 
 
-__all__ = ["ENV_COPIES", "LIBRARY", "Moves", "chain", "collecting", "copier", "joined", "library",
+__all__ = ["LIBRARY", "Moves", "chain", "collecting", "copier", "joined", "library",
            "product", "record"]

@@ -35,12 +35,12 @@ import torch
 
 from pypto_pro.ir.ops import REGISTRY
 
+from .. import settings
 from . import scheduler_native
 from .footprints import FP_W, Footprints
 from ..model.memory import GMRef, TileRef
 from ..ops.movement import _gm_view, _offsets
 
-ENV_LANES = "PYPTOPRO_SIM_LANES"
 #: ops whose memory is not (only) their operands'
 _BODIES = frozenset({"vf.vec_scope", "simt.launch"})
 #: a second lane pays for itself from this many steps in it
@@ -53,9 +53,9 @@ _SMALLEST_NORMAL, _HALF = sys.float_info.min, 0.5
 
 def wanted() -> bool:
     """Whether tapes run in two lanes here (`PYPTOPRO_SIM_LANES`, the CPUs this process has)."""
-    setting = os.environ.get(ENV_LANES, "").strip()
-    if setting:
-        return setting != "1"
+    setting = settings.lanes()
+    if setting is not None:
+        return setting > 1
     return len(os.sched_getaffinity(0)) >= 2 if hasattr(os, "sched_getaffinity") else \
         (os.cpu_count() or 1) >= 2
 
@@ -256,4 +256,4 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_worker)
 
 
-__all__ = ["ENV_LANES", "Lane", "prepare", "run", "run_lanes", "split", "wanted", "worker"]
+__all__ = ["Lane", "prepare", "run", "run_lanes", "split", "wanted", "worker"]

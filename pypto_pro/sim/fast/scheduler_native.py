@@ -17,11 +17,11 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import settings
 from ..model import l2_native
 from .footprints import FP_W
 from ..native_build import BackgroundLibrary
 
-ENV_ENGINE = "PYPTOPRO_SIM_ENGINE"
 FORMAT = 2
 _HERE = Path(__file__).parent
 ROW_W = 10  # scheduler.cpp ROW_W: uid, pipe, row kind, instr, start, end, ids, reason, flow, role
@@ -44,7 +44,7 @@ def _declare(lib: ctypes.CDLL) -> ctypes.CDLL:
 
 LIBRARY = BackgroundLibrary(f"scheduler-{FORMAT}", [_HERE / "scheduler.cpp",
                                                     l2_native.SOURCE],
-                            "pypto_sim_scheduler.so", ENV_ENGINE, _declare)
+                            "pypto_sim_scheduler.so", settings.ENGINE, _declare)
 
 
 def library(wait: bool = False) -> ctypes.CDLL | None:

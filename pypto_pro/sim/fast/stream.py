@@ -27,7 +27,6 @@ which stays the reference and gives the exact error.
 """
 from __future__ import annotations
 
-import os
 import struct
 from array import array
 from typing import Any
@@ -38,12 +37,13 @@ from ...errors import SimulationError
 from ...ir.attrs import CrossCoreSyncMode, SyncCoreType
 from ...ir.span import Span
 from ...ir.types import PipeType
+from .. import settings
 from . import replay, scheduler_native, stream_memo
 from ..frontend.calls_issue import Instr, OpSite
 from ..model.cost_model import GM_OPS, VF_SECTION, op_cost, window_onchip_cost
 from ..reference.engine import AIC_PIPES, AIV_PIPES, Core, _flag_ids, hw_op
 from .footprints import Footprints, number, window_span
-from ..model.l2_native import ENV_L2, NativeL2
+from ..model.l2_native import NativeL2
 from ..model.memory import GMRef, GMWindow, TileRef
 from ..model.memory_system import MemoryStats
 from ..ops.movement import _gm_view
@@ -506,7 +506,7 @@ def _library(launch: Any) -> Any:
     """The scheduler when this launch may take the stream engine, else None."""
     eng = launch.engine
     if getattr(eng, "observer", True) is not None or eng.functional_only or \
-            not launch.soc.l2_bytes or os.environ.get(ENV_L2) == "python":
+            not launch.soc.l2_bytes or settings.helper(settings.L2) == "python":
         return None
     if any(getattr(p, "stream_ineligible", False) for p in launch.programs.values()):
         return None

@@ -13,54 +13,23 @@ compiled model once it is ready.
 from __future__ import annotations
 
 import ctypes
-import os
-import threading
 import weakref
 from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
 
-from ..native_build import build_shared
+from .. import settings
+from ..native_build import BackgroundLibrary
 
-ENV_L2 = "PYPTOPRO_SIM_L2"
 SOURCE = Path(__file__).with_name("l2_model.cpp")
-LIBRARY = "pypto_l2_model.so"
 FORMAT = 1
-
-_lock = threading.Lock()
-_library: ctypes.CDLL | None = None
-_builder: threading.Thread | None = None
-_failure: BaseException | None = None
 
 
 def library(wait: bool = False) -> ctypes.CDLL | None:
     """The loaded library, or None: forced off, no compiler, or still building (`wait`: wait
     for the build and raise its error)."""
-    global _builder
-    mode = os.environ.get(ENV_L2, "auto")
-    if mode == "python":
-        return None
-    if _library is None:
-        with _lock:
-            if _builder is None:
-                _builder = threading.Thread(target=_build_and_load, name="pypto-l2-build",
-                                            daemon=True)
-                _builder.start()
-        if wait or mode == "native":
-            _builder.join()
-            if _failure is not None:
-                raise _failure
-    return _library
-
-
-def _build_and_load() -> None:
-    global _library, _failure
-    try:
-        _library = declare(ctypes.CDLL(str(build_shared(f"sim-l2-{FORMAT}", [SOURCE], LIBRARY,
-                                                         ENV_L2))))
-    except BaseException as e:  # noqa: BLE001 - kept for library(wait=True); Python model stays
-        _failure = e
+    return LIBRARY.get(wait)
 
 
 def declare(lib: ctypes.CDLL) -> ctypes.CDLL:
@@ -132,3 +101,7 @@ class NativeL2:
             n = counts[s]
             table[s] = dict(zip(lines[s, :n].tolist(), states[s, :n].tolist()))
         return table
+
+
+LIBRARY = BackgroundLibrary(f"sim-l2-{FORMAT}", [SOURCE], "pypto_l2_model.so", settings.L2,
+                            declare)

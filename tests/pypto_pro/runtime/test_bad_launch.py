@@ -22,7 +22,8 @@ from pypto_pro.errors import (
 )
 from pypto_pro.runtime import backends
 from pypto_pro.runtime.backends import ENV_BACKEND, current_backend_name, use_backend
-from pypto_pro.runtime.backends.sim import ENV_SIM_SOC, SimBackend
+from pypto_pro.runtime.backends.sim import SimBackend
+from pypto_pro.sim import settings
 
 MTE2, V, MTE3 = pl.PipeType.MTE2, pl.PipeType.V, pl.PipeType.MTE3
 T16 = pl.TileType([64, 128], pl.DT_FP16)
@@ -147,7 +148,7 @@ def _xz(rows: int = 64, cols: int = 128) -> tuple[torch.Tensor, torch.Tensor]:
 
 @pytest.fixture(autouse=True)
 def on_sim(monkeypatch):
-    monkeypatch.delenv(ENV_SIM_SOC, raising=False)
+    monkeypatch.delenv(settings.SOC, raising=False)
     monkeypatch.setattr(backends, "_factories", dict(backends._factories))
     monkeypatch.setattr(backends, "_instances", dict(backends._instances))
     with use_backend("sim"):
@@ -194,9 +195,9 @@ def test_bad_launch_argument_is_a_typed_error(name, error, code, launch, match):
 
 
 def test_bad_backend_and_soc_settings_are_typed_errors(monkeypatch):
-    monkeypatch.setenv(ENV_SIM_SOC, "no-such-chip")
-    _raises(InvalidArgument, "F0000E", lambda: copy[None, 1](*_xz()), ENV_SIM_SOC)
-    monkeypatch.delenv(ENV_SIM_SOC)
+    monkeypatch.setenv(settings.SOC, "no-such-chip")
+    _raises(InvalidArgument, "F0000E", lambda: copy[None, 1](*_xz()), settings.SOC)
+    monkeypatch.delenv(settings.SOC)
     monkeypatch.setenv(ENV_BACKEND, "gpu")
     assert current_backend_name() == "sim"  # use_backend wins over the env
     token = backends._override.set(None)

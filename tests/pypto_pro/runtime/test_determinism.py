@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from pypto_pro.runtime.backends import use_backend
-from pypto_pro.runtime.backends.sim import ENV_SIM_SOC
+from pypto_pro.sim import settings
 
 CASES = [("vector_add", "add_kernel", {"m": 512, "n": 256}, 3),
          ("matmul_softmax", "matmul_softmax_kernel", {"n": 64}, None)]
@@ -50,7 +50,7 @@ def digest(module: str, kernel: str, shape: dict, block_dim: int | None,
 
 @pytest.fixture(autouse=True)
 def default_soc(monkeypatch):
-    monkeypatch.delenv(ENV_SIM_SOC, raising=False)
+    monkeypatch.delenv(settings.SOC, raising=False)
 
 
 def _inputs(case: tuple) -> tuple:
@@ -76,7 +76,7 @@ def test_another_process_gets_the_same_outputs_and_trace():
     tests = str(Path(__file__).parent)
     code = (f"import sys; sys.path.insert(0, {tests!r}); from test_determinism import CASES, "
             "digest; print(' '.join(digest(*c) for c in CASES))")
-    env = {k: v for k, v in os.environ.items() if k != ENV_SIM_SOC}
+    env = {k: v for k, v in os.environ.items() if k != settings.SOC}
     env["PYTHONHASHSEED"] = "12345"  # a different str-hash seed must not matter either
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True,
                          text=True, timeout=600, check=True).stdout.split()

@@ -9,6 +9,7 @@ import pytest
 from pypto_pro.runtime import backends
 from pypto_pro.runtime.backends.native import compiler
 from pypto_pro.runtime.backends.sim import SimBackend
+from pypto_pro.sim import settings
 from pypto_pro.sim.fast import scheduler_native, stream_memo
 
 
@@ -30,6 +31,6 @@ def stream_engine(monkeypatch: pytest.MonkeyPatch) -> Any:
     if shutil.which(compiler()) is None:
         pytest.skip("the stream engine needs a C++ compiler")
     lib = scheduler_native.library(wait=True)
-    monkeypatch.setenv(scheduler_native.ENV_ENGINE, "native")
+    monkeypatch.setenv(settings.ENGINE, "native")
     stream_memo.clear()
     return lib

@@ -28,6 +28,7 @@ import torch
 import pypto_pro
 import pypto_pro.language as pl
 from pypto_pro.runtime.backends import use_backend
+from pypto_pro.sim import settings
 from pypto_pro.sim.fast import lanes, scheduler_native, stream_memo, tape
 from pypto_pro.sim.fast.copies_native import REC_W, Moves
 
@@ -59,7 +60,7 @@ def cast_there_and_back(x: pl.Tensor[[16, 64], pl.DT_FP16], wide: pl.Tensor[[16,
 def test_cast_keeps_the_sign_of_zero(monkeypatch, functional_backend, engine):
     if engine == "native":
         scheduler_native.library(wait=True)
-    monkeypatch.setenv(scheduler_native.ENV_ENGINE, "python" if engine == "python" else "native")
+    monkeypatch.setenv(settings.ENGINE, "python" if engine == "python" else "native")
     x = torch.tensor([-0.0, 0.0, -1.5, 2.0] * 256, dtype=torch.float16).reshape(16, 64)
     wide, back = torch.zeros(16, 64), torch.zeros(16, 64, dtype=torch.float16)
     with use_backend("functional" if engine == "functional" else "sim"):
@@ -252,7 +253,7 @@ def flush_denormal():
 @pytest.mark.parametrize("backend", ["sim", "functional"])
 def test_flush_denormal_set_after_the_worker_started_holds_on_it(
         monkeypatch, stream_engine, functional_backend, flush_denormal, backend):
-    monkeypatch.setenv(lanes.ENV_LANES, "2")
+    monkeypatch.setenv(settings.LANES, "2")
     monkeypatch.setattr(lanes, "_MIN_LANE", 1)  # (two lanes however few steps each gets)
     monkeypatch.setattr(tape.Tape, "together", lambda self: True)
     lanes.worker().start(lambda: None).wait()  # the worker runs, flushing nothing
@@ -310,7 +311,7 @@ def _failing(backend: str, offsets: torch.Tensor, x: torch.Tensor) -> tuple[str,
 @pytest.mark.parametrize("backend", ["sim", "functional"])
 def test_a_failing_relaunch_leaves_the_gm_writes_of_a_fresh_launch(
         monkeypatch, stream_engine, functional_backend, backend, together):
-    monkeypatch.setenv(lanes.ENV_LANES, "2")
+    monkeypatch.setenv(settings.LANES, "2")
     monkeypatch.setattr(lanes, "_MIN_LANE", 1)
     monkeypatch.setattr(tape.Tape, "together", lambda self: together)
     x = torch.arange(64 * 64, dtype=torch.float32).reshape(64, 64)
@@ -370,7 +371,7 @@ def test_a_failed_launch_leaves_the_writes_of_every_op_started_before_the_failin
     bad = good.clone()
     bad[3, 2] = 4096
     if path == "python":
-        monkeypatch.setenv(scheduler_native.ENV_ENGINE, "python")
+        monkeypatch.setenv(settings.ENGINE, "python")
     if path == "deferred":  # (a race found: the replay lands writes at the finishes)
         monkeypatch.setattr(scheduler_native, "first_race", lambda *args: (0, 1))
     with use_backend("sim"):

@@ -21,6 +21,7 @@ import pypto_pro.language as pl
 from pypto_pro.errors import PyptoError
 from pypto_pro.runtime.backends import register_backend, use_backend
 from pypto_pro.runtime.backends.sim import SimBackend
+from pypto_pro.sim import settings as sim_settings
 from pypto_pro.sim.fast import lanes, stream_memo
 
 EXAMPLES = int(os.environ.get("PYPTOPRO_FUZZ_EXAMPLES", "6"))
@@ -122,7 +123,7 @@ class Setup:
 
 @pytest.fixture
 def fuzz_backends(monkeypatch, stream_engine):
-    monkeypatch.setenv(lanes.ENV_LANES, "2")
+    monkeypatch.setenv(sim_settings.LANES, "2")
     monkeypatch.setattr(lanes, "_MIN_LANE", 1)
     for mode, options in {"timed": {}, "functional": {"functional_only": True}}.items():
         register_backend(f"fuzz-cached-{mode}", lambda o=options: SimBackend(cache=True, **o))

@@ -27,7 +27,7 @@ MODES = {"timed": {}, "functional": {"functional_only": True}}
 def backends(monkeypatch, stream_engine):
     """Backends "cached-<mode>" and "oracle-<mode>" (caches off), and two lanes however few
     steps a lane gets (the examples are small)."""
-    monkeypatch.setenv(lanes.ENV_LANES, "2")
+    monkeypatch.setenv(settings.LANES, "2")
     monkeypatch.setattr(lanes, "_MIN_LANE", 1)
     for mode, options in MODES.items():
         register_backend(f"cached-{mode}", lambda o=options: SimBackend(cache=True, **o))

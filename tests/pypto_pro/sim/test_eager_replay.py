@@ -21,7 +21,7 @@ from pypto_pro.sim.reference import engine
 from pypto_pro.sim.fast import replay, scheduler_native
 from pypto_pro.sim.fast.footprints import FP_W, _block_rect
 from pypto_pro.sim.model.memory import TileGeometry, TileRef
-from pypto_pro.sim.fast.scheduler_native import ENV_ENGINE
+from pypto_pro.sim import settings
 
 V, MTE2, MTE3 = pl.PipeType.V, pl.PipeType.MTE2, pl.PipeType.MTE3
 T64 = pl.TileType([64, 64], pl.DT_FP32)
@@ -36,7 +36,7 @@ def _run(monkeypatch, mode: str, kernel, block_dim: int, args: tuple) -> tuple[l
     """(the trace rows, the replay that ran: "eager", "deferred" or "python")."""
     before = dict(replay.PATHS)
     with monkeypatch.context() as m, use_backend("sim"):
-        m.setenv(ENV_ENGINE, mode)
+        m.setenv(settings.ENGINE, mode)
         kernel[None, block_dim](*args)
     ran = [p for p in ("eager", "deferred") if replay.PATHS[p] != before.get(p, 0)]
     return list(kernel.last_trace._log.rows), ran[0] if ran else "python"
@@ -159,7 +159,7 @@ def test_an_op_failing_in_the_eager_replay_raises_the_python_engines_error(monke
         before = replay.PATHS["eager"]
         with monkeypatch.context() as m, use_backend("sim"), \
                 pytest.raises(SimulationError) as err:
-            m.setenv(ENV_ENGINE, mode)
+            m.setenv(settings.ENGINE, mode)
             store_of_another_size[None, 1](torch.zeros(64, 64), torch.zeros(64, 64).half())
         errors[mode] = err.value
         assert replay.PATHS["eager"] == before + (mode == "native")

@@ -16,7 +16,9 @@ from pypto_pro.runtime.backends.native import compiler
 from pypto_pro.runtime.backends.sim import SimBackend
 from pypto_pro.sim.reference import engine
 from pypto_pro.sim.model import l2_native
-from pypto_pro.sim.model.l2_native import ENV_L2, NativeL2
+from pypto_pro.sim import settings
+from pypto_pro.sim.native_build import BackgroundLibrary
+from pypto_pro.sim.model.l2_native import NativeL2
 from pypto_pro.sim.model.memory_system import GMAccess, MemorySystem, PythonL2
 from pypto_pro.soc import SoC, soc
 
@@ -33,7 +35,7 @@ def compiled() -> None:
 
 def _system(monkeypatch: pytest.MonkeyPatch, chip: SoC, model: str) -> MemorySystem:
     with monkeypatch.context() as m:
-        m.setenv(ENV_L2, model)
+        m.setenv(settings.L2, model)
         return MemorySystem(chip)
 
 
@@ -94,7 +96,7 @@ def test_a_system_switches_model_only_on_reset(compiled, monkeypatch) -> None:
     mem = _system(monkeypatch, soc("950PR"), "python")
     stream = _stream(5, 20, 500)
     want = _run(mem, stream)
-    monkeypatch.setenv(ENV_L2, "native")
+    monkeypatch.setenv(settings.L2, "native")
     assert isinstance(mem.l2, PythonL2)  # never within a launch
     mem.reset()
     assert isinstance(mem.l2, NativeL2)
@@ -114,10 +116,10 @@ def _timed_add() -> tuple:
 
 
 def test_a_timed_launch_is_the_same_with_either_model(compiled, monkeypatch) -> None:
-    monkeypatch.setenv(ENV_L2, "python")
+    monkeypatch.setenv(settings.L2, "python")
     cycles, events, models = _timed_add()
     assert PythonL2 in models and NativeL2 not in models
-    monkeypatch.setenv(ENV_L2, "native")
+    monkeypatch.setenv(settings.L2, "native")
     cycles_native, events_native, models = _timed_add()
     assert NativeL2 in models and PythonL2 not in models
     assert cycles_native == cycles
@@ -125,16 +127,17 @@ def test_a_timed_launch_is_the_same_with_either_model(compiled, monkeypatch) -> 
 
 
 def test_forcing_python_uses_the_python_model(monkeypatch) -> None:
-    monkeypatch.setenv(ENV_L2, "python")
+    monkeypatch.setenv(settings.L2, "python")
     assert l2_native.library() is None
     assert isinstance(MemorySystem(soc("950PR")).l2, PythonL2)
 
 
 def test_without_a_compiler_the_python_model_stays(monkeypatch) -> None:
-    for name in ("_library", "_builder", "_failure"):  # a process that has not tried yet
-        monkeypatch.setattr(l2_native, name, None)
+    kept = l2_native.LIBRARY  # a process that has not tried yet:
+    monkeypatch.setattr(l2_native, "LIBRARY", BackgroundLibrary(
+        kept.tag, kept.sources, kept.library, kept.env, kept.declare))
     monkeypatch.setenv("PYPTOPRO_NATIVE_CXX", "/nonexistent/g++")
-    monkeypatch.delenv(ENV_L2, raising=False)
+    monkeypatch.delenv(settings.L2, raising=False)
     mem = MemorySystem(soc("950PR"))  # starts the build, does not wait for it
     with pytest.raises(CompileError, match="compiler .* was not found"):
         l2_native.library(wait=True)

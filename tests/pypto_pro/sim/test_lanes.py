@@ -17,6 +17,7 @@ import pypto_pro.language as pl
 from pypto_pro.errors import SimulationError
 from pypto_pro.examples import load
 from pypto_pro.runtime.backends import use_backend
+from pypto_pro.sim import settings
 from pypto_pro.sim.fast import lanes, replay, scheduler_native, stream_memo, tape
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "benchmarks"))
@@ -33,7 +34,7 @@ OFF_T = pl.TileType([8, 8], pl.DT_INT32)
 def small_lanes(monkeypatch):
     """Two lanes here, however few steps each gets (the test kernels are small), and a tape
     from the relaunch after next."""
-    monkeypatch.setenv(lanes.ENV_LANES, "2")
+    monkeypatch.setenv(settings.LANES, "2")
     monkeypatch.setattr(lanes, "_MIN_LANE", 1)
 
 
@@ -118,7 +119,7 @@ def test_two_lanes_at_once_or_apart_give_one_lanes_values(monkeypatch, small_lan
     for way in ("one lane", "at once", "apart"):
         with monkeypatch.context() as m:
             if way == "one lane":
-                m.setenv(lanes.ENV_LANES, "1")
+                m.setenv(settings.LANES, "1")
             else:
                 m.setattr(tape.Tape, "together", lambda self, w=way: w == "at once")
             made = _splits(m)
@@ -162,7 +163,7 @@ def test_a_tape_that_may_fail_keeps_one_lane_and_fails_as_the_python_engine(
     monkeypatch.setattr(tape.Tape, "together", lambda self: together)
     expected = torch.zeros(32, 64)
     with monkeypatch.context() as m, use_backend("sim"):
-        m.setenv(scheduler_native.ENV_ENGINE, "python")
+        m.setenv(settings.ENGINE, "python")
         gather_rows[None, 4](x, offsets, expected)
     made = _splits(monkeypatch)
     played = []
@@ -179,7 +180,7 @@ def test_a_tape_that_may_fail_keeps_one_lane_and_fails_as_the_python_engine(
         left[mode] = torch.full((32, 64), -1.0)
         with monkeypatch.context() as m, use_backend("sim"), \
                 pytest.raises(SimulationError) as err:
-            m.setenv(scheduler_native.ENV_ENGINE, mode)
+            m.setenv(settings.ENGINE, mode)
             gather_rows[None, 4](x, offsets, left[mode])
         assert replay.PATHS["tape"] == before + (mode == "native")
         errors[mode] = err.value
@@ -217,9 +218,9 @@ def test_blocks_adding_into_one_gm_window_stay_one_group(monkeypatch, small_lane
 
 
 def test_one_lane_is_kept_when_asked_or_with_one_cpu(monkeypatch):
-    monkeypatch.setenv(lanes.ENV_LANES, "1")
+    monkeypatch.setenv(settings.LANES, "1")
     assert not lanes.wanted()
-    monkeypatch.setenv(lanes.ENV_LANES, "")
+    monkeypatch.setenv(settings.LANES, "")
     monkeypatch.setattr(lanes.os, "sched_getaffinity", lambda pid: {0}, raising=False)
     assert not lanes.wanted()
     monkeypatch.setattr(lanes.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)

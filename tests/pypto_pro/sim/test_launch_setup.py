@@ -9,7 +9,8 @@ import torch
 
 from pypto_pro.errors import InvalidArgument
 from pypto_pro.ir.types import MemorySpace
-from pypto_pro.runtime.backends.sim import ENV_SIM_SOC, SimBackend
+from pypto_pro.runtime.backends.sim import SimBackend
+from pypto_pro.sim import settings
 from pypto_pro.sim import launch as launch_mod
 from pypto_pro.sim.model.memory import CoreMemory
 from pypto_pro.soc import SoC, soc
@@ -76,13 +77,13 @@ def test_a_buffer_repeating_no_word_is_restored_by_copying() -> None:
 
 def test_the_env_soc_is_read_at_every_launch(monkeypatch: pytest.MonkeyPatch) -> None:
     backend = SimBackend()
-    monkeypatch.setenv(ENV_SIM_SOC, " 910B1 ")
+    monkeypatch.setenv(settings.SOC, " 910B1 ")
     assert backend.soc is soc("910B1")
-    monkeypatch.setenv(ENV_SIM_SOC, "no-such-chip")
+    monkeypatch.setenv(settings.SOC, "no-such-chip")
     for _ in range(2):  # a bad value is never remembered as a SoC
         with pytest.raises(InvalidArgument, match="no-such-chip"):
             _ = backend.soc
-    monkeypatch.delenv(ENV_SIM_SOC)
+    monkeypatch.delenv(settings.SOC)
     assert backend.soc is soc()
 
 

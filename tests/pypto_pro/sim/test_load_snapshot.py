@@ -12,7 +12,7 @@ import torch
 import pypto_pro.language as pl
 from pypto_pro.runtime.backends.native import compiler
 from pypto_pro.sim.reference import engine
-from pypto_pro.sim.fast.scheduler_native import ENV_ENGINE
+from pypto_pro.sim import settings
 
 T64 = pl.TileType([64, 64], pl.DT_FP32)
 T128 = pl.TileType([128, 128], pl.DT_FP32)
@@ -63,7 +63,7 @@ def _snapshots(monkeypatch) -> list:
 def test_a_store_landing_during_a_load_of_its_window_is_not_seen(monkeypatch, sim_engine):
     if sim_engine == "native" and shutil.which(compiler()) is None:
         pytest.skip("the stream engine needs a C++ compiler")
-    monkeypatch.setenv(ENV_ENGINE, sim_engine)
+    monkeypatch.setenv(settings.ENGINE, sim_engine)
     taken = _snapshots(monkeypatch)
     x, g, out = torch.full((64, 64), 1.0), torch.full((128, 128), 2.0), torch.zeros(128, 128)
     store_races_load[None, 1](x, g, out)

@@ -19,6 +19,7 @@ from pypto_pro.ir.dtype import DataType as D
 from pypto_pro.ir.types import MemorySpace as M
 from pypto_pro.ir.types import TileLayout as L
 from pypto_pro.runtime.backends.native import compiler
+from pypto_pro.sim import settings
 from pypto_pro.sim.fast import copies_native
 from pypto_pro.sim.model.memory import (
     CoreMemory,
@@ -38,7 +39,7 @@ def native(monkeypatch: pytest.MonkeyPatch) -> list:
     """The library built and forced on; the list collects every step `copier` makes."""
     if shutil.which(compiler()) is None:
         pytest.skip("the compiled copies need a C++ compiler")
-    monkeypatch.setenv(copies_native.ENV_COPIES, "native")
+    monkeypatch.setenv(settings.COPIES, "native")
     copies_native.library(wait=True)
     made: list = []
     real = copies_native.copier
@@ -163,13 +164,13 @@ def test_tape_steps_copy_what_torch_copies(native, monkeypatch, name):
     action = _scenarios()[name]
     compiled = _outcome(action)
     assert native, "the step took no compiled copy"
-    monkeypatch.setenv(copies_native.ENV_COPIES, "python")
+    monkeypatch.setenv(settings.COPIES, "python")
     for got, want in zip(compiled, _outcome(action)):
         assert torch.equal(got, want)
 
 
 def test_without_the_library_steps_keep_torch(monkeypatch):
-    monkeypatch.setenv(copies_native.ENV_COPIES, "python")
+    monkeypatch.setenv(settings.COPIES, "python")
     made = []
     monkeypatch.setattr(copies_native.LIBRARY, "declare", lambda lib: made.append(lib))
     assert copies_native.library() is None and copies_native.copier([]) is None

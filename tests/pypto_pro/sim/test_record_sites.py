@@ -22,7 +22,7 @@ from pypto_pro.sim import soc as soc_mod
 from pypto_pro.sim.model.cost_model import op_cost
 from pypto_pro.sim.fast.footprints import Footprints, _window_row
 from pypto_pro.sim.model.memory import GMRef, TileGeometry, TileRef
-from pypto_pro.sim.fast.scheduler_native import ENV_ENGINE
+from pypto_pro.sim import settings
 
 T = pl.TileType([16, 64], pl.DT_FP32)
 WIDE = pl.TileType([32, 64], pl.DT_FP32)
@@ -156,7 +156,7 @@ def runs_off_the_end(x: pl.Tensor[[64, 64], pl.DT_FP32], z: pl.Tensor[[64, 64], 
 
 def _error(monkeypatch: pytest.MonkeyPatch, mode: str) -> PyptoError:
     with monkeypatch.context() as m, use_backend("sim"):
-        m.setenv(ENV_ENGINE, mode)
+        m.setenv(settings.ENGINE, mode)
         with pytest.raises(PyptoError) as err:
             runs_off_the_end[None, 1](torch.randn(64, 64), torch.zeros(64, 64))
     return err.value

@@ -17,11 +17,11 @@ import pypto_pro.language as pl
 from pypto_pro.errors import SimulationError
 from pypto_pro.examples import load
 from pypto_pro.runtime.backends import use_backend
-from pypto_pro.sim.fast import copies_native, replay
+from pypto_pro.sim.fast import replay
 from pypto_pro.ir.dtype import DataType
 from pypto_pro.ir.types import MemorySpace
 from pypto_pro.sim.model.memory import CoreMemory, TileGeometry, TileRef
-from pypto_pro.sim.fast.scheduler_native import ENV_ENGINE
+from pypto_pro.sim import settings
 from pypto_pro.soc import soc
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "benchmarks"))
@@ -35,7 +35,7 @@ def _launch(monkeypatch, mode: str, kernel, block_dim: int, args: tuple) -> tupl
     """(the trace rows, whether the replay ran a tape) of one launch on engine `mode`."""
     before = replay.PATHS["tape"]
     with monkeypatch.context() as m, use_backend("sim"):
-        m.setenv(ENV_ENGINE, mode)
+        m.setenv(settings.ENGINE, mode)
         kernel[None, block_dim](*args)
     return list(kernel.last_trace._log.rows), replay.PATHS["tape"] - before
 
@@ -198,7 +198,7 @@ def test_an_op_failing_in_a_relaunch_raises_the_python_engines_error(monkeypatch
         before, making = replay.PATHS["tape"], replay.PATHS["taping"]
         with monkeypatch.context() as m, use_backend("sim"), \
                 pytest.raises(SimulationError) as err:
-            m.setenv(ENV_ENGINE, mode)
+            m.setenv(settings.ENGINE, mode)
             gather_blocks[None, 1](*args)
         assert replay.PATHS["tape"] == before + (mode == "native" and taped)
         assert replay.PATHS["taping"] == making  # (a replay that fails makes none)
@@ -243,7 +243,7 @@ def test_a_tape_moves_to_tensors_that_swap_places(monkeypatch):
 
 
 def test_a_tape_with_gm_steps_in_torch_is_not_moved(monkeypatch):
-    monkeypatch.setenv(copies_native.ENV_COPIES, "python")  # (loads and stores stay torch's)
+    monkeypatch.setenv(settings.COPIES, "python")  # (loads and stores stay torch's)
     kernel, make, block_dim = CASES["add"]
     args = make(0)
     bd = block_dim(*args)

@@ -14,7 +14,7 @@ from pypto_pro.examples import load
 from pypto_pro.runtime.backends import use_backend
 from pypto_pro.sim.reference import engine
 from pypto_pro.sim.fast import scheduler_native, stream
-from pypto_pro.sim.fast.scheduler_native import ENV_ENGINE
+from pypto_pro.sim import settings
 from sim_support import barrier_missing_a_core
 
 MTE2, V, MTE3 = pl.PipeType.MTE2, pl.PipeType.V, pl.PipeType.MTE3
@@ -45,7 +45,7 @@ def _launch(monkeypatch: pytest.MonkeyPatch, mode: str, kernel, block_dim: int,
     """(trace rows, instructions, outputs, L2 stats) of one timed launch with engine `mode`."""
     args = make_args()
     with monkeypatch.context() as m, use_backend("sim"):
-        m.setenv(ENV_ENGINE, mode)
+        m.setenv(settings.ENGINE, mode)
         kernel[None, block_dim](*args)
     trace = kernel.last_trace
     memory = engine._IDLE_MEMORY.get(trace.meta.soc)
@@ -126,7 +126,7 @@ def set_twice(x: pl.Tensor[[64, 128], pl.DT_FP16], z: pl.Tensor[[64, 128], pl.DT
 
 def _error(monkeypatch, mode: str, kernel, args) -> PyptoError:
     with monkeypatch.context() as m, use_backend("sim"):
-        m.setenv(ENV_ENGINE, mode)
+        m.setenv(settings.ENGINE, mode)
         with pytest.raises(PyptoError) as err:
             kernel[None, 1](*args)
     return err.value
@@ -164,7 +164,7 @@ def test_an_ineligible_kernel_takes_the_python_engine(monkeypatch, paths) -> Non
     monkeypatch.setattr(stream, "record", lambda rec: recorded.append(1) or record(rec))
     g, out = torch.full((128, 128), 2.0), torch.zeros(128, 128)
     with monkeypatch.context() as m, use_backend("sim"):
-        m.setenv(ENV_ENGINE, "native")
+        m.setenv(settings.ENGINE, "native")
         setval_then_store[None, 1](g, out)
         setval_then_store[None, 1](g, out)
     assert paths == ["python", "python"]
@@ -176,7 +176,7 @@ def test_a_sanitized_launch_takes_the_python_engine(monkeypatch, paths) -> None:
 
     ex = load("vector_add")
     with monkeypatch.context() as m, use_backend("sim"), sanitize():
-        m.setenv(ENV_ENGINE, "native")
+        m.setenv(settings.ENGINE, "native")
         ex.add_kernel[None, 2](*ex.make_inputs(128, 128, seed=0))
     assert paths == ["python"]
 
@@ -195,7 +195,7 @@ def test_the_env_switch_picks_the_engine(monkeypatch, paths) -> None:
     args = ex.make_inputs(128, 128, seed=0)
     for mode in ("python", "native", "auto"):
         with monkeypatch.context() as m, use_backend("sim"):
-            m.setenv(ENV_ENGINE, mode)
+            m.setenv(settings.ENGINE, mode)
             ex.add_kernel[None, 2](*args)
     # auto: the library is built (`stream_engine`), so even a 1-tile launch takes it: a relaunch
     # replays its kept schedule (`stream_memo`) for less than the Python engine's event loop

@@ -7,14 +7,14 @@ import pandas as pd
 import pytest
 
 from pypto_pro.runtime import backends
-from pypto_pro.runtime.backends.sim import ENV_SIM_SOC
+from pypto_pro.sim import settings
 
 
 @pytest.fixture(autouse=True)
 def timing_sim(monkeypatch):
     """Launches in the test run on the default "sim" backend on the default SoC, and backends
     a test registers do not leak into other tests."""
-    monkeypatch.delenv(ENV_SIM_SOC, raising=False)
+    monkeypatch.delenv(settings.SOC, raising=False)
     monkeypatch.setattr(backends, "_factories", dict(backends._factories))
     monkeypatch.setattr(backends, "_instances", dict(backends._instances))
     with backends.use_backend("sim"):

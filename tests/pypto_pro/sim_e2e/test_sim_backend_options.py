@@ -11,7 +11,8 @@ import torch
 from pypto_pro.errors import InvalidArgument
 from pypto_pro.examples import load
 from pypto_pro.runtime.backends import register_backend, use_backend
-from pypto_pro.runtime.backends.sim import ENV_SIM_SOC, SimBackend
+from pypto_pro.runtime.backends.sim import SimBackend
+from pypto_pro.sim import settings
 from pypto_pro.soc import soc
 
 
@@ -44,14 +45,14 @@ def test_registered_backend_with_another_soc(add):
 
 def test_env_selects_the_soc_of_the_default_backend(add, monkeypatch):
     m, args = add
-    monkeypatch.setenv(ENV_SIM_SOC, "950DT")
+    monkeypatch.setenv(settings.SOC, "950DT")
     assert _run(m, args).meta.soc == "Ascend950DT_9581"
-    monkeypatch.setenv(ENV_SIM_SOC, "Ascend910B1")
+    monkeypatch.setenv(settings.SOC, "Ascend910B1")
     assert _run(m, args).meta.soc == "Ascend910B1"
-    monkeypatch.setenv(ENV_SIM_SOC, "Ascend999")
+    monkeypatch.setenv(settings.SOC, "Ascend999")
     with pytest.raises(InvalidArgument, match="PYPTOPRO_SIM_SOC='Ascend999': unknown SoC"):
         _run(m, args)
-    monkeypatch.delenv(ENV_SIM_SOC)
+    monkeypatch.delenv(settings.SOC)
     assert _run(m, args).meta.soc == "Ascend950PR_9589"
 
 

@@ -19,6 +19,7 @@ import pypto_pro.language as pl
 from pypto_pro.examples import load
 from pypto_pro.runtime.backends import register_backend, use_backend
 from pypto_pro.runtime.backends.sim import SimBackend
+from pypto_pro.sim import settings
 from pypto_pro.sim.reference import engine
 from pypto_pro.sim.model import l2_native
 from pypto_pro.sim.fast import scheduler_native, stream_memo
@@ -39,8 +40,8 @@ def timed_path(request, monkeypatch):
         scheduler_native.library(wait=True)
     if l2_mode == "native":
         l2_native.library(wait=True)
-    monkeypatch.setenv(scheduler_native.ENV_ENGINE, engine_mode)
-    monkeypatch.setenv(l2_native.ENV_L2, l2_mode)
+    monkeypatch.setenv(settings.ENGINE, engine_mode)
+    monkeypatch.setenv(settings.L2, l2_mode)
     return request.param
 
 
