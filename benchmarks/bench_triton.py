@@ -62,7 +62,7 @@ from pypto_pro.errors import PyptoError
 from pypto_pro.examples import load
 from pypto_pro.runtime.backends import register_backend, use_backend
 from pypto_pro.runtime.backends.sim import SimBackend
-from pypto_pro.sim.fast import stream_memo, tape
+from pypto_pro.sim.fast import memo, tape
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
@@ -71,11 +71,11 @@ README = HERE / "README.md"
 SECTION = "bench_triton"
 BACKENDS = ("sim", "sim-fresh", "sim-new", "sim-func", "sim-func-new", "native", "triton",
             "torch")
-#: "sim": a relaunch (the stream engine replays its kept schedule, `sim.stream_memo`);
+#: "sim": a relaunch (the stream engine replays its kept schedule, `sim.fast.memo`);
 #: "sim-fresh": a relaunch on new tensors of the same geometry, made (untimed) before each
 #: launch, as a notebook cell that allocates its tensors runs again (the memo rebinds);
 #: "sim-new" / "sim-func-new": the launch with the memos cleared first, as a new shape or
-#: kernel runs ("sim-func" relaunches replay the executor's ops, `sim.functional_memo`)
+#: kernel runs ("sim-func" relaunches replay the executor's ops, `sim.fast.memo`)
 LABELS = {"sim": "sim (timing)", "sim-fresh": "sim (timing), new tensors",
           "sim-new": "sim (timing), new launch", "sim-func": "sim functional-only",
           "sim-func-new": "sim functional-only, new launch", "native": "native",
@@ -250,7 +250,7 @@ def _ours(run: Callable[[tuple], None], backend: str) -> Callable[[tuple], None]
 
     def ours(a: tuple) -> None:
         if backend in CLEARED:
-            stream_memo.clear()
+            memo.clear()
         with use_backend(name):
             run(a)
     return ours

@@ -13,8 +13,9 @@
   for timed launches.
 * `fast/`: the fast path, byte-identical to the reference: a timed launch recorded, scheduled in
   compiled code and replayed (`stream`, `scheduler_native`, `replay`), relaunches replayed from
-  a kept recording (`stream_memo`, `functional_memo`), their ops as prebuilt steps (`tape`) in two
-  lanes (`lanes`), copies compiled (`copies_native`).
+  what the last launch ran (`memo`: a timed launch's recording and schedule, a functional one's
+  ops), their ops as prebuilt steps (`tape`) in two lanes (`lanes`), copies compiled
+  (`copies_native`).
 
 `launch` runs one launch (geometry, waves, cross-core wiring) and dispatches it to a path;
 `settings` reads the environment switches (`PYPTOPRO_SIM_CACHE=off`: no relaunch cache, the

@@ -20,8 +20,8 @@ from ..ir.types import CUBE_SPACES, MemorySpace
 from ..trace.schema import EventLog
 from .reference.engine import Core, Engine
 from .reference.functional import FunctionalCore, FunctionalEngine
-from .fast import functional_memo, stream
-from .fast.functional_memo import Ran
+from .fast import memo, stream
+from .fast.memo import Ran
 from .model.memory import CoreMemory, TileRef
 from .frontend.program import CompiledProgram, RtTile
 
@@ -100,7 +100,7 @@ class Launch:
         eng = self.engine
         functional = isinstance(eng, FunctionalEngine)
         if functional:  # a relaunch replays the ops the last launch ran, when it can
-            blocks = functional_memo.replayed(self) if self.cache else None  # (no sanitizer)
+            blocks = memo.replay_functional(self) if self.cache else None  # (no sanitizer)
             eng.ran = Ran() if blocks is None and self.cache else None
         else:  # timed: the compiled stream engine when it can
             blocks = stream.run(self)
@@ -113,7 +113,7 @@ class Launch:
         if self.pending or any(not c.done for c in eng.cores):
             raise eng.deadlock()
         if functional:
-            functional_memo.store(self)
+            memo.keep_functional(self)
         return self.blocks
 
     def _start_next(self, slot: _Slot, t: int) -> None:
@@ -172,7 +172,7 @@ class Launch:
         the next launch on this SoC, and break the cycles through its cores (`Core.dispose`).
         The blocks keep their cores for what they printed. The pool is a stack and a launch
         takes its memories in slot order, so they go back in reverse: a relaunch gets each
-        slot's memory back (`stream_memo` relies on it)."""
+        slot's memory back (`memo` relies on it)."""
         self.engine.release_memory()
         for core in self.engine.cores:
             core.dispose()

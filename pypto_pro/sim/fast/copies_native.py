@@ -16,7 +16,7 @@ colliding writes): the caller keeps its torch copy. The step holds the
 views, so their storages outlive it; their addresses stay valid because a kept step only runs
 in a tape, and a tape never outlives a storage change: a GM tensor whose storage moves or is
 resized gets a new GM view (`runtime.backends.sim._gm_view`), so the stream memo misses or
-rebinds and drops the tape (`stream_memo._rebind`), and on-chip buffers and product scratch
+rebinds and drops the tape (`memo._rebind`), and on-chip buffers and product scratch
 are never resized.
 
 A cube product's step is one call too (`product`): its operands' conversions, the product
@@ -192,7 +192,7 @@ def collecting(into: list) -> Iterator[list]:
 
 class Moves:
     """Where compiled steps (`collecting`'s) point into storages, to point them into others of
-    the same size (a relaunch on new GM tensors: `stream_memo`): per record field holding an
+    the same size (a relaunch on new GM tensors: `memo`): per record field holding an
     address, the address, its step's records and the field's place in them; per storage
     (address, bytes), the places of the views the steps keep and write."""
 

@@ -38,7 +38,7 @@ from ...ir.attrs import CrossCoreSyncMode, SyncCoreType
 from ...ir.span import Span
 from ...ir.types import PipeType
 from .. import settings
-from . import replay, scheduler_native, stream_memo
+from . import replay, scheduler_native, memo
 from ..frontend.calls_issue import Instr, OpSite
 from ..model.cost_model import GM_OPS, VF_SECTION, op_cost, window_onchip_cost
 from ..reference.engine import AIC_PIPES, AIV_PIPES, Core, _flag_ids, hw_op
@@ -516,11 +516,11 @@ def _library(launch: Any) -> Any:
 def run(launch: Any) -> list | None:
     """Run `launch` on the stream engine; its blocks, or None when the Python engine must run
     it (then nothing has changed: no GM write, no trace row, an empty L2). A relaunch replays
-    the kernel's kept recording and schedule (`stream_memo`)."""
+    the kernel's kept recording and schedule (`memo`)."""
     lib = _library(launch)
     if lib is None or launch.block_dim < 1:
         return None
-    entry = stream_memo.lookup(launch) if launch.cache else None
+    entry = memo.lookup(launch) if launch.cache else None
     if entry is None:
         rec = Recording(launch)
         try:
@@ -535,7 +535,7 @@ def run(launch: Any) -> list | None:
     return _replayed(launch, entry)
 
 
-def _recorded(launch: Any, lib: Any, rec: Recording) -> stream_memo.Entry | None:
+def _recorded(launch: Any, lib: Any, rec: Recording) -> memo.Entry | None:
     """Record and schedule `launch` and check its schedule for races; the kept entry, or None
     when the Python engine must run it."""
     try:
@@ -565,10 +565,10 @@ def _recorded(launch: Any, lib: Any, rec: Recording) -> stream_memo.Entry | None
                                        np.frombuffer(fp.index, np.int64), len(rec.instrs))
     replay.rebind(rec, sched)
     rec.launch = rec.lines = rec.footprints = None  # (what the entry must not keep alive)
-    return stream_memo.store(launch, rec, sched, safe=race is None, keep=launch.cache)
+    return memo.store(launch, rec, sched, safe=race is None, keep=launch.cache)
 
 
-def _replayed(launch: Any, entry: stream_memo.Entry) -> list:
+def _replayed(launch: Any, entry: memo.Entry) -> list:
     """The values (unless timing only), counters, trace rows and blocks of a scheduled launch."""
     eng, rec, sched = launch.engine, entry.rec, entry.sched
     if not eng.timing_only:

@@ -1,6 +1,6 @@
 """The eager replay's tape: a kept recording's ops as steps that do only their torch work.
 
-On a memo hit (`stream_memo`) everything of an eager replay but the values is what it was:
+On a memo hit (`memo`) everything of an eager replay but the values is what it was:
 the same instructions on the same operand objects and memories, in the same order. So a
 replay of a kept recording may ask each op's family for its step (`ops.STEPS`: its torch calls
 with every view and plan of that run bound, value checks and value-dependent branches inside;
@@ -169,7 +169,7 @@ def _on_gm(instr: Any) -> bool:
 def moved(kept: Any, storages: dict[tuple[int, int], torch.Tensor]) -> Tape | None:
     """`kept` (a recording's `tape`) once its recording is rebound to new GM storages of the
     same sizes (`storages`: old storage (address, bytes) → a tensor on its successor,
-    `stream_memo`): a tape whose steps touch GM only through compiled copies, their addresses
+    `memo`): a tape whose steps touch GM only through compiled copies, their addresses
     and views moved (`copies_native.Moves`); `PENDING` as it is (the next replay makes a
     tape, on the new tensors); None for anything else (the replay after next makes one)."""
     if kept is PENDING:

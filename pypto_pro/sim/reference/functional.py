@@ -48,7 +48,7 @@ from ...errors import SimulationError
 from ...ir.types import PipeType
 from ..frontend.calls_issue import Instr
 from .engine import Core, Engine, Pipe, _MutexReq
-from ..fast.functional_memo import Ran
+from ..fast.memo import Ran
 from ..ops import BATCH_IMPLS, IMPLS, batch_key, error_index, run_grouped
 from ..frontend.program import NOTHING
 
@@ -72,7 +72,7 @@ class FunctionalEngine(Engine):
         super().__init__(soc, None, functional_only=True)
         self._ready: deque[Callable[[], None]] = deque()
         self.parked: list[FunctionalCore] = []
-        #: the ops run so far, for a relaunch to replay (`functional_memo`); None when this
+        #: the ops run so far, for a relaunch to replay (`memo`); None when this
         #: launch cannot be replayed (or nobody asked)
         self.ran: Ran | None = None
 
@@ -168,7 +168,7 @@ class FunctionalCore(Core):
     def sync_scalar(self):
         return NOTHING  # no clock to catch up with
 
-    # what a relaunch cannot replay (`functional_memo`): control flow or text from values
+    # what a relaunch cannot replay (`memo`): control flow or text from values
     def resolve_scalar_target(self, value: Any, span: Any) -> Any:
         self.engine.ran = None
         return super().resolve_scalar_target(value, span)

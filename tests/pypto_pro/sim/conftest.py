@@ -10,7 +10,7 @@ from pypto_pro.runtime import backends
 from pypto_pro.runtime.backends.native import compiler
 from pypto_pro.runtime.backends.sim import SimBackend
 from pypto_pro.sim import settings
-from pypto_pro.sim.fast import scheduler_native, stream_memo
+from pypto_pro.sim.fast import scheduler_native, memo
 
 
 @pytest.fixture
@@ -32,5 +32,5 @@ def stream_engine(monkeypatch: pytest.MonkeyPatch) -> Any:
         pytest.skip("the stream engine needs a C++ compiler")
     lib = scheduler_native.library(wait=True)
     monkeypatch.setenv(settings.ENGINE, "native")
-    stream_memo.clear()
+    memo.clear()
     return lib

@@ -26,7 +26,7 @@ from pypto_pro.ir.types import MemorySpace as M
 from pypto_pro.ir.types import TileLayout as L
 from pypto_pro.runtime import backends
 from pypto_pro.sim.reference import functional
-from pypto_pro.sim.fast import stream_memo
+from pypto_pro.sim.fast import memo
 from pypto_pro.sim.reference.engine import _defer
 from pypto_pro.sim.model.memory import CoreMemory, GMRef, TileGeometry, TileRef, storage_dtype
 from pypto_pro.sim.ops import BATCH_IMPLS, IMPLS, batch_key, error_index, run_grouped
@@ -301,7 +301,7 @@ pytestmark = pytest.mark.usefixtures("functional_backend")  # (conftest)
 def batches(monkeypatch) -> Counter:
     """(op, batch size) → how many batches the functional engine ran (every launch runs the
     executor: no kept ops are replayed)."""
-    stream_memo.clear()
+    memo.clear()
     seen: Counter = Counter()
     run = functional.FunctionalEngine._run_batch
 

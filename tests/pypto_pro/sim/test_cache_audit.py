@@ -29,7 +29,7 @@ import pypto_pro
 import pypto_pro.language as pl
 from pypto_pro.runtime.backends import use_backend
 from pypto_pro.sim import settings
-from pypto_pro.sim.fast import lanes, scheduler_native, stream_memo, tape
+from pypto_pro.sim.fast import lanes, scheduler_native, memo, tape
 from pypto_pro.sim.fast.copies_native import REC_W, Moves
 
 V, MTE2, MTE3 = pl.PipeType.V, pl.PipeType.MTE2, pl.PipeType.MTE3
@@ -205,9 +205,9 @@ def test_aliased_storages_relaunch_as_fresh_launches(tmp_path):
 
 
 def test_storages_sharing_bytes_are_not_kept():
-    assert not stream_memo.overlapping({(100, 50): 0, (150, 10): 1, (0, 0): 2})
-    assert stream_memo.overlapping({(100, 50): 0, (100, 20): 1})  # one address, two sizes
-    assert stream_memo.overlapping({(100, 50): 0, (140, 20): 1})
+    assert not memo.overlapping({(100, 50): 0, (150, 10): 1, (0, 0): 2})
+    assert memo.overlapping({(100, 50): 0, (100, 20): 1})  # one address, two sizes
+    assert memo.overlapping({(100, 50): 0, (140, 20): 1})
 
 
 def test_a_move_gives_each_address_to_the_one_storage_holding_it():
@@ -319,7 +319,7 @@ def test_a_failing_relaunch_leaves_the_gm_writes_of_a_fresh_launch(
     bad = good.clone()
     bad[8 * 2 + 3, 1] = bad[8 * 6 + 5, 4] = 4096  # blocks 2 and 6 fail
     for launches in range(5):  # 0: fresh; 1: a relaunch; 2: it makes the tape; 3, 4: taped
-        stream_memo.clear()
+        memo.clear()
         with use_backend(backend):
             for _ in range(launches):
                 gather_rows[None, 8](x, good, torch.zeros(64, 64))

@@ -22,7 +22,7 @@ from pypto_pro.errors import PyptoError
 from pypto_pro.runtime.backends import register_backend, use_backend
 from pypto_pro.runtime.backends.sim import SimBackend
 from pypto_pro.sim import settings as sim_settings
-from pypto_pro.sim.fast import lanes, stream_memo
+from pypto_pro.sim.fast import lanes, memo
 
 EXAMPLES = int(os.environ.get("PYPTOPRO_FUZZ_EXAMPLES", "6"))
 MTE2, V, MTE3 = pl.PipeType.MTE2, pl.PipeType.V, pl.PipeType.MTE3
@@ -163,7 +163,7 @@ layouts = st.builds(
                                 st.sampled_from(SCALARS)), min_size=3, max_size=8),
        seed=st.integers(0, 2 ** 16))
 def test_cached_relaunches_are_the_oracles(fuzz_backends, layout, block_dim, mode, steps, seed):
-    stream_memo.clear()
+    memo.clear()
     setup, scalar = Setup(layout, seed), SCALARS[0]
     for k, (action, value) in enumerate(steps):
         if action == "scalar":

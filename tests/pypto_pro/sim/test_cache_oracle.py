@@ -17,7 +17,7 @@ import torch
 from pypto_pro.examples import SMALL_CASES, load
 from pypto_pro.runtime.backends import register_backend, use_backend
 from pypto_pro.runtime.backends.sim import SimBackend
-from pypto_pro.sim.fast import functional_memo, lanes, replay, stream_memo
+from pypto_pro.sim.fast import lanes, replay, memo
 from pypto_pro.sim import settings
 
 MODES = {"timed": {}, "functional": {"functional_only": True}}
@@ -70,16 +70,16 @@ def test_cached_launches_are_the_oracles(backends, mode, name, kernel, shape):
     inputs = ex.make_inputs(**shape, seed=0)
     block_dim = ex.block_dim(*inputs)
     oracle = observed(k, block_dim, _copy(inputs), f"oracle-{mode}")
-    stream_memo.clear()
+    memo.clear()
     same, new = _copy(inputs), _copy(inputs)
     for launch in range(8):
         args = same if launch < 5 else new
         for a, b in zip(args, inputs):  # (every launch from the same inputs)
             if isinstance(a, torch.Tensor):
                 a.copy_(b)
-        replays = replay.PATHS.total(), functional_memo.REPLAYS
+        replays = replay.PATHS.total(), memo.REPLAYS
         assert observed(k, block_dim, args, f"cached-{mode}") == oracle, launch
-        if launch == 1 and replays == (replay.PATHS.total(), functional_memo.REPLAYS):
+        if launch == 1 and replays == (replay.PATHS.total(), memo.REPLAYS):
             break  # (no cache applies: the Python engine or the executor ran it afresh)
 
 
@@ -87,7 +87,7 @@ def test_the_env_switch_turns_the_caches_off(monkeypatch, stream_engine):
     ex = load("vector_add")
     x, y, z = ex.make_inputs(256, 256, seed=0)
     monkeypatch.setenv(settings.CACHE, "off")
-    stream_memo.clear()
+    memo.clear()
     before = dict(replay.PATHS)
     with use_backend("sim"):
         for _ in range(4):

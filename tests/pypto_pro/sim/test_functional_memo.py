@@ -1,5 +1,5 @@
 """A functional-only relaunch replays the ops its last launch ran, in their order
-(`sim/functional_memo.py`; issue 9), from the third launch of the same operands on as a tape of
+(`sim/fast/memo.py`; issue 9), from the third launch of the same operands on as a tape of
 prebuilt steps (`sim/tape.py`, moved to new tensors of the same geometry): with new data in the
 same tensors or in new tensors of the same geometry it computes exactly what the functional
 executor computes, while a launch whose control flow or text depends on values (a scalar read
@@ -14,7 +14,7 @@ from pypto_pro.errors import DeadlockError, SimulationError
 from pypto_pro.examples import load
 from pypto_pro.runtime.backends import use_backend
 from pypto_pro.sim.reference import functional
-from pypto_pro.sim.fast import stream_memo, tape
+from pypto_pro.sim.fast import memo, tape
 from pypto_pro.sim.ops import IMPLS
 from sim_support import barrier_missing_a_core, printing_copy
 
@@ -27,7 +27,7 @@ T32 = pl.TileType([16, 64], pl.DT_FP32)
 @pytest.fixture
 def executed(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """One entry per launch the functional executor ran (not replayed)."""
-    stream_memo.clear()
+    memo.clear()
     calls: list[int] = []
     run = functional.FunctionalEngine.run
     monkeypatch.setattr(functional.FunctionalEngine, "run",
@@ -56,7 +56,7 @@ def test_a_relaunch_replays_and_computes_the_new_data(executed, monkeypatch, nam
     bd = block_dim or ex.block_dim(*args)
     expected = ex.make_inputs(**shape, seed=1)
     _launch(k, bd, expected)  # what the executor computes for the new data
-    stream_memo.clear()
+    memo.clear()
     _launch(k, bd, ex.make_inputs(**shape, seed=2))  # kept: its ops
     _launch(k, bd, args)  # other tensors of the same geometry: rebound
     for _ in range(3):  # the same tensors, new data: the tape made, then run twice
@@ -153,7 +153,7 @@ def test_an_op_error_in_a_replay_is_the_executors_error(executed, monkeypatch) -
         with monkeypatch.context() as m, pytest.raises(SimulationError) as err:
             m.setitem(IMPLS, "block.add", failing)
             if not replay:
-                stream_memo.clear()
+                memo.clear()
             _launch(ex.add_kernel, 4, args)
         errors.append(err.value)
     assert executed == [1, 1, 1]

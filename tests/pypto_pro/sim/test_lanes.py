@@ -18,7 +18,7 @@ from pypto_pro.errors import SimulationError
 from pypto_pro.examples import load
 from pypto_pro.runtime.backends import use_backend
 from pypto_pro.sim import settings
-from pypto_pro.sim.fast import lanes, replay, scheduler_native, stream_memo, tape
+from pypto_pro.sim.fast import lanes, replay, scheduler_native, memo, tape
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "benchmarks"))
 import dsl_kernels as dk  # noqa: E402
@@ -88,7 +88,7 @@ def _splits(monkeypatch) -> list:
 
 def _taped_relaunch(kernel, args: tuple, block_dim: int, backend: str) -> list:
     """The trace rows of the fourth launch of `kernel` on `args` (the tape's first play)."""
-    stream_memo.clear()
+    memo.clear()
     with use_backend(backend):
         for _ in range(4):
             kernel[None, block_dim](*args)

@@ -17,7 +17,7 @@ from pypto_pro.examples import load
 from pypto_pro.ir.dtype import DataType
 from pypto_pro.ir.types import MemorySpace
 from pypto_pro.runtime.backends import use_backend
-from pypto_pro.sim.fast import stream, stream_memo
+from pypto_pro.sim.fast import stream, memo
 from pypto_pro.sim import soc as soc_mod
 from pypto_pro.sim.model.cost_model import op_cost
 from pypto_pro.sim.fast.footprints import Footprints, _window_row
@@ -87,7 +87,7 @@ def _recorded(monkeypatch: pytest.MonkeyPatch, kernel, block_dim: int, args: tup
 
     with monkeypatch.context() as m, use_backend("sim"):
         m.setattr(stream, "record", kept)
-        stream_memo.clear()
+        memo.clear()
         kernel[None, block_dim](*args)
     assert seen, "the launch did not take the stream engine"
     return seen

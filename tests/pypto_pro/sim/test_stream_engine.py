@@ -198,5 +198,5 @@ def test_the_env_switch_picks_the_engine(monkeypatch, paths) -> None:
             m.setenv(settings.ENGINE, mode)
             ex.add_kernel[None, 2](*args)
     # auto: the library is built (`stream_engine`), so even a 1-tile launch takes it: a relaunch
-    # replays its kept schedule (`stream_memo`) for less than the Python engine's event loop
+    # replays its kept schedule (`memo`) for less than the Python engine's event loop
     assert paths == ["python", "native", "native"]

@@ -1,4 +1,4 @@
-"""The stream engine's memo (`sim/stream_memo.py`; issue 9): a relaunch of a kernel with tensors of
+"""The stream engine's memo (`sim/fast/memo.py`; issue 9): a relaunch of a kernel with tensors of
 the same geometry (the same tensors, or new ones: the recording is rebound to them) and the same
 scalars replays the kept recording and schedule instead of recording again, and gives exactly what
 a fresh launch gives — trace rows, instruction count, L2 counters, the values of the new data, the
@@ -16,7 +16,7 @@ import pypto_pro.language as pl
 from pypto_pro.examples import load
 from pypto_pro.runtime.backends import use_backend
 from pypto_pro.sim.reference import engine
-from pypto_pro.sim.fast import replay, stream, stream_memo
+from pypto_pro.sim.fast import replay, stream, memo
 from pypto_pro.sim.model.memory import GMRef
 from sim_support import printing_copy
 
@@ -73,7 +73,7 @@ def test_what_the_schedule_depends_on_records_afresh(recorded) -> None:
     assert recorded == [1]
     _launch(ex.add_kernel, 2, (x, y, z))  # another block count
     _launch(ex.add_kernel, 2, (x, y, z.clone()))  # another tensor: rebound
-    stream_memo.clear()
+    memo.clear()
     _launch(ex.add_kernel, 2, (x, y, z))
     assert recorded == [1, 1, 1]
     assert torch.equal(z, x + y)
@@ -140,7 +140,7 @@ def test_the_memo_keeps_no_tensor_of_an_earlier_launch_alive(recorded, name, ker
     gc.collect()
     assert [ref() for ref in gone] == [None] * len(gone)
     expected = ex.make_inputs(**shape, seed=1)
-    stream_memo.clear()
+    memo.clear()
     _launch(k, block_dim, expected)
     for a, b in zip(args, expected):
         assert torch.equal(a, b)
@@ -184,7 +184,7 @@ def test_a_change_of_geometry_records_afresh_and_then_rebinds(recorded, change) 
 def test_equal_geometry_is_an_equal_key() -> None:
     def key(*args) -> tuple:
         storages: dict = {}
-        return tuple(stream_memo._value_key(a, storages, []) for a in args)
+        return tuple(memo._value_key(a, storages, []) for a in args)
 
     a, b = torch.zeros(8, 16), torch.ones(8, 16)
     assert key(GMRef(a)) == key(GMRef(b))
@@ -229,9 +229,9 @@ def test_a_pointer_is_rebound_even_when_its_storage_was_swapped(recorded) -> Non
 
 
 def test_an_operand_it_cannot_rebind_records_afresh(recorded, monkeypatch) -> None:
-    entries: list[stream_memo.Entry] = []
-    store = stream_memo.store
-    monkeypatch.setattr(stream_memo, "store", lambda *a, **k: entries.append(store(*a, **k))
+    entries: list[memo.Entry] = []
+    store = memo.store
+    monkeypatch.setattr(memo, "store", lambda *a, **k: entries.append(store(*a, **k))
                         or entries[-1])
     add = load("vector_add").add_kernel
     x, y, z = _add_args()
@@ -266,7 +266,7 @@ def test_a_racy_kernel_with_new_tensors_computes_what_a_recorded_launch_does(rec
     got = _launch(racy_copy, 1, rebound)
     assert recorded == [1]
     assert replay.PATHS["deferred"] == deferred + 2  # (the race: writes land at the finish)
-    stream_memo.clear()
+    memo.clear()
     fresh = args(1)
     assert _launch(racy_copy, 1, fresh) == got
     assert torch.equal(rebound[1], fresh[1])

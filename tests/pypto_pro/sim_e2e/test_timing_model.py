@@ -22,7 +22,7 @@ from pypto_pro.runtime.backends.sim import SimBackend
 from pypto_pro.sim import settings
 from pypto_pro.sim.reference import engine
 from pypto_pro.sim.model import l2_native
-from pypto_pro.sim.fast import scheduler_native, stream_memo
+from pypto_pro.sim.fast import scheduler_native, memo
 from pypto_pro.soc import soc
 
 MTE2 = pl.PipeType.MTE2
@@ -83,7 +83,7 @@ def read_twice(x: pl.Tensor[[128, 128], pl.DT_FP16]):
 
 def test_a_tile_read_again_hits_the_l2_and_a_new_one_misses(timed_path):
     x = torch.randn(128, 128).half()
-    stream_memo.clear()
+    memo.clear()
     with use_backend(_backend(cache=True)):
         read_twice[None, 1](x)
     events = read_twice.last_trace.events
