@@ -74,6 +74,8 @@ class Launch:
         self.params = params  # target → parameter values in the program's param order
         self.soc = soc
         self.cache = cache  # relaunch caches and pooled memories (`settings`)
+        #: which path ran it, in words (the dispatcher's record: `Trace.meta`'s "path")
+        self.path: list[str] = []
         if functional_only and observer is None:  # values only: program order, no clock
             self.engine: Engine = FunctionalEngine(soc)
         else:
@@ -97,6 +99,11 @@ class Launch:
 
     # ------------------------------------------------------------ running
     def run(self) -> list[_Block]:
+        """Run the launch on the first path that takes it, noting which in `path`:
+        functional-only, the kept ops of its last launch (`memo.replay_functional`), else the
+        functional executor; timed, the stream engine (`stream.run`: recorded or its kept
+        recording replayed), else the reference engine (`PYPTOPRO_SIM_ENGINE=python`, the
+        sanitizer, what the stream engine cannot record)."""
         eng = self.engine
         functional = isinstance(eng, FunctionalEngine)
         if functional:  # a relaunch replays the ops the last launch ran, when it can
@@ -107,6 +114,9 @@ class Launch:
         if blocks is not None:
             self.blocks = blocks
             return blocks
+        self.path = ["functional executor" if functional else "reference engine"]
+        if eng.observer is not None:
+            self.path.append("sanitizer")
         for slot in self.slots:
             self._start_next(slot, 0)
         eng.run()

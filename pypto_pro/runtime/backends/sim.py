@@ -160,7 +160,7 @@ class SimBackend:
                              request.block_dim, compiled.kernel_type,
                              hbm_bytes_per_cycle=soc.hbm_bytes_per_s / soc.clock_hz,
                              extra=(("instructions", run.engine.instructions),
-                                    ("wall_seconds", wall)))
+                                    ("wall_seconds", wall), ("path", ", ".join(run.path))))
             trace = Trace(log, meta)
             trace.sanitizer = report
         return LaunchResult(self.name, wall, trace, printed, report)

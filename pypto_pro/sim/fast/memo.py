@@ -372,11 +372,8 @@ def replay_functional(launch: Any) -> list | None:
     global REPLAYS
     REPLAYS += 1
     ran = entry.rec
-    kept = tape.kept(ran, None)
-    if kept is not None:
-        tape.play(ran, kept, _op_error)
-    else:
-        tape.make(ran, None, list(range(len(ran.instrs))), _run_op)
+    launch.path += ["functional replay", tape.run(ran, None, list(range(len(ran.instrs))),
+                                                  _run_op, _op_error)]
     launch.engine.instructions = ran.instructions
     return [_Block(b) for b in ran.blocks]
 

@@ -66,33 +66,32 @@ class _Views:
         self.gm_views: dict[tuple[int, int], list[_Running]] = {}
 
 
-def run_values(rec: Any, sched: Any, eager: bool, cache: bool = True) -> None:
+def run_values(rec: Any, sched: Any, eager: bool, cache: bool = True) -> str:
     """Run every op at its start and land its writes at its finish, in the schedule's order
     (`eager`: the schedule has no race, so the writes land at the start; `cache`: a tape may
-    run them)."""
+    run them). What ran ("deferred", "eager" and `tape.run`'s)."""
     PATHS["eager" if eager else "deferred"] += 1
-    if eager:
-        _run_eager(rec, sched, cache)
-    else:
+    if not eager:
         _run_deferred(rec, sched)
+        return "deferred"
+    return f"eager, {_run_eager(rec, sched, cache)}"
 
 
-def _run_eager(rec: Any, sched: Any, cache: bool) -> None:
+def _run_eager(rec: Any, sched: Any, cache: bool) -> str:
     """Every op at its start, through its impl or the recording's tape (`tape`). (Runs of
     starts of one op on several cores through `ops.run_grouped` measured no faster: the runs
     are short, and the batch key costs each op.)"""
+    order = sched.events[sched.events >= 0].tolist()
     if not cache:
-        for e in sched.events[sched.events >= 0].tolist():
+        for e in order:
             _run_op(rec, e, False)
-        return
-    kept = tape.kept(rec, sched)
-    if kept is not None:
-        PATHS["tape"] += 1
-        tape.play(rec, kept, _op_error)
-    else:
-        events = sched.events
-        if tape.make(rec, sched, events[events >= 0].tolist(), _run_op):
-            PATHS["taping"] += 1
+        return "ops"
+    if tape.kept(rec, sched) is not None:
+        PATHS["tape"] += 1  # (counted before it runs: a failing play counts too)
+    ran = tape.run(rec, sched, order, _run_op, _op_error)
+    if ran == "tape made":
+        PATHS["taping"] += 1
+    return ran
 
 
 def _run_op(rec: Any, e: int, build: bool) -> tape.Step | None:

@@ -521,6 +521,7 @@ def run(launch: Any) -> list | None:
     if lib is None or launch.block_dim < 1:
         return None
     entry = memo.lookup(launch) if launch.cache else None
+    launch.path.append("stream engine")
     if entry is None:
         rec = Recording(launch)
         try:
@@ -531,7 +532,11 @@ def run(launch: Any) -> list | None:
                 for core in cores:
                     core.dispose()
         if entry is None:
+            launch.path.clear()
             return None
+        launch.path.append("recorded")
+    else:
+        launch.path.append("kept recording")
     return _replayed(launch, entry)
 
 
@@ -571,8 +576,8 @@ def _recorded(launch: Any, lib: Any, rec: Recording) -> memo.Entry | None:
 def _replayed(launch: Any, entry: memo.Entry) -> list:
     """The values (unless timing only), counters, trace rows and blocks of a scheduled launch."""
     eng, rec, sched = launch.engine, entry.rec, entry.sched
-    if not eng.timing_only:
-        replay.run_values(rec, sched, eager=entry.safe, cache=launch.cache)
+    launch.path.append("no values" if eng.timing_only else
+                       replay.run_values(rec, sched, eager=entry.safe, cache=launch.cache))
     eng.instructions = sched.instructions
     eng.memory.stats = MemoryStats(*sched.l2_stats)
     if eng.log is not None:

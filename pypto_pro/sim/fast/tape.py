@@ -98,6 +98,19 @@ class Tape:
         del kept[:-SAMPLES]
 
 
+def run(rec: Any, sched: Any, order: list[int],
+        run_op: Callable[[Any, int, bool], Step | None],
+        op_error: Callable[[Any, int, Exception], SimulationError]) -> str:
+    """Run instructions `order` of `rec` eagerly, in that order: its tape when it has one that
+    fits (`play`), else op by op, making the tape on the way when it is due (`make`). What ran
+    ("tape", "tape in 2 lanes", "tape made", "ops")."""
+    found = kept(rec, sched)
+    if found is not None:
+        play(rec, found, op_error)
+        return "tape" if len(found.lanes) == 1 else f"tape in {len(found.lanes)} lanes"
+    return "tape made" if make(rec, sched, order, run_op) else "ops"
+
+
 def kept(rec: Any, sched: Any) -> Tape | None:
     """`rec`'s tape when it has one that fits this replay."""
     tape = getattr(rec, "tape", None)
@@ -254,4 +267,4 @@ def play(rec: Any, tape: Tape, op_error: Callable[[Any, int, Exception], Simulat
 
 
 __all__ = ["MADE", "OP_ERRORS", "PENDING", "ImplCall", "Step", "Tape", "kept", "make", "moved",
-           "play", "step"]
+           "play", "run", "step"]
