@@ -7,11 +7,9 @@ physical slot (a new block sees what the last one left).
 """
 from __future__ import annotations
 
-import weakref
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-import torch
 
 from ..errors import SimulationError
 from ..ir.attrs import AccToVecMode, CrossCoreSyncMode, SyncCoreType
@@ -24,6 +22,7 @@ from .fast import memo, stream
 from .fast.memo import Ran
 from .model.memory import CoreMemory, TileRef
 from .frontend.program import CompiledProgram, RtTile
+from .pools import Pools
 
 _INTRA, _UNICAST = CrossCoreSyncMode.INTRA_BLOCK, CrossCoreSyncMode.UNICAST_BLOCK
 #: kernel type → the cores of one slot
@@ -69,11 +68,14 @@ class Launch:
     def __init__(self, programs: dict[str, CompiledProgram], kernel_type: str, block_dim: int,
                  params: dict[str, list[Any]], soc: Any, log: EventLog | None,
                  functional_only: bool = False, timing_only: bool = False,
-                 observer: Any = None, cache: bool = True) -> None:
+                 observer: Any = None, pools: Pools | None = None) -> None:
         self.programs, self.kernel_type, self.block_dim = programs, kernel_type, block_dim
         self.params = params  # target → parameter values in the program's param order
         self.soc = soc
-        self.cache = cache  # relaunch caches and pooled memories (`settings`)
+        # the idle memories to take over, None when the caches are off (`settings`): then
+        # nothing is kept for a relaunch either
+        self.pools = pools
+        self.cache = pools is not None
         #: which path ran it, in words (the dispatcher's record: `Trace.meta`'s "path")
         self.path: list[str] = []
         if functional_only and observer is None:  # values only: program order, no clock
@@ -81,7 +83,7 @@ class Launch:
         else:
             self.engine = Engine(soc, log, functional_only, timing_only)
             self.engine.observer = observer  # the sanitizer watches the timed engine
-        self.engine.reuse = cache
+        self.engine.pools = pools
         n_slots = soc.aiv_cores if kernel_type == "aiv" else soc.aic_cores
         self.slots = [self._new_slot(i) for i in range(min(n_slots, block_dim))]
         self.pending = list(range(block_dim))
@@ -93,7 +95,7 @@ class Launch:
         """Slot `index` (a physical core, or AI core of a mix kernel). Its cores keep their ids
         (the Trace's `core` column) across waves: mix slot i is cores 3i (AIC), 3i+1, 3i+2."""
         kinds = _SLOT_CORES[self.kernel_type]
-        memory = _core_memory if self.cache else CoreMemory
+        memory = CoreMemory if self.pools is None else self.pools.core_memory
         return _Slot({k: memory(self.soc, "aic" if k == "aic" else "aiv") for k in kinds},
                      core_ids={k: index * len(kinds) + n for n, k in enumerate(kinds)})
 
@@ -187,11 +189,11 @@ class Launch:
         for core in self.engine.cores:
             core.dispose()
         self.engine.cores = []
-        if not self.cache:
+        if self.pools is None:
             return
         for slot in reversed(self.slots):
             for memory in reversed(slot.memories.values()):
-                _IDLE_CORE_MEMORY.setdefault((self.soc.name, memory.kind), []).append(memory)
+                self.pools.give_back(memory)
 
     # ------------------------------------------------------------ operands
     def tile_ref(self, core: Core, tile: RtTile, span: Span, pair: bool, mode: Any) -> Any:
@@ -309,83 +311,6 @@ class Launch:
                 core.kind == "AIV" and ct is SyncCoreType.AIC_ONLY):
             raise SimulationError(f"sync_all({ct.name}) executed by an {core.kind}", span)
         return self.sync_groups.setdefault(ct, _SyncAllGroup(members))
-
-
-#: (SoC name, core kind) → on-chip memories of finished launches, and a never-used one to reset
-#: them from: allocating a core's buffers (MiBs of fresh pages for an AIC) costs more than a
-#: small launch, refilling them a fraction of it
-_IDLE_CORE_MEMORY: dict[tuple[str, str], list[CoreMemory]] = {}
-_PRISTINE_CORE_MEMORY: dict[tuple[str, str], _Pristine] = {}
-#: memory → space → the version counters of its buffer and init mask when they last held what
-#: a new core's do. Every write to a buffer is a torch in-place op on it or on a view of it,
-#: which bumps the counter it shares with its views: an unchanged counter means nothing to reset
-#: (a 1-tile launch leaves most of an AIC's buffers untouched)
-_AS_NEW: weakref.WeakKeyDictionary[CoreMemory, dict[MemorySpace, tuple[int, int]]] = \
-    weakref.WeakKeyDictionary()
-
-
-def _core_memory(soc: Any, kind: str) -> CoreMemory:
-    """A core's buffers as a new core has them (garbage, nothing initialised)."""
-    key = (soc.name, kind)
-    idle = _IDLE_CORE_MEMORY.get(key)
-    while idle:
-        memory = idle.pop()
-        if memory.soc is not soc:  # a SoC table with other overrides under the same name
-            continue
-        as_new = _AS_NEW[memory]
-        changed = False
-        for space, (buf_version, mask_version) in as_new.items():
-            buf = memory.buffers[space]
-            if buf._version != buf_version:
-                _pristine(soc, key).restore(space, buf)
-                changed = True
-            mask = memory.initialised[space]
-            if mask._version != mask_version:  # (only sanitized launches mark it)
-                mask.zero_()
-                changed = True
-        if changed:
-            _AS_NEW[memory] = _versions(memory)
-        return memory
-    memory = CoreMemory(soc, kind)
-    _AS_NEW[memory] = _versions(memory)
-    return memory
-
-
-class _Pristine:
-    """A never-used core memory, and per space the 4-byte word its buffer repeats (None when
-    it repeats none): filling a buffer with the word writes what copying the pristine buffer
-    writes, in half the time (nothing to read)."""
-
-    def __init__(self, soc: Any, kind: str) -> None:
-        self.memory = CoreMemory(soc, kind)
-        self.words = {space: _repeated_word(buf) for space, buf in self.memory.buffers.items()}
-
-    def restore(self, space: MemorySpace, buf: torch.Tensor) -> None:
-        word = self.words[space]
-        if word is None:
-            buf.copy_(self.memory.buffers[space])
-        else:
-            buf.view(torch.int32).fill_(word)
-
-
-def _repeated_word(buf: torch.Tensor) -> int | None:
-    if not buf.numel() or buf.numel() % 4:  # (a SoC without this buffer has 0 bytes of it)
-        return None
-    words = buf.view(torch.int32)
-    word = int(words[0])
-    return word if bool((words == word).all()) else None
-
-
-def _pristine(soc: Any, key: tuple[str, str]) -> _Pristine:
-    pristine = _PRISTINE_CORE_MEMORY.get(key)
-    if pristine is None or pristine.memory.soc is not soc:
-        pristine = _PRISTINE_CORE_MEMORY[key] = _Pristine(soc, key[1])
-    return pristine
-
-
-def _versions(memory: CoreMemory) -> dict[MemorySpace, tuple[int, int]]:
-    return {space: (buf._version, memory.initialised[space]._version)
-            for space, buf in memory.buffers.items()}
 
 
 def _geometry(block_idx: int, block_num: int, subblock_idx: int, subblock_num: int

@@ -50,6 +50,7 @@ from ...errors import DeadlockError, InvalidArgument, PyptoError
 from ...ir.types import PtrType, StructType, TensorType
 from ...sim import settings
 from ...sim.launch import Launch
+from ...sim.pools import Pools
 from ...sim.model.memory import GMRef
 from ...sim.frontend.program import CompiledProgram, compile_function
 from ...soc import SoC
@@ -77,6 +78,7 @@ class SimBackend:
                                   module="PRO_RUNTIME")
         self.timing_only = timing_only
         self.cache = cache  # None: env PYPTOPRO_SIM_CACHE at each launch
+        self.pools = Pools()  # the idle memories of this backend's finished launches
         self.soc_name = soc_name if soc is None else soc.name
         self.functional_only = functional_only
         self.torch_threads = torch_threads
@@ -133,7 +135,8 @@ class SimBackend:
         sanitizer = self._sanitizer(compiled)
         t0 = time.perf_counter()
         run = Launch(programs, compiled.kernel_type, request.block_dim, params, soc, log,
-                     self.functional_only, self.timing_only, sanitizer, cache)
+                     self.functional_only, self.timing_only, sanitizer,
+                     self.pools if cache else None)
         try:
             blocks = run.run()
             report = sanitizer.finish(run) if sanitizer is not None else None

@@ -38,9 +38,6 @@ _SYNC_OP = {"set_flag": "set_flag", "wait_flag": "wait_flag", "lock": "get_buf",
 #: operand types `_defer` passes through unchanged (checked first: most operands are scalars)
 _PLAIN = frozenset({int, float, bool, str, type(None), list})
 _WRITERS = ("write", "write_linear", "write_window", "atomic_add_window", "fill_logical")
-#: SoC name → (SoC, MemorySystem) of the last finished launch: allocating the L2 arrays (MiBs
-#: of fresh pages) costs more than a small launch, refilling them a fraction of it
-_IDLE_MEMORY: dict[str, tuple[Any, MemorySystem]] = {}
 
 
 @functools.lru_cache(maxsize=None)
@@ -68,7 +65,7 @@ class Engine:
         self.cores: list[Core] = []
         self.instructions = 0
         self.observer: Any = None  # pypto_pro.sanitizer.Sanitizer when sanitizing
-        self.reuse = True  # take (and leave) the L2 and HBM arrays of the last launch
+        self.pools: Any = None  # `Pools` to take the L2 and HBM arrays from (None: new ones)
         # GM storage (address, bytes) → the pipes running a load whose pending write holds a
         # view of a window of it (`memory.LATE_SNAPSHOT`; `protect_gm` clones those before
         # the storage, or one sharing bytes with it, changes)
@@ -77,19 +74,17 @@ class Engine:
     @functools.cached_property
     def memory(self) -> MemorySystem:
         """The chip's L2 and HBM, shared by all cores; made on the first GM access (a
-        functional-only launch never needs its tag arrays), reusing the arrays of the last
-        launch on the same SoC when there is one."""
-        idle = _IDLE_MEMORY.pop(self.soc.name, None) if self.reuse else None
-        if idle is not None and idle[0] is self.soc:
-            idle[1].reset()
-            return idle[1]
-        return MemorySystem(self.soc)
+        functional-only launch never needs its tag arrays), the arrays of the last launch on
+        the same SoC when there are `pools`."""
+        if self.pools is None:
+            return MemorySystem(self.soc)
+        return self.pools.memory_system(self.soc)
 
     def release_memory(self) -> None:
         """The launch is over: hand its memory system to the next launch on this SoC."""
         memory = self.__dict__.pop("memory", None)
-        if memory is not None and self.reuse:
-            _IDLE_MEMORY[self.soc.name] = (self.soc, memory)
+        if memory is not None and self.pools is not None:
+            self.pools.keep_memory_system(self.soc, memory)
 
     def protect_gm(self, storage: tuple[int, int]) -> None:
         """GM storage `storage` is about to be written: the loads still holding views of it, or

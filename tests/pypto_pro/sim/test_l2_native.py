@@ -11,10 +11,9 @@ import torch
 
 from pypto_pro.errors import CompileError
 from pypto_pro.examples import load
-from pypto_pro.runtime.backends import use_backend
+from pypto_pro.runtime.backends import get_backend, use_backend
 from pypto_pro.runtime.backends.native import compiler
 from pypto_pro.runtime.backends.sim import SimBackend
-from pypto_pro.sim.reference import engine
 from pypto_pro.sim.model import l2_native
 from pypto_pro.sim import settings
 from pypto_pro.sim.native_build import BackgroundLibrary
@@ -111,7 +110,7 @@ def _timed_add() -> tuple:
     assert torch.equal(z, x + y)
     trace = m.add_kernel.last_trace
     soc = SimBackend().soc  # the SoC this launch ran on (other tests leave other SoCs' systems)
-    models = {type(engine._IDLE_MEMORY[soc.name][1].l2)}
+    models = {type(get_backend("sim").pools.last_memory_system(soc).l2)}
     return trace.duration_cycles, trace.events, models
 
 

@@ -21,7 +21,7 @@ from pypto_pro.runtime.backends import LaunchRequest, register_backend, use_back
 from pypto_pro.runtime.backends import sim as sim_backend
 from pypto_pro.runtime.binding import bind
 from pypto_pro.sanitizer import sanitize
-from pypto_pro.sim import launch as launch_mod
+from pypto_pro.sim.pools import Pools
 from pypto_pro.sim.reference.functional import FunctionalEngine
 from pypto_pro.sim.launch import Launch
 from pypto_pro.sim.model.memory import CoreMemory, TileGeometry, TileRef
@@ -110,14 +110,15 @@ def test_functional_launches_build_the_functional_engine_once() -> None:
 def test_a_reused_memory_is_reset_where_it_was_written_only() -> None:
     table = soc()
     fresh = CoreMemory(table, "aic")
-    mem = launch_mod._core_memory(table, "aic")
+    pools = Pools()
+    mem = pools.core_memory(table, "aic")
     g = TileGeometry(16, 16, DataType.FP16, MemorySpace.Mat, addr=512)
     TileRef(mem, g, 16, 16).write(torch.ones(16, 16, dtype=torch.float16))
     mem.buffers[MemorySpace.Acc].view(torch.int32)[7] = 5  # through a view of the buffer
     assert not torch.equal(mem.buffers[MemorySpace.Mat], fresh.buffers[MemorySpace.Mat])
     untouched = mem.buffers[MemorySpace.Left]._version
-    launch_mod._IDLE_CORE_MEMORY.setdefault((table.name, "aic"), []).append(mem)
-    assert launch_mod._core_memory(table, "aic") is mem
+    pools.give_back(mem)
+    assert pools.core_memory(table, "aic") is mem
     assert mem.buffers[MemorySpace.Left]._version == untouched  # not copied again
     for space, buf in mem.buffers.items():
         assert torch.equal(buf, fresh.buffers[space]), space

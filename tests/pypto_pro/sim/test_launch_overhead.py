@@ -15,7 +15,8 @@ from pypto_pro.runtime.backends import use_backend
 from pypto_pro.runtime.binding import bind
 from pypto_pro.runtime.kernel_def import Specialization
 from pypto_pro.sanitizer import sanitize
-from pypto_pro.sim import launch as launch_mod
+from pypto_pro.runtime import backends
+from pypto_pro.sim.pools import Pools
 from pypto_pro.sim.model.cost_model import _op_cost, op_cost
 from pypto_pro.sim.reference.engine import _defer
 from pypto_pro.sim.model.memory import CoreMemory, GMRef, TileGeometry, TileRef
@@ -36,10 +37,10 @@ def test_a_reused_core_memory_is_as_new() -> None:
     with use_backend("sim"), sanitize():  # only a sanitized launch marks bytes initialised
         ex.add_kernel[None, 1](x, y, z)
     table = soc()
-    idle = launch_mod._IDLE_CORE_MEMORY[(table.name, "aiv")]
-    used = idle[-1]
+    pools = backends.get_backend("sim").pools
+    used = pools._idle[(table.name, "aiv")][-1]
     assert bool(used.initialised[MemorySpace.Vec].any())  # the launch wrote its UB
-    reused = launch_mod._core_memory(table, "aiv")
+    reused = pools.core_memory(table, "aiv")
     assert reused is used
     assert _same_memory(reused, CoreMemory(table, "aiv"))
 
@@ -50,16 +51,17 @@ def test_only_a_sanitized_launch_marks_bytes_initialised() -> None:
     for sanitized in (False, True):
         with use_backend("sim"), sanitize(sanitized):
             ex.add_kernel[None, 1](*ex.make_inputs(128, 128, seed=0))
-        used = launch_mod._IDLE_CORE_MEMORY[(table.name, "aiv")][-1]
+        used = backends.get_backend("sim").pools._idle[(table.name, "aiv")][-1]
         assert bool(used.initialised[MemorySpace.Vec].any()) is sanitized
 
 
 def test_a_memory_of_another_soc_table_is_not_reused() -> None:
     base, faster = soc(), soc(clock_mhz=2000)
     assert base.name == faster.name
-    mem = launch_mod._core_memory(base, "aic")
-    launch_mod._IDLE_CORE_MEMORY.setdefault((base.name, "aic"), []).append(mem)
-    other = launch_mod._core_memory(faster, "aic")
+    pools = Pools()
+    mem = pools.core_memory(base, "aic")
+    pools.give_back(mem)
+    other = pools.core_memory(faster, "aic")
     assert other is not mem and other.soc is faster
 
 

@@ -11,7 +11,8 @@ from pypto_pro.errors import InvalidArgument
 from pypto_pro.ir.types import MemorySpace
 from pypto_pro.runtime.backends.sim import SimBackend
 from pypto_pro.sim import settings
-from pypto_pro.sim import launch as launch_mod
+from pypto_pro.sim import pools as pools_mod
+from pypto_pro.sim.pools import Pools
 from pypto_pro.sim.model.memory import CoreMemory
 from pypto_pro.soc import SoC, soc
 from pypto_pro.trace import EventLog, Trace, TraceMeta
@@ -21,11 +22,14 @@ META = TraceMeta(kernel="k", backend="sim", soc="Ascend950PR_9589", clock_mhz=10
 UB = MemorySpace.Vec
 
 
+POOLS = Pools()
+
+
 def _pooled(kind: str, table: SoC | None = None) -> CoreMemory:
-    """A memory from the pool, handed back to it (the next `_core_memory` returns it)."""
+    """A memory from `POOLS`, handed back to it (the next `core_memory` returns it)."""
     table = table or soc()
-    memory = launch_mod._core_memory(table, kind)
-    launch_mod._IDLE_CORE_MEMORY.setdefault((table.name, kind), []).append(memory)
+    memory = POOLS.core_memory(table, kind)
+    POOLS.give_back(memory)
     return memory
 
 
@@ -33,7 +37,7 @@ def test_a_marked_mask_is_cleared_without_refilling_its_buffer() -> None:
     memory = _pooled("aiv")
     memory.initialised[UB][100:200] = True
     version = memory.buffers[UB]._version
-    assert launch_mod._core_memory(soc(), "aiv") is memory
+    assert POOLS.core_memory(soc(), "aiv") is memory
     assert not memory.initialised[UB].any()
     assert memory.buffers[UB]._version == version
 
@@ -42,7 +46,7 @@ def test_a_written_buffer_is_refilled_without_clearing_its_mask() -> None:
     memory = _pooled("aiv")
     memory.buffers[UB][7:13] = 1
     version = memory.initialised[UB]._version
-    assert launch_mod._core_memory(soc(), "aiv") is memory
+    assert POOLS.core_memory(soc(), "aiv") is memory
     assert torch.equal(memory.buffers[UB], CoreMemory(soc(), "aiv").buffers[UB])
     assert memory.initialised[UB]._version == version
 
@@ -54,21 +58,21 @@ def test_every_buffer_is_refilled_as_new(kind: str, name: str) -> None:
     memory = _pooled(kind, table)
     for buf in memory.buffers.values():
         buf.fill_(3)
-    assert launch_mod._core_memory(table, kind) is memory
+    assert POOLS.core_memory(table, kind) is memory
     fresh = CoreMemory(table, kind)
     for space, buf in memory.buffers.items():
         assert torch.equal(buf, fresh.buffers[space]), space
 
 
 def test_a_buffer_repeating_no_word_is_restored_by_copying() -> None:
-    assert launch_mod._repeated_word(torch.tensor([1, 2, 3, 4, 1, 2, 3, 4],
+    assert pools_mod._repeated_word(torch.tensor([1, 2, 3, 4, 1, 2, 3, 4],
                                                   dtype=torch.uint8)) == 0x04030201
-    assert launch_mod._repeated_word(torch.arange(8, dtype=torch.uint8)) is None
-    assert launch_mod._repeated_word(torch.zeros(6, dtype=torch.uint8)) is None
-    assert launch_mod._repeated_word(torch.zeros(0, dtype=torch.uint8)) is None
-    pristine = launch_mod._Pristine(soc(), "aiv")
+    assert pools_mod._repeated_word(torch.arange(8, dtype=torch.uint8)) is None
+    assert pools_mod._repeated_word(torch.zeros(6, dtype=torch.uint8)) is None
+    assert pools_mod._repeated_word(torch.zeros(0, dtype=torch.uint8)) is None
+    pristine = pools_mod._Pristine(soc(), "aiv")
     pristine.memory.buffers[UB][5] = 0  # no longer one repeated word
-    pristine.words[UB] = launch_mod._repeated_word(pristine.memory.buffers[UB])
+    pristine.words[UB] = pools_mod._repeated_word(pristine.memory.buffers[UB])
     assert pristine.words[UB] is None
     buf = torch.full_like(pristine.memory.buffers[UB], 9)
     pristine.restore(UB, buf)

@@ -11,8 +11,7 @@ import torch
 import pypto_pro.language as pl
 from pypto_pro.errors import DeadlockError, PyptoError, SimulationError
 from pypto_pro.examples import load
-from pypto_pro.runtime.backends import use_backend
-from pypto_pro.sim.reference import engine
+from pypto_pro.runtime.backends import get_backend, use_backend
 from pypto_pro.sim.fast import scheduler_native, stream
 from pypto_pro.sim import settings
 from sim_support import barrier_missing_a_core
@@ -48,10 +47,11 @@ def _launch(monkeypatch: pytest.MonkeyPatch, mode: str, kernel, block_dim: int,
         m.setenv(settings.ENGINE, mode)
         kernel[None, block_dim](*args)
     trace = kernel.last_trace
-    memory = engine._IDLE_MEMORY.get(trace.meta.soc)
+    backend = get_backend("sim")
+    memory = backend.pools.last_memory_system(backend.soc)
     return (list(trace._log.rows), dict(trace.meta.extra)["instructions"],
             [a.clone() if isinstance(a, torch.Tensor) else a for a in args],
-            repr(memory[1].stats) if memory else None)
+            repr(memory.stats) if memory else None)
 
 
 def _same(monkeypatch, paths, kernel, block_dim: int, make_args) -> tuple:

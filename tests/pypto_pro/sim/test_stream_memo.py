@@ -14,8 +14,7 @@ import torch
 
 import pypto_pro.language as pl
 from pypto_pro.examples import load
-from pypto_pro.runtime.backends import use_backend
-from pypto_pro.sim.reference import engine
+from pypto_pro.runtime.backends import get_backend, use_backend
 from pypto_pro.sim.fast import replay, stream, memo
 from pypto_pro.sim.model.memory import GMRef
 from sim_support import printing_copy
@@ -38,8 +37,9 @@ def _launch(kernel, block_dim: int, args: tuple) -> tuple:
     with use_backend("sim"):
         kernel[None, block_dim](*args)
     trace = kernel.last_trace
-    memory = engine._IDLE_MEMORY.get(trace.meta.soc)
-    return list(trace._log.rows), dict(trace.meta.extra)["instructions"], repr(memory[1].stats)
+    backend = get_backend("sim")
+    memory = backend.pools.last_memory_system(backend.soc)
+    return list(trace._log.rows), dict(trace.meta.extra)["instructions"], repr(memory.stats)
 
 
 @pytest.mark.parametrize("name, kernel, shape, block_dim", [

@@ -17,10 +17,9 @@ import torch
 
 import pypto_pro.language as pl
 from pypto_pro.examples import load
-from pypto_pro.runtime.backends import register_backend, use_backend
+from pypto_pro.runtime.backends import get_backend, register_backend, use_backend
 from pypto_pro.runtime.backends.sim import SimBackend
 from pypto_pro.sim import settings
-from pypto_pro.sim.reference import engine
 from pypto_pro.sim.model import l2_native
 from pypto_pro.sim.fast import scheduler_native, memo
 from pypto_pro.soc import soc
@@ -84,7 +83,8 @@ def read_twice(x: pl.Tensor[[128, 128], pl.DT_FP16]):
 def test_a_tile_read_again_hits_the_l2_and_a_new_one_misses(timed_path):
     x = torch.randn(128, 128).half()
     memo.clear()
-    with use_backend(_backend(cache=True)):
+    name = _backend(cache=True)
+    with use_backend(name):
         read_twice[None, 1](x)
     events = read_twice.last_trace.events
     loads = events[(events["kind"] == "instr") & (events["ir_op"] == "block.load")]
@@ -92,7 +92,7 @@ def test_a_tile_read_again_hits_the_l2_and_a_new_one_misses(timed_path):
     assert loads["stall_reason"].tolist() == ["hbm", "", "hbm"]  # misses wait for HBM
     assert again < first and again < other
     assert first - again >= soc().l2_miss_extra_cycles
-    stats = engine._IDLE_MEMORY[soc().name][1].stats
+    stats = get_backend(name).pools.last_memory_system(soc()).stats
     assert (stats.read_misses, stats.read_hits) == (64, 32)  # lines of 512 B
 
 
