@@ -47,3 +47,49 @@ def test_the_simulator_imports_no_private_name_of_the_native_backend():
                     "backends.native"):
                 found += [(path.name, a.name) for a in node.names if a.name.startswith("_")]
     assert not found
+
+
+#: the simulator's layers (sim/__init__.py): a module imports only its own layer and those
+#: before it; what is not listed (step, settings, native_build, the SoC alias) is the bottom
+LAYERS = {"model": 0, "ops": 0, "frontend": 1, "reference": 2, "fast": 3, "launch": 4,
+          "pools": 4}
+
+
+def _sim_imports(path: Path) -> list[str]:
+    """The `pypto_pro.sim` modules a module of the simulator imports (relative ones
+    resolved), lazily inside functions too."""
+    package = list(path.relative_to(ROOT).with_suffix("").parts[:-1])
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if not isinstance(node, ast.ImportFrom):
+            continue
+        if node.level:
+            base = package[:len(package) - node.level + 1]
+            parts = base + (node.module.split(".") if node.module else [])
+        else:
+            parts = (node.module or "").split(".")
+        names = [a.name for a in node.names]
+        for name in names if not node.module else [None]:
+            full = parts + ([name] if name else [])
+            if full[:2] == ["pypto_pro", "sim"] and len(full) > 2:
+                found.append(".".join(full))
+    return found
+
+
+def _layer(module: str) -> int:
+    return LAYERS.get(module.split(".")[2], 0)
+
+
+def test_each_simulator_layer_imports_only_the_layers_below_it():
+    wrong = []
+    for path in (PACKAGE / "sim").rglob("*.py"):
+        rel = path.relative_to(PACKAGE / "sim")
+        own = LAYERS.get(rel.parts[0].removesuffix(".py"), 0)
+        wrong += [(str(rel), m) for m in _sim_imports(path) if _layer(m) > own]
+    assert not wrong
+
+
+def test_the_memory_model_imports_no_compiled_code():
+    imported = _sim_imports(PACKAGE / "sim" / "model" / "memory.py")
+    assert not [m for m in imported if m.rsplit(".", 1)[-1] in (
+        "copies_native", "l2_native", "scheduler_native", "native_build")], imported

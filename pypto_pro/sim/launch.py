@@ -16,10 +16,9 @@ from ..ir.attrs import AccToVecMode, CrossCoreSyncMode, SyncCoreType
 from ..ir.span import Span
 from ..ir.types import CUBE_SPACES, MemorySpace
 from ..trace.schema import EventLog
-from .reference.engine import Core, Engine
-from .reference.functional import FunctionalCore, FunctionalEngine
+from .reference.engine import Block, Core, Engine
+from .reference.functional import FunctionalCore, FunctionalEngine, Ran
 from .fast import memo, stream
-from .fast.memo import Ran
 from .model.memory import CoreMemory, TileRef
 from .frontend.program import CompiledProgram, RtTile
 from .pools import Pools
@@ -36,12 +35,6 @@ class _Slot:
     memories: dict[str, CoreMemory]
     free_at: int = 0
     core_ids: dict[str, int] = field(default_factory=dict)  # kind → physical core id
-
-
-@dataclass
-class _Block:
-    index: int
-    cores: list[Core] = field(default_factory=list)
 
 
 class _SyncAllGroup:
@@ -87,7 +80,7 @@ class Launch:
         n_slots = soc.aiv_cores if kernel_type == "aiv" else soc.aic_cores
         self.slots = [self._new_slot(i) for i in range(min(n_slots, block_dim))]
         self.pending = list(range(block_dim))
-        self.blocks: list[_Block] = []
+        self.blocks: list[Block] = []
         self.sync_groups: dict[Any, _SyncAllGroup] = {}
         self.xglobal: dict[tuple, int] = {}
 
@@ -100,7 +93,7 @@ class Launch:
                      core_ids={k: index * len(kinds) + n for n, k in enumerate(kinds)})
 
     # ------------------------------------------------------------ running
-    def run(self) -> list[_Block]:
+    def run(self) -> list[Block]:
         """Run the launch on the first path that takes it, noting which in `path`:
         functional-only, the kept ops of its last launch (`memo.replay_functional`), else the
         functional executor; timed, the stream engine (`stream.run`: recorded or its kept
@@ -132,7 +125,7 @@ class Launch:
         if not self.pending:
             return
         b = self.pending.pop(0)
-        block = _Block(b, self.block_cores(b, slot.memories, slot.core_ids, self._core))
+        block = Block(b, self.block_cores(b, slot.memories, slot.core_ids, self._core))
         self.blocks.append(block)
         remaining = {id(c) for c in block.cores}
 

@@ -23,7 +23,7 @@ A cube product's step is one call too (`product`): its operands' conversions, th
 through the sgemm torch's own matmul calls (MKL's, found in torch's library; a shape's first
 product is checked bit for bit against `torch.mm` before any is trusted), then its
 accumulation (left to torch when a NaN is in either side: which NaN a sum keeps is torch's)
-or its result write, with the copies the tape runs just before it (`memory.joined`). A tape
+or its result write, with the copies the tape runs just before it (`fusion.joined`). A tape
 step then holds the GIL once where it held it three to five times: a lane running beside
 another (`lanes`) waits for the GIL less.
 """
@@ -45,6 +45,7 @@ from torch.autograd.graph import increment_version
 
 from .. import settings
 from ..native_build import BackgroundLibrary
+from ..step import Step
 
 FORMAT = 2
 REC_W = 18  # copies.cpp REC_W
@@ -84,7 +85,7 @@ def library(wait: bool = False) -> ctypes.CDLL | None:
     return LIBRARY.get(wait)
 
 
-def copier(pairs: Sequence[tuple[torch.Tensor, torch.Tensor]]) -> Callable[[], None] | None:
+def copier(pairs: Sequence[tuple[torch.Tensor, torch.Tensor]]) -> Step | None:
     """A step doing `dst.copy_(src)` for each (dst, src) of `pairs`, in order, in one call to
     the library; None when it is not loaded or a pair has no record (`record`)."""
     lib = library()
@@ -97,7 +98,7 @@ def copier(pairs: Sequence[tuple[torch.Tensor, torch.Tensor]]) -> Callable[[], N
     return desc.step(lib)
 
 
-def joined(steps: Sequence[Callable[[], None]]) -> Callable[[], None]:
+def joined(steps: Sequence[Step]) -> Step:
     """One step doing the copies of `copier`'s steps `steps`, in order, in one call."""
     desc = _Desc()
     for step in steps:
@@ -122,15 +123,15 @@ class _Desc:
         self.pairs.append(pair)
         return True
 
-    def take(self, step: Callable[[], None]) -> None:
+    def take(self, step: Step) -> None:
         """Append the records of a step `step` made (`copier`, `joined`)."""
-        records, pairs = step.keep
+        records, pairs = step.records
         self.ints[0] += records[0]
         self.ints.extend(records[1:])
         self.pairs += pairs
 
-    def step(self, lib: ctypes.CDLL,
-             stops: dict[int, Callable[[], None]] | None = None) -> Callable[[], bool]:
+    def step(self, lib: ctypes.CDLL, stops: dict[int, Callable[[], None]] | None = None
+             ) -> Step:
         """The step running the records in one call, then bumping the written tensors'
         version counters as torch's own writes do (`launch._core_memory`); it gives whether
         an accumulation met a NaN and was left out (the records after it too). With `stops`
@@ -139,30 +140,31 @@ class _Desc:
         if any."""
         copy = functools.partial(lib.pypto_copies_run, ctypes.c_void_p(self.ints.buffer_info()[0]))
         written = list({id(dst): dst for dst, _ in self.pairs}.values())
+        # the records and the tensors their addresses point into live as long as the function
+        # that runs them does (whoever keeps only `run`)
+        records = (self.ints, self.pairs)
 
         if stops is None:
-            def run() -> bool:
+            def run(records: tuple = records) -> bool:
                 stopped = copy(0) >= 0
                 increment_version(written)
                 return stopped
         else:
-            def run() -> bool:
+            def run(records: tuple = records) -> bool:
                 at = copy(0)
                 while at >= 0:
                     stops[at]()
                     at = copy(at + 1)
                 increment_version(written)
                 return False
-        run.keep = (self.ints, self.pairs)  # (what the addresses point into)
-        run.written = written
+        step = Step(run, records=records, written=written)
         made = getattr(_MADE, "runs", None)
         if made is not None:
-            made.append(run)
-        return run
+            made.append(step)
+        return step
 
 
-def chain(parts: Sequence[tuple[Callable[[], bool], Callable[[], None] | None]]
-          ) -> Callable[[], bool]:
+def chain(parts: Sequence[tuple[Step, Callable[[], None] | None]]) -> Step:
     """One step doing compiled steps in one call: `parts` are (a `_Desc.step` step, None or the
     torch add standing for its last record, an accumulation, when that met a NaN). Each part's
     records run in order; an accumulation left out is added by torch, then the call runs on."""
@@ -205,7 +207,7 @@ class Moves:
         # storage → [(list, index, side: None for a view, 0 / 1 in a (dst, src) pair)]
         self.views: dict[tuple[int, int], list[tuple[list, int, int | None]]] = {}
         for run in runs:
-            ints, pairs = run.keep
+            ints, pairs = run.records
             for r in range(ints[0]):
                 at = 1 + r * REC_W
                 if ints[at] in (_PRODUCT, _ADD):  # (scratch and on-chip memory only)
@@ -272,7 +274,7 @@ def _storage(view: torch.Tensor) -> tuple[int, int]:
 def product(pairs: Sequence[tuple[torch.Tensor, torch.Tensor]], a: torch.Tensor,
             b: torch.Tensor, out: torch.Tensor,
             added: tuple[torch.Tensor, torch.Tensor] | None = None,
-            then: Callable[[], None] | None = None) -> Callable[[], bool] | None:
+            then: Step | None = None) -> Step | None:
     """A step doing, in one call: `pairs`' copies (the operands' conversions),
     `torch.mm(a, b, out=out)` (float32; `a` and `out` row-major, `b` row-major or the transpose
     of a row-major tensor) through the sgemm torch calls, then `added`'s `dst += src` for

@@ -8,7 +8,7 @@ footprints it meets (`footprints`, exact to the row for tile loads and stores; a
 counts as the whole storage, written). Running each group's steps in their tape order, the
 groups in any interleaving, gives every value the tape gives. `split` deals the groups to two
 lanes of about equal length, each lane group by group (a core's steps in a row: its buffers
-stay in cache, and its runs of copies join into one call, `memory.joined`); the second lane
+stay in cache, and its runs of copies join into one call, `fusion.joined`); the second lane
 runs on one worker thread kept for the process. torch and the compiled copies let go of the
 GIL while they work, so the lanes' work overlaps.
 
@@ -39,6 +39,7 @@ from .. import settings
 from . import scheduler_native
 from .footprints import FP_W, Footprints
 from ..model.memory import GMRef, TileRef
+from ..step import Step
 from ..ops.movement import _gm_view, _offsets
 
 #: ops whose memory is not (only) their operands'
@@ -136,18 +137,18 @@ def _dealt(comp: np.ndarray) -> list[Lane] | None:
             for part in (ranked[:cut], ranked[cut:]) if len(part)]
 
 
-def run(steps: list[Callable[[], Any]]) -> tuple[int, BaseException] | None:
+def run(steps: list[Step]) -> tuple[int, BaseException] | None:
     """Run a lane's steps in order, up to the first that raises: (its index, the error), or
     None. (A tape in lanes holds only bound steps, which have no checks to fail: `tape.make`.)"""
     for index, step in enumerate(steps):
         try:
-            step()
+            step.run()
         except Exception as err:  # noqa: BLE001 - the caller raises it
             return index, err
     return None
 
 
-def run_lanes(steps: list[list[Callable[[], Any]]], split: list[Lane], together: bool,
+def run_lanes(steps: list[list[Step]], split: list[Lane], together: bool,
               here: bool = False) -> tuple[int, int, int, BaseException] | None:
     """`run` of each lane's steps: a second lane on the worker while the first runs here
     (`together`), else after it, on the worker or (`here`) here, each up to its first failure.

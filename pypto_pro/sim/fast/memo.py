@@ -34,10 +34,10 @@ function of the ops it runs, their operands and their order. None of those depen
 when the programs' control flow does not: no scalar access of memory (`resolve_scalar_target`),
 nothing printed (a dump prints values), no compiled bodies (SIMT launches and VF sections run
 programs of their own). A launch that did none of those keeps its ops in the order they ran
-(`Ran`, an entry of kind `FUNCTIONAL`, keyed and rebound as above), and a relaunch runs them
-again in that order (`replay_functional`) with no program, no sync and no lockstep rounds. A
-batch ran as one torch computation that is bit-identical to its ops one by one
-(`ops.batching`), so the replay runs them one by one, and from the third launch of the same
+(`reference.functional.Ran`, an entry of kind `FUNCTIONAL`, keyed and rebound as above), and a
+relaunch runs them again in that order (`replay_functional`) with no program, no sync and no
+lockstep rounds. A batch ran as one torch computation that is bit-identical to its ops one by
+one (`ops.batching`), so the replay runs them one by one, and from the third launch of the same
 operands on as the prebuilt steps of a `tape`.
 """
 from __future__ import annotations
@@ -49,6 +49,8 @@ import numpy as np
 import torch
 
 from ...errors import SimulationError
+from ..reference.engine import Block
+from ..reference.functional import Ran
 from . import tape
 from ..model.memory import GMRef, TileRef
 
@@ -57,8 +59,6 @@ _generation = 0  # `clear` bumps it: entries of earlier generations never hit
 #: recording and schedule, the functional executor's ops in the order it ran them (`Ran`);
 #: both rebind the same way (`Entry.rec.instrs`, `Entry.rec.tape`)
 TIMED, FUNCTIONAL = "stream_memo", "functional_memo"
-#: ops that run a compiled body of their own (its control flow may read memory)
-_BODIES = frozenset({"vf.vec_scope", "simt.launch"})
 #: functional launches replayed from kept ops (tests look at it)
 REPLAYS = 0
 
@@ -338,44 +338,19 @@ def clear() -> None:
 # ---------------------------------------------------------------- functional-only launches
 
 
-class Ran:
-    """The ops of a functional launch in the order they ran, with the label of the core that
-    issued each (an op error names it). `instrs` and `tape` as a stream recording has them, so
-    the memo rebinds both kinds alike."""
-
-    __slots__ = ("instrs", "labels", "blocks", "instructions", "tape")
-
-    def __init__(self) -> None:
-        self.instrs: list[Any] = []
-        self.labels: list[str] = []
-        self.blocks: list[int] = []  # block indices in start order
-        self.instructions = 0  # everything issued (syncs too), as the executor counts it
-        self.tape = None
-
-    def ran(self, instr: Any, label: str) -> bool:
-        """Note an op that ran; False when it makes the launch one a relaunch cannot replay."""
-        if instr.ir_op in _BODIES:
-            return False
-        self.instrs.append(instr)
-        self.labels.append(label)
-        return True
-
-
 def replay_functional(launch: Any) -> list | None:
     """Run `launch` from its kernel's kept ops: its blocks, or None when there are none for it
     (the functional executor runs it, noting its ops: `launch.engine.ran`)."""
     entry = lookup(launch, FUNCTIONAL)
     if entry is None:
         return None
-    from ..launch import _Block
-
     global REPLAYS
     REPLAYS += 1
     ran = entry.rec
     launch.path += ["functional replay", tape.run(ran, None, list(range(len(ran.instrs))),
                                                   _run_op, _op_error)]
     launch.engine.instructions = ran.instructions
-    return [_Block(b) for b in ran.blocks]
+    return [Block(b) for b in ran.blocks]
 
 
 def _run_op(ran: Ran, e: int, build: bool) -> tape.Step | None:
@@ -406,5 +381,5 @@ def keep_functional(launch: Any) -> None:
     store(launch, ran, None, True, FUNCTIONAL)
 
 
-__all__ = ["FUNCTIONAL", "REPLAYS", "TIMED", "Entry", "Ran", "Unkeyable", "clear",
+__all__ = ["FUNCTIONAL", "REPLAYS", "TIMED", "Entry", "Unkeyable", "clear",
            "keep_functional", "lookup", "overlapping", "replay_functional", "store"]

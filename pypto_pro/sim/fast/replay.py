@@ -26,7 +26,7 @@ import numpy as np
 
 from ...errors import SimulationError
 from . import tape
-from ..reference.engine import Engine, Pipe, land_writes, start_op
+from ..reference.engine import Block, Engine, Pipe, land_writes, start_op
 from ..model.memory import TileRef
 
 _KIND_NAMES = np.array(["instr", "sync", "stall"], dtype=object)
@@ -250,6 +250,4 @@ def _core_columns(rec: Any, sched: Any) -> np.ndarray:
 
 def blocks(rec: Any, sched: Any) -> list:
     """The launch's blocks in start order, with the cores that recorded their printed text."""
-    from ..launch import _Block
-
-    return [_Block(b, rec.cores[b]) for b, _ in sched.started.tolist()]
+    return [Block(b, rec.cores[b]) for b, _ in sched.started.tolist()]

@@ -25,9 +25,10 @@ while the first runs here, or one after the other, whichever was faster when las
 steps are made here, in the replay's order, each product in its lane's scratch buffers
 (`cube.lane_scratch`). Out of the replay's order, an op failing would leave other writes than a
 fresh launch leaves (which stops at it), so only a tape of bound steps, which have no checks
-left to fail, gets lanes; one with an impl call (it checks its operands again: `ImplCall`)
-keeps one lane in the replay's order. In a lane, each run of a group's compiled steps (copies,
-cube products) is one call (`memory.joined`, `memory.chained`).
+left to fail, gets lanes; one with an impl call (it checks its operands again:
+`Step.fallible`) keeps one lane in the replay's order. Each copy step is compiled
+(`fusion.compiled`), and in a lane each run of a group's compiled steps (copies, cube
+products) is one call (`fusion.joined`, `fusion.chained`).
 """
 from __future__ import annotations
 
@@ -41,7 +42,9 @@ import torch
 
 from ...errors import SimulationError
 from . import copies_native, lanes
-from ..model.memory import GMRef, Step, TileRef, chained, joined
+from .fusion import chained, compiled, copy_call, joined
+from ..model.memory import GMRef, TileRef
+from ..step import Step
 from ..ops import IMPLS, STEPS
 from ..ops.cube import lane_scratch
 
@@ -141,24 +144,22 @@ def make(rec: Any, sched: Any, order: list[int],
     for k, lane in enumerate(split or ()):
         for position in lane.positions:
             lane_of[position] = k
-    runs: list = []  # the compiled steps made (`copies_native.collecting`)
+    runs: list = []  # the compiled calls made (`copies_native.collecting`)
     on_gm_alone = True  # no step but compiled copies touches GM (a GM move can move them)
     steps: list[Step] = []
     with copies_native.collecting(runs):
         for position, e in enumerate(order):
             with lane_scratch(lane_of[position]):
-                made = run_op(rec, e, True)
+                made = compiled(run_op(rec, e, True))
             steps.append(made)
-            if on_gm_alone and getattr(made, "keep", None) is None and \
-                    getattr(made, "copies", None) is None and _on_gm(rec.instrs[e]):
+            if on_gm_alone and copy_call(made) is None and _on_gm(rec.instrs[e]):
                 on_gm_alone = False
-        if split is None or any(type(made) is ImplCall for made in steps):
+        if split is None or any(made.fallible for made in steps):
             made_lanes = [_joined(steps, order, None)]
         else:
             made_lanes = [_joined([steps[p] for p in lane.positions],
                                   [order[p] for p in lane.positions], lane) for lane in split]
-    replaced = {part for steps, _, _ in made_lanes for step in steps
-                for part in getattr(step, "replaces", ())}
+    replaced = {part for steps, _, _ in made_lanes for step in steps for part in step.replaces}
     runs = [run for run in runs if id(run) not in replaced]  # (only the chains run them)
     # (an epoch change while making it: a view bound early may be stale)
     rec.tape = Tape(made_lanes, epoch, sched, copies, runs if on_gm_alone else None) \
@@ -196,8 +197,8 @@ def moved(kept: Any, storages: dict[tuple[int, int], torch.Tensor]) -> Tape | No
 
 def _joined(steps: list[Step], order: list[int], lane: lanes.Lane | None
             ) -> tuple[list[Step], list[int], lanes.Lane | None]:
-    """A lane with each run of compiled copies of one group in one step (`memory.joined`),
-    then each run of compiled steps of one group in one step (`memory.chained`): fewer
+    """A lane with each run of compiled copies of one group in one step (`fusion.joined`),
+    then each run of compiled steps of one group in one step (`fusion.chained`): fewer
     calls, and fewer times a lane running beside another waits for the GIL. A joined step
     never fails, so it stands at its first op's place."""
     groups = lane.groups if lane is not None else [0] * len(steps)
@@ -220,23 +221,20 @@ def _joined(steps: list[Step], order: list[int], lane: lanes.Lane | None
     return out, [order[k] for k in firsts], kept
 
 
-class ImplCall(partial):
-    """A step that is an op's impl on its operands: it checks them again, so it may fail on
-    the values it meets (a bound step, `ops.STEPS`, checked them when it was made)."""
-
-    __slots__ = ()
-
-
 def step(op: str, args: list, kwargs: dict, build: bool = True) -> Step | None:
     """Run `op` through its impl, or if `build`, give its step (`ops.STEPS`, else the impl
-    call) and run that (it binds the operands as they are before the op)."""
+    call, `fallible`: it checks the operands again, so it may fail on the values it meets)
+    and run that (it binds the operands as they are before the op)."""
     impl = IMPLS[op]
-    builder = STEPS.get(op) if build else None
+    if not build:
+        impl(args, kwargs)
+        return None
+    builder = STEPS.get(op)
     made = None if builder is None else builder(args, kwargs)
     if made is None:
-        made = ImplCall(impl, args, kwargs)
-    made()
-    return made if build else None
+        made = Step(partial(impl, args, kwargs), fallible=True)
+    made.run()
+    return made
 
 
 def play(rec: Any, tape: Tape, op_error: Callable[[Any, int, Exception], SimulationError]
@@ -247,8 +245,8 @@ def play(rec: Any, tape: Tape, op_error: Callable[[Any, int, Exception], Simulat
     if lane is None:
         done = 0
         try:
-            for done, run in enumerate(steps):  # noqa: B007 - the failing step's index
-                run()
+            for done, made in enumerate(steps):  # noqa: B007 - the failing step's index
+                made.run()
         except SimulationError:
             raise
         except OP_ERRORS as err:
@@ -266,5 +264,5 @@ def play(rec: Any, tape: Tape, op_error: Callable[[Any, int, Exception], Simulat
         raise op_error(rec, tape.lanes[k][1][index], err) from err
 
 
-__all__ = ["MADE", "OP_ERRORS", "PENDING", "ImplCall", "Step", "Tape", "kept", "make", "moved",
-           "play", "run", "step"]
+__all__ = ["MADE", "OP_ERRORS", "PENDING", "Tape", "kept", "make", "moved", "play", "run",
+           "step"]

@@ -9,8 +9,9 @@ of fractal tiles move through `BlockViews`, strided views of the buffer cached p
 rest through element offsets), `GMRef` (a strided view of a CPU torch tensor's storage as
 global memory) and `SimMemoryError`. Dtypes without a torch dtype (HF8, FP4, INT4,
 HF4) are read and written as raw uint8 codes (4-bit ones packed two per byte, low nibble first);
-their values are decoded by `pypto_pro.sim.ops.numerics`. Imports `pypto_pro.ir`, `pypto_pro.soc`,
-`sim.layout` and `sim.copies_native` (kept steps' copies in compiled code) only.
+their values are decoded by `pypto_pro.sim.ops.numerics`. The `*_step` methods give the
+`Step`s of ops' copies for a tape, in torch (the fast path compiles them). Imports
+`pypto_pro.ir`, `pypto_pro.soc`, `sim.model.layout` and `sim.step` only: no compiled code.
 """
 from __future__ import annotations
 
@@ -26,9 +27,9 @@ import torch
 from pypto_pro.ir.dtype import DataType
 from pypto_pro.ir.types import MemorySpace, TileLayout, TilePad, TileType
 
-from ..fast import copies_native
 from .layout import default_stride, element_offsets, fractal_shape, outer_stride
 from ...soc import SoC
+from ..step import Step
 
 #: the byte pattern of never-written on-chip memory ("DEADBEEF" as bytes; fp32 -1.18e29)
 GARBAGE_PATTERN = (0xDE, 0xAD, 0xBE, 0xEF)
@@ -63,8 +64,6 @@ _GEOMETRIES: dict[tuple[int, int], tuple[TileType, TileGeometry]] = {}
 _GEOMETRIES_MAX = 4096
 _WINDOWS_MAX = 1024  # `GMWindow`s per GM view before it starts over (a few lines arrays each)
 _UNSET = object()  # `GMWindow.view` not made yet
-#: a kept piece of an op: its torch calls with every view bound (`ops.STEPS`, `sim.tape`)
-Step = Callable[[], None]
 
 
 class SimMemoryError(IndexError):
@@ -342,7 +341,7 @@ class TileRef:
                 (views.fractal and not value.is_contiguous()):  # (its reshape: a view)
             return None
         source = value.view(views.values.dtype).reshape(*views.grid) if views.fractal else value
-        return taped(_copy_into(self.memory, views, source))
+        return _copy_into(self.memory, views, source)
 
     def read_step(self, into: torch.Tensor) -> Step | None:
         """The step copying the valid window's stored elements into `into` (a [rows, cols]
@@ -352,11 +351,11 @@ class TileRef:
         if views is None or views.dtype is not into.dtype:
             return None
         if not views.fractal:
-            return _kept_copy(into, views.values)
+            return _copy(into, views.values)
         _, fr, _, fc = views.grid  # `into` in the grid's [row fractal, row, col fractal, col]
         rs, cs = into.stride()
         grid = into.as_strided(views.grid, (fr * rs, rs, fc * cs, cs), into.storage_offset())
-        return _kept_copy(grid, views.typed)
+        return _copy(grid, views.typed)
 
     def copy_from(self, src: TileRef, at: tuple[int, int] | None = None) -> bool:
         """Write `src`'s valid window (`at` (row, col): the block of this tile's valid shape
@@ -493,8 +492,8 @@ class TileRef:
         self._mark_written(views)
         return views.values
 
-    def written_marker(self) -> Step:
-        """The step marking the valid window written (after `compute_target` gave a target)."""
+    def written_marker(self) -> Callable[[], None]:
+        """The mark of the valid window written (after `compute_target` gave a target)."""
         return _marker(self.memory, self._views(0, 0, self.valid_rows, self.valid_cols))
 
     def peek_view(self, r0: int, c0: int, rows: int, cols: int) -> torch.Tensor | None:
@@ -568,11 +567,11 @@ def _ran(step: Step | None) -> bool:
     """Run `step` if there is one; whether there was."""
     if step is None:
         return False
-    step()
+    step.run()
     return True
 
 
-def _marker(memory: CoreMemory, views: BlockViews) -> Step:
+def _marker(memory: CoreMemory, views: BlockViews) -> Callable[[], None]:
     """Marks the block of `views` initialised, while its memory tracks that (a step's last
     act: `track_init` may change between the runs of a kept step)."""
     mask, fill = views.mask, views.mask_fill
@@ -584,145 +583,18 @@ def _marker(memory: CoreMemory, views: BlockViews) -> Step:
 
 
 def _copy_into(memory: CoreMemory, views: BlockViews, source: torch.Tensor) -> Step:
-    """The step copying `source` (a view) into the block of `views` and marking it written,
-    with torch (`taped` gives it compiled)."""
+    """The step copying `source` (a view) into the block of `views` and marking it written."""
     values, mark = views.values, _marker(memory, views)
 
-    def step() -> None:
+    def run() -> None:
         values.copy_(source)
         mark()
-    step.copy, step.mark = (values, source), mark
-    return step
+    return Step(run, copy=(values, source), marks=(mark,))
 
 
-def taped(step: Step | None) -> Step | None:
-    """A `_copy_into` step for a tape: its copy in compiled code (`copies_native.copier`,
-    made once per step) when the library is loaded and the copy has a record; else `step`
-    (its torch copy: eager ops keep that, making a record costs more than it saves once)."""
-    pair = getattr(step, "copy", None)
-    if pair is None or copies_native.library() is None:
-        return step
-    made = getattr(step, "native", None)
-    if made is None:
-        copy = copies_native.copier((pair,))
-        made = step.native = step if copy is None else _then(copy, step.mark)
-        if copy is not None:
-            made.copies, made.marks = copy, (step.mark,)
-    return made
-
-
-def joined(steps: list[Step]) -> tuple[list[Step], list[int]]:
-    """`steps` with each run of two or more compiled copies (`copies_native.copier`'s steps,
-    or `taped` ones: a copy, then marks) in one step: their copies in one call, then their
-    marks (a mark only touches the init mask); a run followed by a step that can take copies
-    first in its own call (`prefixed`, of `[copier steps]`: a compiled product) goes into that
-    one. Per step of the result, how many of `steps` it runs, in a second list."""
-    out: list[Step] = []
-    counts: list[int] = []
-    run: list[Step] = []
-    for step in [*steps, None]:
-        if step is not None and (getattr(step, "copies", None) is not None or
-                                 getattr(step, "keep", None) is not None):
-            run.append(step)
-            continue
-        prefixed = getattr(step, "prefixed", None)
-        fused = None if not run or prefixed is None else \
-            prefixed([getattr(s, "copies", s) for s in run])
-        if fused is not None:
-            marks = [mark for s in run for mark in getattr(s, "marks", ())]
-            if marks:
-                inner, fused = fused, _then_marks(fused, marks)
-                fused.compiled, fused.marks = inner.compiled, (*inner.marks, *marks)
-            out.append(fused)
-            counts.append(len(run) + 1)
-            run = []
-            continue
-        if len(run) > 1:
-            out.append(_joined_copies(run))
-            counts.append(len(run))
-        elif run:
-            out.append(run[0])
-            counts.append(1)
-        run = []
-        if step is not None:
-            out.append(step)
-            counts.append(1)
-    return out, counts
-
-
-def chained(steps: list[Step]) -> tuple[list[Step], list[int]]:
-    """`steps` with each run of two or more compiled steps (`joined`'s: compiled copies, then
-    marks; compiled products, `ops.cube`, with `compiled` and `marks`) in one step: their
-    records in one call (`copies_native.chain`: an accumulation that meets a NaN is added by
-    torch there, and the call runs on), then their marks (a mark only touches the init mask,
-    which no compiled record reads). Per step of the result, how many of `steps` it runs, in
-    a second list; each chain's `replaces` holds the ids of the compiled steps it runs."""
-    out: list[Step] = []
-    counts: list[int] = []
-    run: list[Step] = []
-    parts: list[tuple] = []  # per step of `run`, ((compiled step, NaN add or None), marks)
-    for step in [*steps, None]:
-        part = None if step is None else _compiled_part(step)
-        if part is not None:
-            run.append(step)
-            parts.append(part)
-            continue
-        if len(run) > 1:
-            made = _then_marks(copies_native.chain([compiled for compiled, _ in parts]),
-                               [mark for _, marks in parts for mark in marks])
-            made.replaces = [id(compiled[0]) for compiled, _ in parts]
-            out.append(made)
-            counts.append(len(run))
-        elif run:
-            out.append(run[0])
-            counts.append(1)
-        run, parts = [], []
-        if step is not None:
-            out.append(step)
-            counts.append(1)
-    return out, counts
-
-
-def _compiled_part(step: Step) -> tuple[tuple, tuple] | None:
-    """((its compiled step, the torch add standing for that one's last record when it met a
-    NaN, or None), its marks) of a step `chained` can join, else None."""
-    copies = getattr(step, "copies", None)
-    if copies is not None:
-        return (copies, None), tuple(step.marks)
-    compiled = getattr(step, "compiled", None)
-    if compiled is not None:
-        return compiled, tuple(step.marks)
-    return ((step, None), ()) if getattr(step, "keep", None) is not None else None
-
-
-def _then_marks(first: Step, marks: list[Step]) -> Step:
-    """The step running `first`, then `marks` (init-mask marks of copies it runs first)."""
-    def step() -> None:
-        first()
-        for mark in marks:
-            mark()
-    return step
-
-
-def _joined_copies(steps: list[Step]) -> Step:
-    copy = copies_native.joined([getattr(s, "copies", s) for s in steps])
-    marks = [mark for s in steps for mark in getattr(s, "marks", ())]
-    step = _then_marks(copy, marks)
-    step.copies, step.marks = copy, tuple(marks)
-    return step
-
-
-def _kept_copy(dst: torch.Tensor, src: torch.Tensor) -> Step:
-    """The step `dst.copy_(src)`: compiled when `copies_native.copier` has it, else torch."""
-    return copies_native.copier(((dst, src),)) or functools.partial(dst.copy_, src)
-
-
-def _then(first: Step, second: Step) -> Step:
-    """The step running `first`, then `second`."""
-    def step() -> None:
-        first()
-        second()
-    return step
+def _copy(dst: torch.Tensor, src: torch.Tensor) -> Step:
+    """The step `dst.copy_(src)`."""
+    return Step(functools.partial(dst.copy_, src), copy=(dst, src))
 
 
 def _add_into(memory: CoreMemory, views: BlockViews, addend: torch.Tensor) -> Step:
@@ -730,11 +602,10 @@ def _add_into(memory: CoreMemory, views: BlockViews, addend: torch.Tensor) -> St
     block, grid, add, mark = views.typed, addend.view(*views.grid), torch.add, \
         _marker(memory, views)
 
-    def step() -> None:
+    def run() -> None:
         add(grid, block, out=block)
         mark()
-    step.sum, step.mark = (block, grid), mark  # (a compiled product adds in its own call)
-    return step
+    return Step(run, sum=(block, grid), marks=(mark,))  # (a compiled product adds in its call)
 
 
 @dataclass(frozen=True)

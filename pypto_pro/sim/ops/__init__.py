@@ -11,14 +11,15 @@ suite keeps it empty without breaking imports while the registry grows): `block.
 data families (everything but sync/meta/alloc/scalar/debug/simt), `block.getval` /
 `block.setval`, and the two instructions that run a whole compiled body (`launches`): a VF
 section (`vf.vec_scope`) and a SIMT launch (`simt.launch`). The Reg API ops inside a VF
-section (`vf.*`) run in `sim.vf`, not here.
+section (`vf.*`) run in `sim.frontend.vf`, not here.
 
-`STEPS` maps some of those ops to `step(args, kwargs) -> Step | None`, called right after
-`IMPLS[op](args, kwargs)` ran on the same operands: a closure that runs the op again on the
-values its operands then hold, with everything else of that run (checks passed, views, plans)
-bound, or None when the op must go through its impl every time (its path depends on values or
-has no views). The eager replay keeps them as a tape (`sim.tape`); they are valid while
-`TileRef.epoch` is unchanged. Family modules export their own `STEPS`.
+`STEPS` maps some of those ops to `step(args, kwargs) -> Step | None`, called on operands the
+op's impl accepts: a `sim.step.Step` whose `run()` does the op on the values its operands then
+hold, with everything else (checks passed, views, plans) bound, or None when the op must go
+through its impl every time (its path depends on values or has no views). A copy step says so
+(`Step.copy`: the fast path compiles it). The eager replay keeps them as a tape
+(`sim.fast.tape`); they are valid while `TileRef.epoch` is unchanged. Family modules export
+their own `STEPS`.
 
 `BATCH_IMPLS` maps some of those ops to `batch_impl(calls, kwargs)`: the same op run for many
 cores at once (`calls`: one `IMPLS` argument list per core, distinct cores, one shared kwargs),
@@ -29,13 +30,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from ..step import Step
+
 
 class SimOpError(ValueError):
     """An op called with operands the hardware does not support (names the op and dtypes)."""
 
 
 Impl = Callable[[list, dict], object]
-StepBuilder = Callable[[list, dict], Callable[[], object] | None]
+StepBuilder = Callable[[list, dict], Step | None]
 BatchImpl = Callable[[list[list], dict], None]
 
 # The family modules import SimOpError from this package, so they are imported after it.

@@ -38,8 +38,8 @@ import torch
 from pypto_pro.ir.dtype import DataType
 from pypto_pro.ir.types import TileLayout
 
-from ..fast import copies_native
-from ..model.memory import Step, TileRef
+from ..model.memory import TileRef
+from ..step import Step
 from . import SimOpError
 from .batching import Writes, batched
 from .numerics import decode_e8m0, to_compute
@@ -105,26 +105,32 @@ def _kept_plan(op: str, lhs: TileRef, rhs: TileRef) -> tuple:
     return kept[1]
 
 
-def _product_step(op: str, lhs: TileRef, rhs: TileRef) -> tuple[Step, torch.Tensor] | None:
-    """(a step computing `_product(op, lhs, rhs, reuse=True)` into its scratch, that scratch)
-    when the product's plan converts both operands with one copy each; None otherwise."""
+def _product_parts(op: str, lhs: TileRef, rhs: TileRef) -> tuple | None:
+    """(the operands' conversions as (scratch grid, storage view) pairs, the float32 matrices
+    they fill, the product's scratch) of a float product whose plan converts both operands with
+    one copy each; None otherwise."""
     plan = _kept_plan(op, lhs, rhs)
     if not plan or plan[0][0] is None or plan[1][0] is None:
         return None
     (grid_a, view_a, a), (grid_b, view_b, b), product = plan
-    mm = torch.mm
-    convert = copies_native.copier(((grid_a, view_a), (grid_b, view_b)))
-    if convert is not None:  # both operands in one compiled call
-        def converted() -> None:
-            convert()
-            mm(a, b, out=product)
-        return converted, product
+    return ((grid_a, view_a), (grid_b, view_b)), a, b, product
 
-    def step() -> None:
+
+def _product_then(parts: tuple, after: Callable[[], None], add: Step | None = None,
+                  write: Step | None = None) -> Step:
+    """The step converting the operands, multiplying into the product's scratch and running
+    `after` (`add`'s or `write`'s run, or a general write); its `product` says so, for the
+    fast path to compile it (`fusion.compiled`)."""
+    pairs, a, b, product = parts
+    (grid_a, view_a), (grid_b, view_b) = pairs
+    mm = torch.mm
+
+    def run() -> None:
         grid_a.copy_(view_a)
         grid_b.copy_(view_b)
         mm(a, b, out=product)
-    return step, product
+        after()
+    return Step(run, product=(pairs, a, b, product, add, write, after))
 
 
 def _plan(lhs: TileRef, rhs: TileRef, m: int, k: int, n: int) -> tuple:
@@ -290,100 +296,30 @@ def matmul_bias(args: list, kwargs: dict) -> None:
     _finish(dst, _with_bias(_product("block.matmul_bias", lhs, rhs, reuse=True), bias))
 
 
-def _compiled(plan: tuple, add: Step | None = None, write: Step | None = None) -> Step | None:
-    """The product of a float `plan` with its operands' conversions, then its accumulation
-    (`add`: a `TileRef.add_step`) or its compiled write (`write`), in one call of the compiled
-    copies (`copies_native.product`: one call holds the GIL once, where a lane running beside
-    another waits for it); None when there is none. Its `prefixed(copies)` is the same step
-    doing `copier` steps `copies` first in that call (`memory.joined`); its `compiled` and
-    `marks` are what `memory.chained` joins it with others by."""
-    (grid_a, view_a, a), (grid_b, view_b, b), product = plan
-    pairs = ((grid_a, view_a), (grid_b, view_b))
-    if add is None:
-        if getattr(write, "copies", None) is None:
-            return None
-        run = copies_native.product(pairs, a, b, product, then=write.copies)
-        nan, marks = None, tuple(write.marks)
-    else:
-        (block, grid), torch_add = add.sum, torch.add
-        run = copies_native.product(pairs, a, b, product, added=(block, grid))
-
-        def nan() -> None:  # (the sum torch keeps)
-            torch_add(grid, block, out=block)
-        marks = (add.mark,)
-    return None if run is None else _compiled_step(run, nan, marks)
-
-
-def _compiled_step(run: Callable[[], bool], nan: Step | None, marks: tuple) -> Step:
-    """The step running compiled `run`, then `nan` when that left its accumulation out (a NaN
-    met it), then `marks`."""
-    if nan is None:
-        def step() -> None:
-            run()
-            for mark in marks:
-                mark()
-    else:
-        def step() -> None:
-            if run():
-                nan()
-            for mark in marks:
-                mark()
-    # (a partial, not a closure over the step: a step no tape keeps dies by refcount)
-    step.prefixed = functools.partial(_prefixed, run, nan, marks)
-    step.compiled, step.marks = (run, nan), marks
-    return step
-
-
-def _prefixed(run: Callable[[], bool], nan: Step | None, marks: tuple, before: list) -> Step:
-    """`_compiled_step` with `copier` steps `before` first in its call."""
-    return _compiled_step(copies_native.joined([*before, run]), nan, marks)
-
-
 def _matmul_step(args: list, kwargs: dict) -> Step | None:
     """`matmul` on a float plan: the product into its scratch, then written (an FP32 tile
     through its block views, else `_finish`)."""
     dst, lhs, rhs = args[:3]
-    product = _product_step("block.matmul", lhs, rhs) if dst.writes_now else None
-    if product is None:
+    parts = _product_parts("block.matmul", lhs, rhs) if dst.writes_now else None
+    if parts is None:
         return None
-    compute, result = product
+    result = parts[3]
     # FP32: `encode` gives the product itself, written through the block's views
     write = dst.write_step(result) if dst.dtype is DataType.FP32 else None
-    compiled = None if write is None else \
-        _compiled(_kept_plan("block.matmul", lhs, rhs), write=write)
-    if compiled is not None:
-        return compiled
     if write is None:
-        def step() -> None:
-            compute()
-            _finish(dst, result)
-        return step
-
-    def written() -> None:
-        compute()
-        write()
-    return written
+        return _product_then(parts, functools.partial(_finish, dst, result))
+    return _product_then(parts, write.run, write=write)
 
 
 def _matmul_acc_step(args: list, kwargs: dict) -> Step | None:
     """`matmul_acc` on a float plan accumulating in place (`TileRef.add_step`)."""
     dst, acc, lhs, rhs = args[:4]
-    product = _product_step("block.matmul_acc", lhs, rhs)
-    if product is None or acc.memory is not dst.memory or \
+    parts = _product_parts("block.matmul_acc", lhs, rhs)
+    if parts is None or acc.memory is not dst.memory or \
             not (acc.geometry is dst.geometry or acc.geometry == dst.geometry):
         return None
-    compute, result = product
-    add = dst.add_step(result)
-    if add is None:
-        return None
-    compiled = _compiled(_kept_plan("block.matmul_acc", lhs, rhs), add=add)
-    if compiled is not None:
-        return compiled
-
-    def step() -> None:
-        compute()
-        add()
-    return step
+    add = dst.add_step(parts[3])
+    return None if add is None else _product_then(parts, add.run, add=add)
 
 
 def _mx_product(op: str, lhs: TileRef, rhs: TileRef, scale_a: TileRef,

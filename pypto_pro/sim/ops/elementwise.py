@@ -23,7 +23,8 @@ import torch
 
 from pypto_pro.ir.dtype import DataType
 
-from ..model.memory import Step, TileRef
+from ..model.memory import TileRef
+from ..step import Step
 from . import SimOpError, batching
 from .batching import Writes, batched, column, per_call, stack_blocks, tile_writes
 from .numerics import float_to_stored, to_compute, wrap_int
@@ -176,7 +177,7 @@ def _binary_step(name: str, out: TileRef, lhs: TileRef, rhs: TileRef | torch.Ten
             def in_place() -> None:
                 native(a, b, out=target)
                 mark()
-            return in_place
+            return Step(in_place)
     elif fp32:
         return None
 
@@ -189,7 +190,7 @@ def _binary_step(name: str, out: TileRef, lhs: TileRef, rhs: TileRef | torch.Ten
                 mark()
             return
         _float32_binary(name, out, lhs, rhs)
-    return step
+    return Step(step)
 
 
 def _checked_tiles(op: str, args: list, count: int, allowed: tuple[DataType, ...]
@@ -334,7 +335,7 @@ def _unary_step_of(name: str) -> Callable[[list, dict], Step | None]:
         def in_place() -> None:
             fn(view, out=target)
             mark()
-        return in_place
+        return Step(in_place)
     return step
 
 

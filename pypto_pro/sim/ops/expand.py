@@ -14,7 +14,7 @@ import torch
 
 from pypto_pro.ir.dtype import DataType
 
-from ..model.memory import Step
+from ..step import Step
 from . import SimOpError, batching
 from .batching import Writes, batched, column, per_call, stack_blocks, tile_writes
 from .elementwise import FLOATS, NUMERIC, block_values
@@ -81,7 +81,7 @@ def _step(name: str, axis: int) -> Callable[[list, dict], Step | None]:
         def in_place() -> None:
             fn(a, b, out=target)
             mark()
-        return in_place
+        return Step(in_place)
     return step
 
 

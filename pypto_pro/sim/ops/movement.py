@@ -18,7 +18,8 @@ import torch
 
 from pypto_pro.ir.types import MemorySpace
 
-from ..model.memory import GMRef, Step, TileRef, storage_dtype, taped
+from ..model.memory import GMRef, TileRef, storage_dtype
+from ..step import Step
 from . import SimOpError
 from .batching import Writes, always, batched
 from .fixpipe import block_scale, convert, passes_bits
@@ -57,7 +58,7 @@ def load(args: list, kwargs: dict) -> None:
     if step is None:
         dst.write(_loaded(dst, src, args[2], _gm_view(kwargs)))
     else:
-        step()
+        step.run()
 
 
 def _load_step(args: list, kwargs: dict) -> Step | None:
@@ -67,11 +68,6 @@ def _load_step(args: list, kwargs: dict) -> Step | None:
         return None
     view = _gm_view(kwargs)
     return args[0].load_step(args[1], offsets, view["transpose"], view["axes"])
-
-
-def _taped_load_step(args: list, kwargs: dict) -> Step | None:
-    """`_load_step` for the tape (`memory.taped`: its copy compiled when it can be)."""
-    return taped(_load_step(args, kwargs))
 
 
 def _loaded(dst: TileRef, src: GMRef, offsets: object, view: dict) -> torch.Tensor:
@@ -249,8 +245,8 @@ def _move_step(args: list, kwargs: dict) -> Step | None:
     dst, src = args[0], args[1]
     if src.space is MemorySpace.Acc or not isinstance(dst, TileRef):
         return None
-    return taped(dst.copy_step(src, None if len(args) < 3 or args[2] is None
-                               else tuple(_offsets(args[2]))))
+    return dst.copy_step(src, None if len(args) < 3 or args[2] is None
+                         else tuple(_offsets(args[2])))
 
 
 def move_fp(args: list, kwargs: dict) -> None:
@@ -318,7 +314,7 @@ def setval(args: list, kwargs: dict) -> None:
 BATCH_IMPLS = {"block.load": batched(load, _load_batch, always),
                "block.store": batched(store, _store_batch, always),
                "block.move": batched(move, _move_batch, always)}
-STEPS = {"block.load": _taped_load_step, "block.store": _store_step, "block.move": _move_step}
+STEPS = {"block.load": _load_step, "block.store": _store_step, "block.move": _move_step}
 IMPLS = {
     "block.load": load, "block.store": store, "block.store_fp": store_fp,
     "block.move": move, "block.move_fp": move_fp, "block.insert": insert,

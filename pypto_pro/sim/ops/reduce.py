@@ -15,7 +15,7 @@ import torch
 
 from pypto_pro.ir.dtype import DataType
 
-from ..model.memory import Step
+from ..step import Step
 from . import SimOpError
 from .batching import Writes, batched, column, stack_blocks, tile_writes
 from .elementwise import NUMERIC, block_values
@@ -77,12 +77,13 @@ def _reduce_step(kind: str, axis: int) -> Callable[[list, dict], Step | None]:
         write = None if into is None or out.dtype is not DataType.FP32 else \
             out.write_step(result)
         if write is None:
-            return lambda: store(out, reducer(view, axis), offset=(0, 0))
+            return Step(lambda: store(out, reducer(view, axis), offset=(0, 0)))
+        write_run = write.run
 
         def reduce_into() -> None:
             into(view, axis, keepdim=True, out=result)
-            write()
-        return reduce_into
+            write_run()
+        return Step(reduce_into)
     return step
 
 

@@ -14,6 +14,7 @@ import functools
 import heapq
 import itertools
 from collections import deque
+from dataclasses import dataclass, field
 from heapq import heappush
 from typing import Any, Callable
 
@@ -128,6 +129,14 @@ class Engine:
                              f"{self.now}\n{lines}", stuck, span=span,
                              hint="every wait needs a matching set (same pipes and id); every "
                                   "mutex lock needs an unlock on the same pipe")
+
+
+@dataclass
+class Block:
+    """A block of a launch: its index, and the cores that ran it (with what they printed)."""
+
+    index: int
+    cores: list[Any] = field(default_factory=list)
 
 
 class _MutexReq:

@@ -48,7 +48,6 @@ from ...errors import SimulationError
 from ...ir.types import PipeType
 from ..frontend.calls_issue import Instr
 from .engine import Core, Engine, Pipe, _MutexReq
-from ..fast.memo import Ran
 from ..ops import BATCH_IMPLS, IMPLS, batch_key, error_index, run_grouped
 from ..frontend.program import NOTHING
 
@@ -62,6 +61,31 @@ _PARK_STEP = (_PARK,)
 _GRANTED = {p._value_: _MutexReq(p) for p in PipeType}
 #: what an op may raise for bad operands; reported as a SimulationError at the op's span
 _OP_ERRORS = (IndexError, ValueError, TypeError, RuntimeError)
+#: ops that run a compiled body of their own (its control flow may read memory)
+_BODIES = frozenset({"vf.vec_scope", "simt.launch"})
+
+
+class Ran:
+    """The ops of a functional launch in the order they ran, with the label of the core that
+    issued each (an op error names it). `instrs` and `tape` as a stream recording has them, so
+    the memo rebinds both kinds alike."""
+
+    __slots__ = ("instrs", "labels", "blocks", "instructions", "tape")
+
+    def __init__(self) -> None:
+        self.instrs: list[Any] = []
+        self.labels: list[str] = []
+        self.blocks: list[int] = []  # block indices in start order
+        self.instructions = 0  # everything issued (syncs too), as the executor counts it
+        self.tape = None
+
+    def ran(self, instr: Any, label: str) -> bool:
+        """Note an op that ran; False when it makes the launch one a relaunch cannot replay."""
+        if instr.ir_op in _BODIES:
+            return False
+        self.instrs.append(instr)
+        self.labels.append(label)
+        return True
 
 
 class FunctionalEngine(Engine):
@@ -72,7 +96,7 @@ class FunctionalEngine(Engine):
         super().__init__(soc, None, functional_only=True)
         self._ready: deque[Callable[[], None]] = deque()
         self.parked: list[FunctionalCore] = []
-        #: the ops run so far, for a relaunch to replay (`memo`); None when this
+        #: the ops run so far, for a relaunch to replay (`fast.memo`); None when this
         #: launch cannot be replayed (or nobody asked)
         self.ran: Ran | None = None
 

@@ -31,6 +31,7 @@ from pypto_pro.runtime.backends import use_backend
 from pypto_pro.sim import settings
 from pypto_pro.sim.fast import lanes, scheduler_native, memo, tape
 from pypto_pro.sim.fast.copies_native import REC_W, Moves
+from pypto_pro.sim.step import Step
 
 V, MTE2, MTE3 = pl.PipeType.V, pl.PipeType.MTE2, pl.PipeType.MTE3
 H16 = pl.TileType([16, 64], pl.DT_FP16)
@@ -213,11 +214,9 @@ def test_storages_sharing_bytes_are_not_kept():
 def test_a_move_gives_each_address_to_the_one_storage_holding_it():
     a, b = torch.zeros(64), torch.zeros(64)
     new_a, new_b = torch.zeros(64), torch.zeros(64)
-    run = lambda: None  # noqa: E731 - a compiled step's shape: records and the views kept
     record = [0, a.data_ptr() + 8, b.data_ptr() + 4]  # a copy: kind, dst, src
     ints = array.array("q", [1, *record, *[0] * (REC_W - len(record))])
-    run.keep, run.written = (ints, []), []
-    moves = Moves([run])
+    moves = Moves([Step(lambda: None, records=(ints, []), written=[])])  # a compiled call
     storage = lambda t: (t.untyped_storage().data_ptr(), t.untyped_storage().nbytes())  # noqa: E731
     assert not moves.move({storage(a): new_a, (storage(a)[0] + 8, 16): new_b})  # shared bytes
     assert list(moves.addresses) == [a.data_ptr() + 8, b.data_ptr() + 4]

@@ -18,6 +18,7 @@ from pypto_pro.errors import SimulationError
 from pypto_pro.examples import load
 from pypto_pro.runtime.backends import use_backend
 from pypto_pro.sim import settings
+from pypto_pro.sim.step import Step
 from pypto_pro.sim.fast import lanes, replay, scheduler_native, memo, tape
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "benchmarks"))
@@ -62,12 +63,12 @@ def test_two_lanes_raise_the_failure_first_in_the_replays_order(together):
     split = [lanes.Lane([0, 3], [0, 0]), lanes.Lane([1, 2], [1, 1])]
     threads: dict[int, int] = {}
 
-    def step(item: int):
+    def step(item: int) -> Step:
         def run() -> None:
             threads[item] = threading.get_ident()
             if item in (2, 3):
                 raise ValueError(f"op {item}")
-        return run
+        return Step(run)
 
     steps = [[step(0), step(3)], [step(1), step(2)]]
     failed = lanes.run_lanes(steps, split, together)

@@ -21,22 +21,16 @@ from pypto_pro.ir.types import TileLayout as L
 from pypto_pro.runtime.backends.native import compiler
 from pypto_pro.sim import settings
 from pypto_pro.sim.fast import copies_native
-from pypto_pro.sim.model.memory import (
-    CoreMemory,
-    GMRef,
-    TileGeometry,
-    TileRef,
-    chained,
-    joined,
-    taped,
-)
+from pypto_pro.sim.fast.fusion import chained, compiled, joined
+from pypto_pro.sim.model.memory import CoreMemory, GMRef, TileGeometry, TileRef
 from pypto_pro.sim.ops import STEPS
 from pypto_pro.soc import soc
 
 
 @pytest.fixture
 def native(monkeypatch: pytest.MonkeyPatch) -> list:
-    """The library built and forced on; the list collects every step `copier` makes."""
+    """The library built and forced on; the list collects every step `copier` and `product`
+    make."""
     if shutil.which(compiler()) is None:
         pytest.skip("the compiled copies need a C++ compiler")
     monkeypatch.setenv(settings.COPIES, "native")
@@ -50,6 +44,14 @@ def native(monkeypatch: pytest.MonkeyPatch) -> list:
             made.append(step)
         return step
     monkeypatch.setattr(copies_native, "copier", counting)
+    real_product = copies_native.product
+
+    def counting_products(*args, **kwargs):
+        step = real_product(*args, **kwargs)
+        if step is not None:
+            made.append(step)
+        return step
+    monkeypatch.setattr(copies_native, "product", counting_products)
     return made
 
 
@@ -66,13 +68,13 @@ def test_conversions_match_torch_for_every_bit_pattern(native, dtype):
     for rows, run in ((1, 65536), (4096, 16), (5041, 13)):  # (destination rows: runs)
         count = rows * run
         out = torch.empty(rows, run + 3)[:, :run]
-        copies_native.copier([(out, src[:count].view(rows, run))])()
+        copies_native.copier([(out, src[:count].view(rows, run))]).run()
         assert torch.equal(_bits(out).reshape(-1), want[:count]), run
     strided = torch.empty(2 * 65536)[::2]  # one element per run
-    copies_native.copier([(strided, src)])()
+    copies_native.copier([(strided, src)]).run()
     assert torch.equal(_bits(strided), want)
     into_t = torch.empty(256, 256).t()  # the destination transposed
-    copies_native.copier([(into_t, src.view(256, 256))])()
+    copies_native.copier([(into_t, src.view(256, 256))]).run()
     assert torch.equal(_bits(into_t).reshape(-1), want)
 
 
@@ -96,14 +98,14 @@ def _scenarios():
     def move(src_layout, dst_layout, space=M.Left):
         def action(mem, gm):
             src, step = _load(mem, gm[16:48, 32:64], src_layout)
-            step()
+            step.run()
             return STEPS["block.move"]([_tile(mem, 32, 32, D.FP16, space, dst_layout), src], {})
         return action
 
     def store(layout):
         def action(mem, gm):
             src, step = _load(mem, gm[:32, :32], layout)
-            step()
+            step.run()
             return STEPS["block.store"]([GMRef(gm), src, [32, 16]], {})
         return action
 
@@ -115,7 +117,7 @@ def _scenarios():
             lhs.write(gm[:32, :48].to(torch_dtype))
             rhs.write(gm[:48, 8:40].to(torch_dtype))
             dst = _tile(mem, 32, 32, D.FP32, M.Acc, L.NZ)
-            return STEPS["block.matmul"]([dst, lhs, rhs], {})
+            return STEPS["block.matmul"]([dst, lhs, rhs], {})  # (compiled by `_outcome`)
         return action
 
     def accumulate(nan=False):
@@ -153,9 +155,10 @@ def _outcome(action, seed=0) -> list[torch.Tensor]:
     gm = torch.randn(96, 96, generator=torch.Generator().manual_seed(seed)).half()
     step = action(mem, gm)
     assert step is not None
-    step()
+    step = compiled(step)  # (a tape compiles a copy step: `fusion.compiled`)
+    step.run()
     gm.mul_(-2)
-    step()
+    step.run()
     return [*mem.buffers.values(), gm.view(torch.int16)]
 
 
@@ -176,7 +179,7 @@ def test_without_the_library_steps_keep_torch(monkeypatch):
     assert copies_native.library() is None and copies_native.copier([]) is None
     mem = CoreMemory(soc(), "aic")
     _, step = _load(mem, torch.randn(32, 32).half(), L.NZ)
-    assert getattr(step, "copy", None) is not None  # the torch step, not a compiled one
+    assert step.copy is not None and compiled(step) is step  # its torch copy
     assert not made
 
 
@@ -204,7 +207,7 @@ def test_a_step_keeps_its_views_alive(native):
     want = src.float()
     del src
     assert gone() is not None
-    step()
+    step.run()
     assert torch.equal(dst, want)
 
 
@@ -214,7 +217,7 @@ def test_a_step_bumps_its_destinations_version_as_a_torch_write_does(native):
     buffer, src = torch.zeros(64, 32), torch.randn(64, 16).half()
     step = copies_native.copier([(buffer[:, 16:], src)])
     before = buffer._version
-    step()
+    step.run()
     assert buffer._version > before and torch.equal(buffer[:, 16:], src.float())
 
 
@@ -230,14 +233,14 @@ def _fused_leaves_the_same(make_steps, fuse, count: int, seed: int) -> None:
             assert counts == [count]
         for _ in range(2):
             for step in steps:
-                step()
+                step.run()
         return list(mem.buffers.values())
     for got, want in zip(outcome(True), outcome(False)):
         assert torch.equal(got, want)
 
 
 def test_a_run_of_copies_goes_into_the_product_after_it(native):
-    """`memory.joined`: copies, then a compiled product (its conversions, its sgemm and its
+    """`fusion.joined`: copies, then a compiled product (its conversions, its sgemm and its
     accumulation in one call), run as one step, leave what running each leaves."""
     def steps(mem, gm):
         lhs, load_lhs = _load(mem, gm[:32, :48], L.NZ)
@@ -248,15 +251,15 @@ def test_a_run_of_copies_goes_into_the_product_after_it(native):
         moves = [STEPS["block.move"]([left, lhs], {}), STEPS["block.move"]([right, rhs], {})]
         dst = _tile(mem, 32, 32, D.FP32, M.Acc, L.NZ)
         dst.write(torch.ones(32, 32))
-        made = [taped(load_lhs), taped(load_rhs), *map(taped, moves),
-                STEPS["block.matmul_acc"]([dst, dst, left, right], {})]
-        assert hasattr(made[-1], "prefixed"), "no compiled product"
+        made = [*map(compiled, [load_lhs, load_rhs, *moves,
+                                STEPS["block.matmul_acc"]([dst, dst, left, right], {})])]
+        assert made[-1].prefixed is not None, "no compiled product"
         return made
     _fused_leaves_the_same(steps, joined, 5, seed=5)
 
 
 def test_a_chain_leaves_what_its_steps_leave_and_resumes_after_a_nan(native):
-    """`memory.chained`: loads and products accumulated in one call; the middle accumulation
+    """`fusion.chained`: loads and products accumulated in one call; the middle accumulation
     meets a NaN, is left to torch, and the call runs on from the next record."""
     def steps(mem, gm):
         lhs = _tile(mem, 32, 48, D.FP16, M.Left, L.ZZ)
@@ -271,19 +274,19 @@ def test_a_chain_leaves_what_its_steps_leave_and_resumes_after_a_nan(native):
             dst = _tile(mem, 32, 32, D.FP32, M.Acc, L.NZ, addr=4096 * k)
             dst.write(acc)
             _, load = _load(mem, gm[k:k + 64, 32 * k:32 * k + 32], L.NZ)
-            made += [taped(load), STEPS["block.matmul_acc"]([dst, dst, lhs, rhs], {})]
+            made += [compiled(load), compiled(STEPS["block.matmul_acc"]([dst, dst, lhs, rhs], {}))]
         return made
     _fused_leaves_the_same(steps, chained, 6, seed=3)
 
 
 def test_products_are_compiled_unless_torchs_sgemm_is_missing_or_differs(native, monkeypatch):
-    def compiled() -> bool:
-        step = _scenarios()["product accumulated"](CoreMemory(soc(), "aic"),
-                                                   torch.randn(96, 96).half())
-        return hasattr(step, "prefixed")
-    assert compiled()
+    def is_compiled() -> bool:
+        step = compiled(_scenarios()["product accumulated"](CoreMemory(soc(), "aic"),
+                                                            torch.randn(96, 96).half()))
+        return step.prefixed is not None
+    assert is_compiled()
     with monkeypatch.context() as m:
         m.setattr(copies_native, "_same_as_torch", lambda *args: False)
-        assert not compiled()
+        assert not is_compiled()
     monkeypatch.setattr(copies_native.library(), "sgemm", None)
-    assert not compiled()
+    assert not is_compiled()
