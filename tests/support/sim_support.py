@@ -54,3 +54,29 @@ def printing_copy(x: pl.Tensor[[64, 128], pl.DT_FP16], z: pl.Tensor[[64, 128], p
         pl.system.sync_dst(set_pipe=pl.PipeType.MTE2, wait_pipe=pl.PipeType.MTE3, event_id=0)
         pl.store(z, t, [0, 0])
         pl.printf("k=%d\n", k)
+
+
+ROWS_T = pl.TileType([8, 64], pl.DT_FP32)
+OFF_T = pl.TileType([8, 8], pl.DT_INT32)
+
+
+@pl.jit(arch="a5")
+def gather_rows(x: pl.Tensor[[pl.DYNAMIC, 64], pl.DT_FP32],
+                offsets: pl.Tensor[[pl.DYNAMIC, 8], pl.DT_INT32],
+                out: pl.Tensor[[pl.DYNAMIC, 64], pl.DT_FP32]):
+    """Each block gathers its 8 rows' 32-byte blocks at the byte offsets of its 8 rows (an
+    offset past the tile is an op error: a check on values)."""
+    V, MTE2, MTE3 = pl.PipeType.V, pl.PipeType.MTE2, pl.PipeType.MTE3
+    with pl.section_vector():
+        row = pl.get_block_idx() * 8
+        src = pl.make_tile(ROWS_T, addr=0x0)
+        off = pl.make_tile(OFF_T, addr=0x1000)
+        dst = pl.make_tile(ROWS_T, addr=0x2000)
+        pl.load(src, x, [row, 0])
+        pl.load(off, offsets, [row, 0])
+        pl.system.sync_src(set_pipe=MTE2, wait_pipe=V, event_id=0)
+        pl.system.sync_dst(set_pipe=MTE2, wait_pipe=V, event_id=0)
+        pl.gatherb(dst, src, off)
+        pl.system.sync_src(set_pipe=V, wait_pipe=MTE3, event_id=0)
+        pl.system.sync_dst(set_pipe=V, wait_pipe=MTE3, event_id=0)
+        pl.store(out, dst, [row, 0])

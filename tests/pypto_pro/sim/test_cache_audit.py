@@ -32,6 +32,7 @@ from pypto_pro.sim import settings
 from pypto_pro.sim.fast import lanes, scheduler_native, memo, tape
 from pypto_pro.sim.fast.copies_native import REC_W, Moves
 from pypto_pro.sim.step import Step
+from sim_support import OFF_T, ROWS_T, gather_rows
 
 V, MTE2, MTE3 = pl.PipeType.V, pl.PipeType.MTE2, pl.PipeType.MTE3
 H16 = pl.TileType([16, 64], pl.DT_FP16)
@@ -273,29 +274,6 @@ def test_flush_denormal_set_after_the_worker_started_holds_on_it(
                for z in sums)
 
 
-ROWS_T = pl.TileType([8, 64], pl.DT_FP32)
-OFF_T = pl.TileType([8, 8], pl.DT_INT32)
-
-
-@pl.jit(arch="a5")
-def gather_rows(x: pl.Tensor[[64, 64], pl.DT_FP32], offsets: pl.Tensor[[64, 8], pl.DT_INT32],
-                out: pl.Tensor[[64, 64], pl.DT_FP32]):
-    """Each block gathers its 8 rows' 32-byte blocks at the byte offsets of its 8 rows (an
-    offset past the tile is an op error), then adds 1 to them."""
-    with pl.section_vector():
-        row = pl.get_block_idx() * 8
-        src = pl.make_tile(ROWS_T, addr=0x0)
-        off = pl.make_tile(OFF_T, addr=0x1000)
-        dst = pl.make_tile(ROWS_T, addr=0x2000)
-        pl.load(src, x, [row, 0])
-        pl.load(off, offsets, [row, 0])
-        pl.system.sync_src(set_pipe=MTE2, wait_pipe=V, event_id=0)
-        pl.system.sync_dst(set_pipe=MTE2, wait_pipe=V, event_id=0)
-        pl.gatherb(dst, src, off)
-        pl.adds(dst, dst, 1.0)
-        pl.system.sync_src(set_pipe=V, wait_pipe=MTE3, event_id=0)
-        pl.system.sync_dst(set_pipe=V, wait_pipe=MTE3, event_id=0)
-        pl.store(out, dst, [row, 0])
 
 
 def _failing(backend: str, offsets: torch.Tensor, x: torch.Tensor) -> tuple[str, torch.Tensor]:

@@ -20,6 +20,7 @@ from pypto_pro.runtime.backends import use_backend
 from pypto_pro.sim import settings
 from pypto_pro.sim.step import Step
 from pypto_pro.sim.fast import lanes, replay, scheduler_native, memo, tape
+from sim_support import ROWS_T, gather_rows
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "benchmarks"))
 import dsl_kernels as dk  # noqa: E402
@@ -27,8 +28,6 @@ import dsl_kernels as dk  # noqa: E402
 pytestmark = pytest.mark.usefixtures("stream_engine")  # (conftest)
 
 V, MTE2, MTE3 = pl.PipeType.V, pl.PipeType.MTE2, pl.PipeType.MTE3
-ROWS_T = pl.TileType([8, 64], pl.DT_FP32)
-OFF_T = pl.TileType([8, 8], pl.DT_INT32)
 
 
 @pytest.fixture
@@ -132,25 +131,6 @@ def test_two_lanes_at_once_or_apart_give_one_lanes_values(monkeypatch, small_lan
         assert results[way][0] == results["one lane"][0]
         for a, b in zip(results[way][1], results["one lane"][1]):
             assert not isinstance(a, torch.Tensor) or torch.equal(a, b)
-
-
-@pl.jit(arch="a5")
-def gather_rows(x: pl.Tensor[[32, 64], pl.DT_FP32], offsets: pl.Tensor[[32, 8], pl.DT_INT32],
-                out: pl.Tensor[[32, 64], pl.DT_FP32]):
-    """Each block gathers its 8 rows' 32-byte blocks at the byte offsets of its 8 rows."""
-    with pl.section_vector():
-        row = pl.get_block_idx() * 8
-        src = pl.make_tile(ROWS_T, addr=0x0)
-        off = pl.make_tile(OFF_T, addr=0x1000)
-        dst = pl.make_tile(ROWS_T, addr=0x2000)
-        pl.load(src, x, [row, 0])
-        pl.load(off, offsets, [row, 0])
-        pl.system.sync_src(set_pipe=MTE2, wait_pipe=V, event_id=0)
-        pl.system.sync_dst(set_pipe=MTE2, wait_pipe=V, event_id=0)
-        pl.gatherb(dst, src, off)  # a value check: an offset past the tile raises
-        pl.system.sync_src(set_pipe=V, wait_pipe=MTE3, event_id=0)
-        pl.system.sync_dst(set_pipe=V, wait_pipe=MTE3, event_id=0)
-        pl.store(out, dst, [row, 0])
 
 
 @pytest.mark.parametrize("together", [True, False])
