@@ -24,10 +24,11 @@ from collections.abc import Iterator
 from typing import Any
 
 from .cache import CompileCache, cache_key
+from .check import ReferenceMismatch, check_reference
 from .errors import CellError
 from .options import CellOptions, OptionError
 from .progress import Progress
-from .records import ArgInfo, CheckResult, KernelRecord, LaunchRecord, SourceInfo
+from .records import ArgInfo, KernelRecord, LaunchRecord, SourceInfo
 
 
 def register_cell(body: str, magic_line: str | None = None, shell: Any = None
@@ -347,48 +348,6 @@ def launch_records(log: LaunchLog) -> list[LaunchRecord]:
     return out
 
 
-def check_reference(options: CellOptions, namespace: dict, log: LaunchLog,
-                    fail: Any) -> CheckResult | None:
-    """Compare the output with `--ref` (rtol/atol default by dtype: 1e-3 half, 1e-5 float)."""
-    import torch
-
-    if not options.ref:
-        return None
-    try:
-        expected = eval(options.ref, namespace)  # noqa: S307  (the user's own expression)
-        if options.out:
-            name, actual = options.out, eval(options.out, namespace)  # noqa: S307
-        else:
-            found = output_tensor(log.calls[-1][0]) if log.calls else None
-            if found is None:
-                raise OptionError("--ref: the cell made no launch with a tensor output; name "
-                                  "the value to compare with --out")
-            name, actual = found
-    except OptionError:
-        raise
-    except Exception as e:  # noqa: BLE001
-        raise fail(e, "check") from e
-    return compare_tensors(name, actual, torch.as_tensor(expected), options.rtol, options.atol)
-
-
-def compare_tensors(name: str, actual: Any, expected: Any, rtol: float | None,
-                    atol: float | None) -> CheckResult:
-    import torch
-
-    half = actual.dtype in (torch.float16, torch.bfloat16)
-    rtol = rtol if rtol is not None else (1e-3 if half else 1e-5)
-    atol = atol if atol is not None else rtol
-    if tuple(actual.shape) != tuple(expected.shape):
-        return CheckResult(False, name, rtol, atol, message=f"shape {tuple(actual.shape)} != "
-                                                            f"reference {tuple(expected.shape)}")
-    a, e = actual.detach().double().cpu(), expected.detach().double().cpu()
-    close = torch.isclose(a, e, rtol=rtol, atol=atol, equal_nan=True)
-    err = (a - e).abs().nan_to_num(nan=float("inf"))
-    max_err = float(err.max()) if err.numel() else 0.0
-    bad = int((~close).sum())
-    return CheckResult(bad == 0, name, rtol, atol, max_err, bad, int(close.numel()))
-
-
 def kernel_records(run: CellRun, kernels: list[Any]) -> list[KernelRecord]:
     """One record per compiled variant of the cell's kernels (and of launched kernels)."""
     records, seen = [], set()
@@ -439,7 +398,8 @@ def forget_compiles(namespace: dict) -> None:
 def run_cell(body: str, options: CellOptions, namespace: dict, source: SourceInfo,
              code: str, *, shell: Any = None, progress: Progress | None = None,
              cache: CompileCache | None = None) -> Any:
-    """Execute a registered cell and return its `CellResult` (raises `CellError`)."""
+    """Execute a registered cell and return its `CellResult` (raises `CellError`; a `--ref`
+    FAIL raises one whose `result` is the finished `CellResult`, unless `keep_going`)."""
     from .workbench import CellResult
 
     progress = progress or Progress()
@@ -456,9 +416,16 @@ def run_cell(body: str, options: CellOptions, namespace: dict, source: SourceInf
         kernels = kernel_records(run, run.cell_kernels())
         codegen = generate_code(kernels, source, progress)
     launches = launch_records(run.log)
-    check = check_reference(options, namespace, run.log, run.fail)
+    output = output_tensor(run.log.calls[-1][0]) if run.log.calls else None
+    check = check_reference(options, namespace, output, run.fail)
     if check is not None and launches:
         launches[-1].check = check
-    return CellResult(source=source, options=options, kernels=kernels, launches=launches,
-                      notes=run.notes, stages=list(progress.stages), codegen_available=codegen,
-                      seconds=time.perf_counter() - t0, check=check)
+    result = CellResult(source=source, options=options, kernels=kernels, launches=launches,
+                        notes=run.notes, stages=list(progress.stages),
+                        codegen_available=codegen, seconds=time.perf_counter() - t0,
+                        check=check)
+    if check is not None and not check.ok and not options.keep_going:
+        error = run.fail(ReferenceMismatch(check), "check")
+        error.result = result
+        raise error
+    return result

@@ -3,7 +3,7 @@
 Owns the mimetype names, `figure_json` (a figure as the plain JSON the plotly mimetype carries),
 `FigureOutput` (a figure plus a text summary with its own `_repr_mimebundle_`, so a terminal
 shows text and never opens a browser) and `export_trace` (Perfetto JSON, msprof JSON or a
-standalone figure HTML with plotly.js embedded, chosen by the file extension). Files are written
+standalone figure page, `page.plotly_page`, chosen by the file extension). Files are written
 atomically with the trace package's `write_text`, re-exported here for the report.
 """
 from __future__ import annotations
@@ -83,7 +83,10 @@ def export_trace(trace: Any, path: str | os.PathLike[str], fig: Any = None) -> P
             from .views.timeline import timeline_figure
 
             fig = timeline_figure(trace)
-        write_text(target, fig.to_html(include_plotlyjs=True, full_html=True))
+        from .page import figure_slot, plotly_page
+
+        write_text(target, plotly_page(f"timeline: {trace.meta.kernel}",
+                                       figure_slot(fig, "pypto-timeline")))
     else:
         raise ValueError(f"cannot export a trace to {target.name!r}: use .json (Perfetto), "
                          ".msprof.json or .html")

@@ -45,7 +45,8 @@ def options_from_args(args: Any, interactive: bool = True) -> CellOptions:
     return CellOptions(
         show=show, arch=args.arch, soc=args.soc, backend=args.backend,
         block_dim=args.block_dim, launch=_unquote(args.launch), diff=parse_diff(args.diff),
-        ref=_unquote(args.ref), out=args.out, rtol=rtol, atol=atol, name=args.o,
+        ref=_unquote(args.ref), out=args.out, rtol=rtol, atol=atol,
+        keep_going=args.keep_going, name=args.o,
         force=args.force, sanitize=args.sanitize, export=_unquote(args.export),
         traceback=args.traceback,
         interactive=interactive and not args.static, cores=parse_cores(args.cores))
@@ -88,10 +89,15 @@ class PyptoMagics(Magics):
                    "--block-dim) or 'add_kernel[None, 8](x, y, z)'")
     @argument("--diff", metavar="PASS[,PASS]",
               help="show what one pass changed, or the diff between two passes")
-    @argument("--ref", metavar="EXPR", help="reference value of the output, e.g. 'x + y'")
+    @argument("--ref", metavar="EXPR", help="reference value of the output, e.g. 'x + y'; a "
+                                            "mismatch lists the first bad elements, draws where "
+                                            "they are (Run tab) and fails the cell")
     @argument("--out", metavar="NAME", help="value compared with --ref (default: the output "
                                             "tensor of the last launch)")
     @argument("--tol", metavar="RTOL[,ATOL]", help="tolerances of --ref (default by dtype)")
+    @argument("--keep-going", action="store_true",
+              help="on a --ref FAIL show the result without failing the cell (default: the "
+                   "result is shown, then the cell fails with the first mismatches)")
     @argument("--cores", metavar="LIST", help="core instances on the timeline, e.g. 0-3,8")
     @argument("-o", metavar="NAME", help="also bind the CellResult to NAME")
     @argument("-f", "--force", action="store_true",
@@ -126,11 +132,16 @@ class PyptoMagics(Magics):
         except OptionError as e:
             raise UsageError(str(e)) from None
         source, code = register_cell(cell, line, self.shell)
+        failed = None
         try:
             result = run_cell(cell, options, self.shell.user_ns, source, code, shell=self.shell,
                               progress=Progress.for_shell(self.shell), cache=self.cache)
         except OptionError as e:
             raise UsageError(str(e)) from None
+        except CellError as e:
+            if e.result is None:
+                raise
+            failed, result = e, e.result  # a --ref FAIL: show the result, then fail the cell
         self.last = result
         self.shell.user_ns["_pypto"] = result
         if options.name:
@@ -142,6 +153,10 @@ class PyptoMagics(Magics):
                 raise CellError(e, source, "export", options.traceback, self.shell) from e
         if options.show and options.interactive and under_kernel():
             display(result.fallback_bundle(), raw=True)
+        if failed is not None:
+            if options.show:
+                display(result)
+            raise failed
         return result if options.show else None
 
     @magic_arguments()

@@ -23,6 +23,12 @@ class SourceInfo:
     file: str
     label: str
     text: str
+    cell: bool = True  # a notebook cell (False: a file, e.g. the CLI's)
+
+    @property
+    def title(self) -> str:
+        """How a summary names it: "%%pypto Cell In[5]", or the file's path."""
+        return f"%%pypto {self.label}" if self.cell else self.label
 
     def line(self, number: int) -> str:
         lines = self.text.splitlines()
@@ -99,8 +105,24 @@ class ArgInfo:
 
 
 @dataclass(frozen=True)
+class Mismatch:
+    """One element where the output and the reference differ."""
+
+    index: tuple[int, ...]
+    actual: float
+    expected: float
+    error: float
+
+    def describe(self) -> str:
+        return (f"[{', '.join(map(str, self.index))}]: got {self.actual:.6g}, expected "
+                f"{self.expected:.6g} (|err| {self.error:.3g})")
+
+
+@dataclass(frozen=True)
 class CheckResult:
-    """The launch's output against a reference value."""
+    """The launch's output against a reference value (`first`: the first mismatches in
+    row-major order; `grid`: the share of mismatching elements per cell of `cell` elements,
+    the tensor folded to rows x last dim; see `pypto_lab.check`)."""
 
     ok: bool
     output: str
@@ -110,6 +132,10 @@ class CheckResult:
     mismatched: int = 0
     total: int = 0
     message: str = ""
+    shape: tuple[int, ...] = ()
+    first: tuple[Mismatch, ...] = ()
+    grid: tuple[tuple[float, ...], ...] = ()
+    cell: tuple[int, int] = (1, 1)
 
     def detail(self) -> str:
         return self.message or (f"max |err| {self.max_abs_error:.3g}, {self.mismatched:,} of "
@@ -117,7 +143,15 @@ class CheckResult:
                                 f"atol={self.atol:g}")
 
     def describe(self) -> str:
-        return f"{'PASS' if self.ok else 'FAIL'} {self.output} vs reference: {self.detail()}"
+        head = f"{'PASS' if self.ok else 'FAIL'} {self.output} vs reference: {self.detail()}"
+        if not self.first:
+            return head
+        more = self.mismatched - len(self.first)
+        lines = [head, "first mismatches (row-major):"]
+        lines += [f"  {self.output}{m.describe()}" for m in self.first]
+        if more > 0:
+            lines.append(f"  ... and {more:,} more")
+        return "\n".join(lines)
 
 
 @dataclass

@@ -29,5 +29,5 @@ def drill(spec: PointSpec, show: str = "all") -> Any:
         ref = "_expected"
     params = ", ".join(f"{k}={v!r}" for k, v in spec.params.items())
     source = f"# sweep point {spec.index}: {params}\n_launch(*_args)\n"
-    return run_cell(source, namespace, show=show, soc=spec.soc, ref=ref,
+    return run_cell(source, namespace, show=show, soc=spec.soc, ref=ref, keep_going=True,
                     out="_out" if ref else None, rtol=spec.rtol, atol=spec.atol)

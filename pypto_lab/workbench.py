@@ -122,7 +122,7 @@ class CellResult:
         """A text summary for terminals, logs and `text/plain`."""
         from .views.html import fmt_seconds
 
-        lines = [f"%%pypto {self.source.label}: {len(self.kernels)} kernel(s), "
+        lines = [f"{self.source.title}: {len(self.kernels)} kernel(s), "
                  f"{len(self.launches)} launch(es) in {fmt_seconds(self.seconds)}"]
         for k in self.kernels:
             changed = sum(r.changed for recs in k.compiled.passes.values() for r in recs[1:])

@@ -3,7 +3,8 @@
 Owns `launch_rows` (one row per launch: kernel, block dim, backend, SoC, argument shapes, wall
 time, simulated µs and cycles, check verdict), `compile_rows` (one row per compiled kernel:
 type, targets, passes, compile time, cached, codegen) and `run_html` (both tables, the
-reference comparison and the printf output of each block). Static HTML, no widgets.
+reference comparison with the first mismatches and a heatmap of where they are, and the printf
+output of each block). Static HTML, no widgets.
 """
 from __future__ import annotations
 
@@ -57,9 +58,12 @@ def printed_html(launch: LaunchRecord) -> str:
 def check_html(check: Any) -> str:
     if check is None:
         return ""
+    from .mismatch import mismatch_html
+
     kind = "ok" if check.ok else "bad"
     return (f"<h4>Correctness</h4><p>{chip('PASS' if check.ok else 'FAIL', kind)} "
-            f"{esc(check.output)} vs reference: {esc(check.detail())}</p>")
+            f"{esc(check.output)} vs reference: {esc(check.detail())}</p>"
+            + mismatch_html(check))
 
 
 def run_html(kernels: list[KernelRecord], launches: list[LaunchRecord], codegen_available: bool,
