@@ -37,9 +37,9 @@ def _final_ir(obj: Any) -> tuple[str, str]:
     if kernels:  # the concise print: types off, so the diff shows what changed in the code
         k = kernels[0]
         return k.name, "\n".join(ir_spans(k.passes(t)[-1], concise=True)[0] for t in k.targets)
-    variants = getattr(obj, "compiled_variants", None)
+    variants = getattr(obj, "variants", None)
     if variants:
-        compiled = next(iter(variants.values()))
+        compiled = variants[0]
         return compiled.name, "\n".join(ir_spans(r[-1], concise=True)[0]
                                         for r in compiled.passes.values())
     return "?", ""

@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from pypto_pro.trace.export.atomic import write_text
+from pypto_pro.trace import write_text
 
 PLOTLY_MIME = "application/vnd.plotly.v1+json"
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"

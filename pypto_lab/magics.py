@@ -3,9 +3,9 @@
 Thin by design (STYLE §4.14): options are declared with `magic_arguments` (so `%%pypto?`
 prints them), turned into a `CellOptions`, and everything else happens in plain functions
 (`cell.run_cell`, `compare.compare`, `report.export_result`). State lives on the `PyptoMagics`
-instance: the compile cache and the last result. Bad option values raise `UsageError`; compile,
-simulation and cell errors raise `CellError` (its `_render_traceback_` fails the cell with the
-DSL diagnostic).
+instance: the last result (compiles are cached by `pypto_pro` itself, `kernel.compile`). Bad
+option values raise `UsageError`; compile, simulation and cell errors raise `CellError` (its
+`_render_traceback_` fails the cell with the DSL diagnostic).
 """
 from __future__ import annotations
 
@@ -17,7 +17,6 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 from IPython.display import display
 from traitlets import Bool
 
-from .cache import CompileCache
 from .cell import register_cell, run_cell
 from .errors import CellError
 from .figures import under_kernel
@@ -72,7 +71,6 @@ class PyptoMagics(Magics):
 
     def __init__(self, shell: Any = None) -> None:
         super().__init__(shell)
-        self.cache = CompileCache()
         self.last: Any = None
 
     @magic_arguments()
@@ -135,7 +133,7 @@ class PyptoMagics(Magics):
         failed = None
         try:
             result = run_cell(cell, options, self.shell.user_ns, source, code, shell=self.shell,
-                              progress=Progress.for_shell(self.shell), cache=self.cache)
+                              progress=Progress.for_shell(self.shell))
         except OptionError as e:
             raise UsageError(str(e)) from None
         except CellError as e:

@@ -46,14 +46,13 @@ class SourceInfo:
 
 @dataclass
 class KernelRecord:
-    """One compiled variant of a `@pl.jit` kernel seen by the cell."""
+    """One compiled variant of a `@pl.jit` kernel seen by the cell (a `pypto_pro.Compiled`)."""
 
     name: str
-    kernel: Any  # pypto_pro JitKernel
-    compiled: Any  # pypto_pro.compiler.CompiledKernel
+    compiled: Any  # pypto_pro.Compiled
     compile_seconds: float = 0.0
     cached: bool = False
-    artifacts: Any = None  # pypto_pro.codegen Artifacts, when codegen ran
+    artifacts: Any = None  # the generated sources with line maps, when codegen ran
     codegen_error: str | None = None
 
     @property
@@ -61,18 +60,20 @@ class KernelRecord:
         return self.compiled.kernel_type
 
     @property
+    def arch(self) -> str:
+        return self.compiled.arch
+
+    @property
     def targets(self) -> list[str]:
-        return list(self.compiled.passes)
+        return self.compiled.targets
 
     @property
     def file(self) -> str:
-        return self.compiled.kernel_def.file
+        return self.compiled.file
 
     def line_range(self) -> tuple[int, int]:
         """First (decorators included) and last source line of the kernel function."""
-        tree = self.compiled.kernel_def.tree
-        first = min([tree.lineno, *(d.lineno for d in tree.decorator_list)])
-        return first, tree.end_lineno or tree.lineno
+        return self.compiled.lines
 
     def source_lines(self) -> list[tuple[int, str]]:
         """(line number, text) of the kernel function in its file or cell."""
@@ -85,7 +86,7 @@ class KernelRecord:
 
     @property
     def pass_count(self) -> int:
-        return sum(len(records) - 1 for records in self.compiled.passes.values())
+        return self.compiled.pass_count
 
 
 @dataclass(frozen=True)
@@ -166,7 +167,7 @@ class LaunchRecord:
     trace: Any = None  # pypto_pro.trace.Trace, or None (functional-only / no timing backend)
     printed: dict[int, str] = field(default_factory=dict)
     check: CheckResult | None = None
-    compiled: Any = None
+    compiled: Any = None  # pypto_pro.Compiled
     sanitizer: Any = None  # pypto_pro.sanitizer.SanitizerReport of a sanitized launch
 
     @property

@@ -130,7 +130,7 @@ class CellResult:
                     if k.artifacts is not None else
                     "; codegen failed" if k.codegen_error else "")
             how = "cached" if k.cached else fmt_seconds(k.compile_seconds)
-            lines.append(f"  {k.name} [{k.kernel_type}, {k.compiled.spec.arch}] "
+            lines.append(f"  {k.name} [{k.kernel_type}, {k.arch}] "
                          f"{'+'.join(k.targets)}: {k.pass_count} passes ({changed} changed) "
                          f"{how}{code}")
         for rec in self.launches:
@@ -156,7 +156,7 @@ class CellResult:
 
     def to_json(self) -> dict:
         """Machine-readable summary: kernels, passes, launches, timings, check."""
-        kernels = [{"name": k.name, "kernel_type": k.kernel_type, "arch": k.compiled.spec.arch,
+        kernels = [{"name": k.name, "kernel_type": k.kernel_type, "arch": k.arch,
                     "targets": k.targets, "cached": k.cached,
                     "compile_seconds": k.compile_seconds,
                     "passes": {t: k.passes(t).rows() for t in k.targets},

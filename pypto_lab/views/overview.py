@@ -84,7 +84,7 @@ def kernel_html(result: Any, kernel: Any, prefix: str, box: str,
     trace = launch.trace if launch is not None else None
     radios = f"{prefix}-lnk"
     parts = [f"<h3>{esc(kernel.name)} <span class='muted'>[{kernel.kernel_type}, "
-             f"{esc(kernel.compiled.spec.arch)}]</span></h3>"]
+             f"{esc(kernel.arch)}]</span></h3>"]
     links = _link_map(kernel, prefix)
     if opts.shows("source"):
         src = source_html(kernel, trace, f"{prefix}-s", highlight, radios=radios)

@@ -37,7 +37,7 @@ def compile_rows(kernels: list[KernelRecord], codegen_available: bool) -> pd.Dat
         codegen = ("unavailable" if not codegen_available else
                    "failed" if k.codegen_error else
                    f"{len(k.artifacts.kernel_cpp.splitlines())} lines" if k.artifacts else "-")
-        rows.append({"kernel": k.name, "type": k.kernel_type, "arch": k.compiled.spec.arch,
+        rows.append({"kernel": k.name, "type": k.kernel_type, "arch": k.arch,
                      "targets": ", ".join(k.targets), "passes": k.pass_count,
                      "compile": "cached" if k.cached else fmt_seconds(k.compile_seconds),
                      "kernel.cpp": codegen})

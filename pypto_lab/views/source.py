@@ -57,16 +57,9 @@ def source_choices(kernel: KernelRecord, trace: Any = None) -> list[tuple[str, i
 
 
 def ir_spans(record: Any, concise: bool = False) -> tuple[str, list[Any]]:
-    """(IR text, span per line) of a pass record, printed once and kept on the record;
+    """(IR text, span per line) of a pass record (`PassRecord.lines`, printed once);
     `concise` drops assignment types (the printer's concise form)."""
-    attr = "_pypto_lab_concise" if concise else "_pypto_lab_spans"
-    cached = getattr(record, attr, None)
-    if cached is None:
-        from pypto_pro.ir.printer import python_print
-
-        cached = python_print(record.program, concise=concise, line_map=True)
-        object.__setattr__(record, attr, cached)
-    return cached
+    return record.lines(concise)
 
 
 def ir_lines_for(record: Any, file: str, line: int, concise: bool = False) -> list[int]:

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from pypto_pro.trace.events import pipe_rank
+from pypto_pro.trace import pipe_rank
 
 CATEGORY_COLORS = {
     "GM load": "#4C78A8", "GM store": "#72B7B2", "on-chip move": "#54A24B", "cube": "#E45756",
@@ -36,10 +36,10 @@ PIXEL_FRACTION = 1 / 2000
 
 @functools.cache
 def _family(ir_op: str) -> str:
-    from pypto_pro.ir.ops import REGISTRY
+    from pypto_pro.trace import op_family
 
-    spec = REGISTRY.get(ir_op)
-    return _FAMILY_CATEGORY.get(spec.family, "vector") if spec else "scalar"
+    family = op_family(ir_op)
+    return _FAMILY_CATEGORY.get(family, "vector") if family else "scalar"
 
 
 def categorize(frame: pd.DataFrame) -> np.ndarray:

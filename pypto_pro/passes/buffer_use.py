@@ -31,8 +31,6 @@ from ..ir.span import Span
 from ..ir.types import MemorySpace, TileGroupType, TileType
 from .ir_query import own_exprs, stmts_of, sub_exprs
 
-#: ops that give another name (a view) to the buffer of their tile operand
-_VIEW_OPS = frozenset({"tile_group.get", "block.subview", "block.reshape"})
 
 
 @dataclass(frozen=True)
@@ -160,13 +158,20 @@ def _define(s: AssignStmt, w: _Walk) -> None:
             and isinstance(t, TileGroupType):
         ranges = tuple((a, a + t.tile.nbytes) for a in t.addrs)
         _own(s.var, Owner(s.var.name, "group", t.tile.memory, ranges, s.span, t.mutex_ids), w)
-    elif isinstance(value, Call) and value.op in _VIEW_OPS and value.args:
+    elif isinstance(value, Call) and _is_view(value.op) and value.args:
         slot = None
         if value.op == "tile_group.get" and isinstance(value.args[1], ConstInt):
             slot = value.args[1].value
         _alias(s.var, value.args[0], w, slot)
     elif isinstance(value, Var):
         _alias(s.var, value, w)
+
+
+def _is_view(op: str) -> bool:
+    """An op that gives another name to the buffer of its first operand (a group slot,
+    `subview`, `reshape`, `reinterpret`): a tile-returning op of the registry's "meta" family."""
+    spec = opreg.get(op)
+    return spec is not None and spec.returns == "tile" and spec.family == "meta"
 
 
 def _own(var: Var, owner: Owner, w: _Walk) -> None:

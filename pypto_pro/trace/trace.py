@@ -167,12 +167,15 @@ class Trace:
         """Instructions and instruction cycles per source line, busiest first."""
         return _views().source_lines(self._events)
 
-    def roofline(self, soc_peaks: Mapping[str, float]) -> Roofline:
+    def roofline(self, soc_peaks: Mapping[str, float] | None = None) -> Roofline:
         """Achieved HBM bytes/s and FLOP/s against `soc_peaks` (`hbm_bytes_per_s`,
-        `cube_flops_per_s`, `vector_flops_per_s`), spec §7."""
+        `cube_flops_per_s`, `vector_flops_per_s`; default: the peaks of the Trace's SoC
+        table), spec §7."""
         from .roofline import roofline
+        from .roofline import soc_peaks as peaks_of
 
-        return roofline(self._events, self._meta, self.duration_us * 1e-6, soc_peaks)
+        peaks = soc_peaks if soc_peaks is not None else peaks_of(self._meta.soc)
+        return roofline(self._events, self._meta, self.duration_us * 1e-6, peaks)
 
     def summary(self) -> str:
         """A short text summary for terminals."""
