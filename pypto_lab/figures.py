@@ -74,10 +74,9 @@ def export_trace(trace: Any, path: str | os.PathLike[str], fig: Any = None) -> P
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     name = target.name.lower()
-    if name.endswith(".msprof.json"):
-        to_msprof_json(trace, target)
-    elif name.endswith(".json"):
-        to_chrome_json(trace, target)
+    if name.endswith(".json"):
+        (to_msprof_json if name.endswith(".msprof.json") else to_chrome_json)(trace, target)
+        _relabel_file(target)
     elif name.endswith((".html", ".htm")):
         if fig is None:
             from .views.timeline import timeline_figure
@@ -91,3 +90,13 @@ def export_trace(trace: Any, path: str | os.PathLike[str], fig: Any = None) -> P
         raise ValueError(f"cannot export a trace to {target.name!r}: use .json (Perfetto), "
                          ".msprof.json or .html")
     return target
+
+
+def _relabel_file(path: Path) -> None:
+    """Name notebook cells in an exported trace as "Cell In[n], line m" (`locations`)."""
+    from .locations import relabel
+
+    text = path.read_text()
+    new = relabel(text)
+    if new != text:
+        write_text(path, new)

@@ -35,13 +35,17 @@ class SourceInfo:
         return lines[number - 1] if 0 < number <= len(lines) else ""
 
     def relabel(self, message: str) -> str:
-        """`message` with the linecache name replaced by the label users know."""
-        if self.file == self.label:
-            return message
-        name = re.escape(self.file)
-        message = re.sub(name + r":(\d+):(\d+)", self.label + r", line \1, col \2", message)
-        message = re.sub(name + r":(\d+)", self.label + r", line \1", message)
-        return message.replace(self.file, self.label)
+        """`message` with the linecache name replaced by the label users know (and the names
+        of other cells by theirs, `locations.relabel`)."""
+        from .locations import relabel
+
+        if self.file != self.label:
+            name = re.escape(self.file)
+            message = re.sub(name + r":(\d+):(\d+)", self.label + r", line \1, col \2",
+                             message)
+            message = re.sub(name + r":(\d+)", self.label + r", line \1", message)
+            message = message.replace(self.file, self.label)
+        return relabel(message)
 
 
 @dataclass

@@ -76,7 +76,7 @@ def test_every_point_of_a_segment_hovers_and_clicks_to_its_line():
     z = np.asarray(layer.z, dtype=float)[0]
     assert np.isnan(z[1::2]).all() and (z[0::2] == 0).all()  # gaps do not hover
     assert [t.split("</b>")[0] for t in layer.text[0][0::2]] == ["<b>TADD"] * 3
-    assert "L7 · 100 cyc" in layer.text[0][0] and layer.text[0][1] == ""
+    assert "k.py:7 · 0.061 µs" in layer.text[0][0] and layer.text[0][1] == ""
     assert [tl.clicked_line(layer, [0, i]) for i in range(5)] == [7, None, 8, None, 9]
     assert tl.clicked_line(layer, 2) == 8
     assert tl.clicked_line(fig.data[0], 0) is None  # not a hover layer
