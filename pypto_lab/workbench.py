@@ -10,8 +10,10 @@ Workbench (or the bundle's own `text/html`) is on the page; a notebook exported 
 state but opened without the widget JavaScript (nbconvert HTML offline) still shows it.
 
 `Workbench` is the tabbed ipywidgets UI (Source, Passes, CCE, Run, Blocks, Timeline, Sanitizer,
-Roofline) with a kernel picker and a source-line picker whose selection (or a click on a
-timeline event) highlights the line's IR ops, C++ lines and timeline events in every tab.
+Roofline) with a kernel picker, a source-line picker whose selection (or a click on a source
+line, on an IR or C++ line's "L24" note, or on a timeline event) highlights the line's IR ops,
+C++ lines and timeline events in every tab, and a "wrap long lines" switch for the code panes
+(each pane scrolls on its own otherwise).
 """
 from __future__ import annotations
 
@@ -241,8 +243,9 @@ class Workbench:
     def __init__(self, result: CellResult, tab: str | None = None) -> None:
         import ipywidgets as w
 
-        from .views.overview import header_html
         from .views.html import STYLE
+        from .views.overview import header_html
+        from .views.timeline_click import timeline_clicks
 
         self.result = result
         self.kernel_index = 0
@@ -260,9 +263,16 @@ class Workbench:
         self.tabs.titles = tuple(TAB_TITLES[p] for p in self.panels)
         self._built: dict[str, Any] = {}
         self.header = w.HTML(f"<div class='pypto-wb'>{STYLE}{header_html(result)}</div>")
-        self.widget = w.VBox([self.header, w.HBox([self.kernel_pick, self.line_pick]),
-                              self.tabs], layout=w.Layout(width="100%"))
-        self.widget.add_class(f"{result.dom_class}-live")
+        self.wrap = w.Checkbox(value=False, description="wrap long lines", indent=False,
+                               layout=w.Layout(width="150px"))
+        scope = f"{result.dom_class}-live"
+        self.clicks = timeline_clicks(scope, self._pick_line)
+        self.widget = w.VBox([self.header,
+                              w.HBox([self.kernel_pick, self.line_pick, self.wrap]),
+                              self.tabs, *([self.clicks] if self.clicks else [])],
+                             layout=w.Layout(width="100%"))
+        self.widget.add_class(scope)
+        self.wrap.observe(self._on_wrap, "value")
         self._fill_lines()
         self.kernel_pick.observe(self._on_kernel, "value")
         self.line_pick.observe(self._on_line, "value")
@@ -294,6 +304,15 @@ class Workbench:
     def select_line(self, line: int | None) -> None:
         """Highlight kernel source line `line` (None clears) in every tab."""
         self.line_pick.value = line or 0
+
+    def _pick_line(self, line: int) -> None:
+        """A click on a source line, an "L24" note or a timeline event: select that line if
+        the line picker offers it."""
+        if line in {value for _, value in self.line_pick.options}:
+            self.select_line(line)
+
+    def _on_wrap(self, change: Any) -> None:
+        (self.widget.add_class if change["new"] else self.widget.remove_class)("pypto-wrap")
 
     # -- events ---------------------------------------------------------------------------
     def _fill_lines(self) -> None:

@@ -120,10 +120,14 @@ def test_pass_browser_diffs_and_concise_ir(add_result):
     browser.mode.value = "diff vs"
     browser.against.value = 0
     assert "diff <b>parse</b> → <b>auto_mutex</b>" in browser.view.value
+    browser.split.value = True  # side by side: changed lines coloured in two columns
+    assert "<table class=\"diff\"" in browser.view.value and "diff_add" in browser.view.value
+    browser.split.value = False
     browser.mode.value = "IR"
-    full = browser.view.value
-    browser.concise.value = True
-    assert len(browser.view.value) < len(full)
+    assert browser.concise.value  # concise by default
+    concise = browser.view.value
+    browser.concise.value = False
+    assert len(browser.view.value) > len(concise)  # the assignment types are back
     browser.hide.value = True
     assert all("○" not in label for label, _ in browser.passes.options)
 
@@ -175,3 +179,33 @@ def test_widget_bundle_degrades_to_its_static_html(add_result, monkeypatch):
     assert "<script" not in body.lower()
     ids = [re.findall(r"id='([^']+)'", text) for text in (html, body)]
     assert ids[0] and not set(ids[0]) & set(ids[1])  # both copies may be on one page
+
+
+def test_cce_opens_at_the_kernel_body_with_the_helpers_folded(add_result):
+    from pypto_lab.views.code import code_html
+
+    kernel = add_result.kernels[0]
+    html = code_html(kernel, "kernel.cpp", "cc")
+    folded, body = html.split("</details>", 1)
+    assert "includes and helpers" in folded and "PYPTO_SCALAR_HELPERS" in folded
+    assert "PYPTO_SCALAR_HELPERS" not in body and "add_kernel_impl_vector" in body
+    first = int(body.split("<span class='no'>", 1)[1].split("<", 1)[0])
+    cpp = kernel.compiled.cce["kernel.cpp"].splitlines()
+    assert first > 1 and not cpp[first - 2].strip()  # the body starts after a blank line
+
+
+def test_clicked_source_lines_and_notes_select_the_line(add_result, add_line):
+    wb = add_result.workbench()
+    wb.tabs.selected_index = wb.panels.index("source")
+    source = wb._built["source"].children[0].value
+    assert f"data-pypto-line='{add_line}'" in source  # each kernel line is clickable
+    wb.tabs.selected_index = wb.panels.index("passes")
+    assert "<span data-pypto-line=" in wb._built["passes"].children[1].children[1].value
+    assert wb.clicks is not None
+    wb.clicks.clicked = {"line": add_line, "at": 1}  # what the browser side sends
+    assert wb.line == add_line
+    wb.clicks.clicked = {"line": 9999, "at": 2}  # not a kernel line: ignored
+    assert wb.line == add_line
+    wb.wrap.value = True
+    assert "pypto-wrap" in wb.widget._dom_classes
+    wb.select_line(None)
