@@ -75,8 +75,9 @@ def _timeline_block(result: Any, div_id: str) -> str:
 
     lanes = len(prepare(result.trace, result.options.cores).lanes)
     width = max(3.0, lane_px(lanes) * 0.62) + 7
-    halo = go.Scattergl(x=[], y=[], mode="lines", name="selected line", hoverinfo="skip",
-                        line={"color": "#ffc400", "width": width})
+    kind = next((t.type for t in fig.data if t.type in ("scatter", "scattergl")), "scatter")
+    halo = {"type": kind, "x": [], "y": [], "mode": "lines", "name": "selected line",
+            "hoverinfo": "skip", "line": {"color": "#ffc400", "width": width}}
     fig = go.Figure(data=[halo, *fig.data], layout=fig.layout)
     lines = json.dumps(_halo_data(result, result.trace)).replace("</", "<\\/")
     return ("<h2>Timeline</h2>" + figure_slot(fig, div_id)

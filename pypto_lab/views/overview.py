@@ -21,7 +21,7 @@ from .passes import passes_html
 from .roofline import roofline_html
 from .run import run_html
 from .source import cpp_lines_for, ir_lines_for, ir_spans, source_html
-from .timeline import utilization_table
+from .timeline import UTILIZATION_FORMATS, utilization_table
 
 
 def header_html(result: Any) -> str:
@@ -124,8 +124,7 @@ def result_html(result: Any, highlight: int | None = None, report: bool = False)
         parts.append(_section("Blocks", blocks_html(timed[-1].trace)))
     if opts.shows("timeline") and timed:
         util = utilization_table(timed[-1].trace)
-        body = table(util, {"busy_us": ".3f", "ratio": ".1%", "max_core_ratio": ".1%"},
-                     numeric=("cores", "busy_cycles"))
+        body = table(util, UTILIZATION_FORMATS, numeric=("cores",))
         if not report:
             body += ("<p class='note'>The interactive per-pipe timeline is in the Workbench "
                      "(JupyterLab / VS Code) and in the HTML report (<code>--export "

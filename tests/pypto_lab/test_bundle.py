@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import re
 
+from pypto_lab.views import timeline as tl
+
 PLOTLY = "application/vnd.plotly.v1+json"
 WIDGET = "application/vnd.jupyter.widget-view+json"
 
@@ -52,8 +54,14 @@ def test_selected_line_gets_a_halo(add_result, add_line):
 
 def test_flags_and_cross_core_signals_are_arrows(flash_result):
     fig = flash_result.timeline_figure()
-    arrows = {t.name: t for t in fig.data if t.type == "scatter" and t.mode == "lines+markers"}
+    arrows = {t.name.split(" · ")[0]: t for t in fig.data
+              if t.type == "scatter" and t.mode == "lines+markers"}
     assert set(arrows) == {"set → wait flag", "cross-core signal"}
+    for t in arrows.values():  # many arrows of a kind start hidden, one legend click away
+        many = len(t.x) // 3 > tl.SHOWN_ARROWS
+        assert (t.visible == "legendonly") == many and t.name.endswith("click to show") == many
+    no_arrows = flash_result.timeline_figure(arrows=False)
+    assert not [t for t in no_arrows.data if t.type == "scatter" and t.mode == "lines+markers"]
     flows = flash_result.trace.events
     pairs = flows[(flows["flow_id"] >= 0) & (flows["flow_role"] == "set")]
     assert len(arrows["set → wait flag"].x) == 3 * len(pairs)
@@ -209,3 +217,30 @@ def test_clicked_source_lines_and_notes_select_the_line(add_result, add_line):
     wb.wrap.value = True
     assert "pypto-wrap" in wb.widget._dom_classes
     wb.select_line(None)
+
+
+def test_the_default_lanes_are_whole_blocks(flash_result):
+    from pypto_lab.views.timeline_lod import lane_table
+
+    lanes = lane_table(flash_result.trace.events)
+    cores = tl.default_cores(lanes, max_cores=4)  # a mix block is 3 cores: one block fits
+    units = lanes.drop_duplicates("core").set_index("core")
+    assert sorted(units.loc[cores, "unit"]) == ["b0 AIC", "b0 AIV0", "b0 AIV1"]
+    assert len(tl.default_cores(lanes, max_cores=2)) == 3  # at least one whole block
+
+
+def test_idle_blocks_are_shown_and_counted():
+    import pypto_lab
+
+    result = pypto_lab.run_cell(
+        "import torch\nfrom pypto_pro.examples import vector_add\n"
+        "x, y, z = vector_add.make_inputs(256, 256)\n"
+        "vector_add.make_add_kernel(2)[None, 6](x, y, z)\n")
+    html = result.to_html()
+    busy = result.trace.block_detail()["block"].nunique()
+    assert busy < 6
+    assert f"{6 - busy} block(s) issued no pipe work (blocks {busy}–5)" in html
+    fig = result.blocks_figure()
+    idle = [t for t in fig.data if t.name == "idle (no pipe work)"]
+    assert idle and list(idle[0].y) == list(range(busy, 6))
+    assert f"{busy} busy + {6 - busy} idle blocks" in fig.layout.title.text

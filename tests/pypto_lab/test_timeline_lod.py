@@ -150,6 +150,7 @@ def test_arrows_beyond_the_cap_are_sampled_over_the_run(monkeypatch):
     monkeypatch.setattr(tl, "MAX_ARROWS", 10)
     fig = tl.timeline_figure(_trace(_events(rows)))
     arrows = next(t for t in fig.data if t.name.startswith("set → wait flag"))
-    assert arrows.name == "set → wait flag (10 of 50)"
+    assert arrows.name == "set → wait flag (10 of 50) · click to show"
+    assert arrows.visible == "legendonly"  # many arrows start hidden: the legend shows them
     xs = [x for x in arrows.x[0::3]]
     assert min(xs) < 0.01 and max(xs) > 2.9  # spread from the start to the end of the run
