@@ -120,10 +120,16 @@ class PyptoMagics(Magics):
 
         Example::
 
-            %%pypto --launch "add_kernel(x, y, z)" --block-dim 4 --ref "x + y"
+            %%pypto --launch "add_kernel(x, y, z)" --block-dim 4 --ref "x + y" -o single
             @pl.jit
             def add_kernel(x: pl.Tensor[[pl.DYNAMIC, pl.DYNAMIC], pl.DT_FP16], ...):
                 ...
+
+        Companion line magics: ``%pypto_compare A B`` puts two results (CellResults, Traces
+        or kernels; e.g. two ``-o`` names) side by side: headline numbers, busy time per pipe
+        (summed over cores and per core), the final IR diff and both timelines on one time
+        axis (``pypto_lab.compare(a, b)`` in Python); ``%pypto_trace [NAME]`` shows a
+        timeline; ``%pypto_export [NAME] PATH`` writes a report or trace.
         """
         try:
             options = options_from_args(parse_argstring(self.pypto, line), self.interactive)

@@ -150,7 +150,7 @@ def table(frame: Any, formats: dict[str, str] | None = None, numeric: Iterable[s
     for values in frame.itertuples(index=False):
         cells = []
         for col, value in zip(frame.columns, values):
-            text = format(value, formats[col]) if col in formats else str(value)
+            text = _cell(value, formats.get(col))
             cls = " class='num'" if col in numeric else ""
             cells.append(f"<td{cls}>{esc(text) if escape else text}</td>")
         rows.append("<tr>" + "".join(cells) + "</tr>")
@@ -172,6 +172,20 @@ def side_by_side(a: str, b: str, names: tuple[str, str]) -> str:
     table_html = difflib.HtmlDiff(tabsize=4).make_table(
         a.splitlines(), b.splitlines(), esc(names[0]), esc(names[1]), context=True, numlines=3)
     return f"<div class='code' style='max-height:520px'>{table_html}</div>"
+
+
+def _cell(value: Any, spec: str | None) -> str:
+    """A table cell's text: `spec` applied to numbers, "–" for a missing value."""
+    import pandas as pd
+
+    if not isinstance(value, (str, list, tuple, dict)) and pd.isna(value):
+        return "–"
+    if spec is None:
+        return str(value)
+    try:
+        return format(value, spec)
+    except (TypeError, ValueError):
+        return str(value)
 
 
 def chip(text: str, kind: str = "") -> str:

@@ -161,7 +161,8 @@ def test_traceback_option_adds_the_python_stack(run):
 def test_help_lists_the_options(shell):
     doc = shell.find_cell_magic("pypto").__doc__
     for flag in ("--show", "--arch", "--soc", "--backend", "--block-dim", "--launch", "--diff",
-                 "--ref", "--force", "--export", "--traceback", "-o"):
+                 "--ref", "--keep-going", "--force", "--export", "--traceback", "-o",
+                 "%pypto_compare A B", "pypto_lab.compare(a, b)"):
         assert flag in doc
 
 

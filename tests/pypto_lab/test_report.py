@@ -177,3 +177,18 @@ def test_cli_ref_fail_writes_the_report_and_exits_1(tmp_path, monkeypatch, capsy
     assert code == 1 and (tmp_path / "bad.html").exists()
     assert "FAIL z vs reference" in err and "first mismatches (row-major):" in err
     assert "First mismatches of z" in (tmp_path / "bad.html").read_text()
+
+
+def test_compare_a_renamed_copy_shows_no_ir_difference_and_labels_sums(add_result, add_body):
+    renamed = pypto_lab.run_cell(
+        "import torch\nimport pypto_pro.language as pl\nTILE = 128\n"
+        "tt = pl.TileType([TILE, TILE], pl.DT_FP16, pl.MemorySpace.Vec)\n"
+        + add_body.replace("def add_kernel(", "def add_kernel_v2(")
+        + "x = torch.randn(256, 256).half(); y = torch.randn_like(x); z = torch.empty_like(x)\n"
+          "add_kernel_v2[None, 2](x, y, z)\n")
+    cmp = pypto_lab.compare(add_result, renamed, labels=("v1", "v2"))
+    assert cmp.ir_diff() == ""  # only the name differs: no noise
+    assert "final IR: +0 / -0 lines" in cmp.summary()
+    pipes = cmp.pipe_table()
+    assert {"v1", "v2", "v1 per core", "v2 per core"} <= set(pipes.columns)
+    assert "summed over all cores of the kind" in cmp.to_html()
