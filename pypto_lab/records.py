@@ -185,9 +185,12 @@ class LaunchRecord:
     def describe(self) -> str:
         shapes = ", ".join(f"{a.name}={a.describe()}" for a in self.args)
         head = f"{self.kernel}[None, {self.block_dim}]({shapes}) on {self.backend}"
-        if self.trace is not None:
+        if self.trace is not None and len(self.trace.events):
             head += (f": {self.sim_us:.3f} us simulated ({self.cycles:,} cycles), "
                      f"wall {self.wall_seconds:.3f} s")
+        elif self.trace is not None:
+            head += (f": no pipe instruction to time (scalar work only), wall "
+                     f"{self.wall_seconds:.3f} s")
         else:
             head += f": wall {self.wall_seconds:.3f} s"
         return head

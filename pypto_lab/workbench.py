@@ -59,6 +59,20 @@ class CellResult:
         same = same or [r for r in self.launches if r.kernel == kernel.name]
         return same[-1] if same else None
 
+    @property
+    def panels(self) -> list[str]:
+        """The panels this result shows, in order: asked for and with something to show
+        (Blocks, Timeline and Roofline need a launch that timed pipe instructions)."""
+        timed = any(r.trace is not None and len(r.trace.events) for r in self.launches)
+        needs = {"blocks": timed, "timeline": timed, "roofline": timed,
+                 **{p: bool(self.kernels) for p in ("source", "passes", "ir", "cce")}}
+        return [p for p in PANELS if self.shows(p) and needs.get(p, True)]
+
+    @property
+    def tabs(self) -> list[str]:
+        """The Workbench's tab titles (e.g. ["Source", "Passes", "CCE", "Run"])."""
+        return [TAB_TITLES[p] for p in self.panels]
+
     def shows(self, panel: str) -> bool:
         """Whether `panel` is shown: asked for (`--show`), or the Sanitizer panel of a cell
         whose launches were sanitized."""
@@ -250,7 +264,7 @@ class Workbench:
         self.result = result
         self.kernel_index = 0
         self.line: int | None = None
-        self.panels = [p for p in PANELS if result.shows(p) and self._has(p)]
+        self.panels = result.panels
         self.kernel_pick = w.Dropdown(
             options=[(f"{k.name} [{k.kernel_type}]", i) for i, k in enumerate(result.kernels)],
             description="kernel", layout=w.Layout(width="300px",
@@ -292,14 +306,6 @@ class Workbench:
         k = self.kernel
         found = self.result.launch_for(k) if k is not None else None
         return found or (self.result.launches[-1] if self.result.launches else None)
-
-    def _has(self, panel: str) -> bool:
-        timed = any(r.trace is not None and len(r.trace.events) for r in self.result.launches)
-        if panel in ("blocks", "timeline", "roofline"):
-            return timed
-        if panel in ("source", "passes", "ir", "cce"):
-            return bool(self.result.kernels)
-        return True
 
     def select_line(self, line: int | None) -> None:
         """Highlight kernel source line `line` (None clears) in every tab."""

@@ -110,6 +110,12 @@ class Compiled:
         return record.lines(concise)[0] if concise else record.ir_text
 
     @property
+    def pipeline_source(self) -> str | None:
+        """The kernel's source after the preload pipeline transform (`@pl.jit(pipeline=...)`;
+        the real system's `pipeline_generated.py`), None without one."""
+        return self.kernel.pipeline_source
+
+    @property
     def warnings(self) -> list[Any]:
         """The compiler's warnings (message, source span, related spans, pass)."""
         return list(self.kernel.warnings)

@@ -159,6 +159,12 @@ class Trace:
         """The wave each block ran in, with its span."""
         return _views().waves(self._events)
 
+    def overlap(self, pipe_a: str, pipe_b: str, by: str = "core") -> pd.DataFrame:
+        """Per launch and core: cycles and µs in which pipes `pipe_a` and `pipe_b` (e.g.
+        "MTE2", "V") were both busy (their instructions overlapped in time); `by="block"`
+        counts the pipes of all cores of a block (a mix kernel's AIC M against its AIVs' V)."""
+        return _views().overlap(self._events, self.launches(), pipe_a, pipe_b, by)
+
     def for_line(self, file: str, line: int) -> pd.DataFrame:
         """Events of one kernel source line (`file` may be a base name)."""
         return _views().for_line(self._events, file, line)
