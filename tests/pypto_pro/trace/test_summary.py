@@ -122,3 +122,23 @@ def test_several_stall_reasons_are_kept_apart(make_meta) -> None:
         "flag": 7, "mutex": 8}
     assert dict(zip(stalls["stall_reason"].astype(str), stalls["count"])) == {
         "flag": 1, "mutex": 2}
+
+
+def test_overlap_counts_the_cycles_two_pipes_are_busy_at_once(make_meta) -> None:
+    log = EventLog()
+    for pipe, spans in (("MTE2", [(0, 100), (100, 200)]), ("V", [(100, 150), (200, 250)]),
+                        ("MTE3", [(150, 200), (250, 300)])):
+        for start, end in spans:
+            log.add(core_kind="AIV", pipe=pipe, kind="instr", start=start, end=end)
+    trace = Trace(log, make_meta(block_dim=1))
+    assert trace.overlap("MTE2", "V")["cycles"].tolist() == [50]    # [100, 150)
+    assert trace.overlap("MTE2", "MTE3")["cycles"].tolist() == [50]  # [150, 200)
+    assert trace.overlap("V", "MTE3")["cycles"].tolist() == [0]
+    assert trace.overlap("MTE2", "V")["us"].tolist() == pytest.approx([0.05])
+
+
+def test_overlap_by_block_joins_the_cores_of_a_block(mix: Trace) -> None:
+    per_core = mix.overlap("M", "V")
+    assert per_core["cycles"].sum() == 0  # M and V are on different cores
+    per_block = mix.overlap("M", "V", by="block")
+    assert per_block[["block", "cycles"]].values.tolist() == [[0, 0], [1, 0]]  # V after M
