@@ -309,7 +309,8 @@ FIRST_MARKER = """(gd) => {
   const t = gd._fullData.find((d) => d.mode && d.mode.includes('markers') && d.x.length);
   const xa = fl[t.xaxis === 'x' ? 'xaxis' : 'xaxis' + t.xaxis.slice(1)];
   const ya = fl[t.yaxis === 'y' ? 'yaxis' : 'yaxis' + t.yaxis.slice(1)];
-  return {x: box.left + xa._offset + xa.d2p(t.x[0]), y: box.top + ya._offset + ya.d2p(t.y[0])};
+  const point = gd.calcdata[t.index][0];  // calc coordinates: a category is its index
+  return {x: box.left + xa._offset + xa.c2p(point.x), y: box.top + ya._offset + ya.c2p(point.y)};
 }"""
 
 
