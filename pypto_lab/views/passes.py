@@ -67,6 +67,11 @@ def pass_rows(records: Any) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+#: what the marks of the pass list mean (shown under it)
+MARKER_KEY = ("◆ the IR as parsed · ● the pass changed the IR (+added/−removed lines) · "
+              "○ no change · ✗ the pass failed")
+
+
 def pass_label(row: Any) -> str:
     mark = {"changed": "●", "unchanged": "○", "parsed": "◆", "FAILED": "✗"}[row.state]
     delta = f"+{row[4]}/-{row[5]}" if row.state == "changed" else ""
@@ -173,7 +178,8 @@ class PassBrowser:
         for control in (self.passes, self.mode, self.against, self.concise, self.split):
             control.observe(self.render, "value")
         self.refill()
-        left = w.VBox([self.target, self.hide, self.concise, self.split, self.passes],
+        key = w.HTML("<div class='pypto-wb'><div class='note'>" + esc(MARKER_KEY) + "</div></div>")
+        left = w.VBox([self.target, self.hide, self.concise, self.split, self.passes, key],
                       layout=w.Layout(width="360px", flex="0 0 auto"))
         self.widget = w.VBox([w.HBox([self.mode, self.against]), w.HBox([left, self.view])])
         self.widget.refresh = self.render

@@ -138,6 +138,7 @@ def test_pass_browser_diffs_and_concise_ir(add_result):
     assert len(browser.view.value) > len(concise)  # the assignment types are back
     browser.hide.value = True
     assert all("○" not in label for label, _ in browser.passes.options)
+    assert "○ no change" in browser.widget.children[1].children[0].children[-1].value
 
 
 def test_workbench_switches_between_the_kernels_of_a_cell(run, add_cell):
