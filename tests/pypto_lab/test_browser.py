@@ -147,8 +147,8 @@ def _kernels_idle(base: str) -> bool:
     return bool(kernels) and all(k["execution_state"] == "idle" for k in kernels)
 
 
-def _run_all(page, base: str, url: str):
-    """Open the notebook, wait for its kernel, run every cell; returns the Workbench output."""
+def _open(page, base: str, url: str) -> None:
+    """Open a notebook and wait until its kernel is idle."""
     page.goto(url)
     page.wait_for_selector(".jp-Notebook")
     _accept_kernel_dialog(page)
@@ -156,6 +156,11 @@ def _run_all(page, base: str, url: str):
     while not _kernels_idle(base):
         assert time.monotonic() < deadline, "the kernel did not start"
         page.wait_for_timeout(500)
+
+
+def _run_all(page, base: str, url: str):
+    """Open the notebook, wait for its kernel, run every cell; returns the Workbench output."""
+    _open(page, base, url)
     page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
     page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
     page.wait_for_function(ALL_RAN, timeout=90_000)
@@ -349,13 +354,7 @@ def test_errors_reference_compare_sweep_and_source_clicks_in_jupyterlab(lab):
         page.set_default_timeout(30_000)
         page.on("pageerror", lambda e: errors.append(str(e)))
         try:
-            page.goto(url)
-            page.wait_for_selector(".jp-Notebook")
-            _accept_kernel_dialog(page)
-            deadline = time.monotonic() + 60
-            while not _kernels_idle(base):
-                assert time.monotonic() < deadline, "the kernel did not start"
-                page.wait_for_timeout(500)
+            _open(page, base, url)
             _run_cell(page, 0)
             overlap = _run_cell(page, 1)
             text = overlap.locator(".jp-OutputArea-output").last.inner_text()
