@@ -20,12 +20,15 @@ def launch_rows(launches: list[LaunchRecord]) -> pd.DataFrame:
     rows = []
     for i, rec in enumerate(launches):
         meta = rec.trace.meta if rec.trace is not None else None
+        timed = rec.trace is not None and len(rec.trace.events) > 0
         rows.append({
             "#": i, "kernel": rec.kernel, "block_dim": rec.block_dim, "backend": rec.backend,
             "soc": meta.soc if meta else "-",
             "args": ", ".join(f"{a.name}: {a.describe()}" for a in rec.args),
-            "wall": fmt_seconds(rec.wall_seconds), "simulated": fmt_us(rec.sim_us),
-            "cycles": "-" if rec.cycles is None else f"{rec.cycles:,}",
+            "wall": fmt_seconds(rec.wall_seconds),
+            "simulated": fmt_us(rec.sim_us) if timed or rec.trace is None
+            else "no pipe instruction to time",
+            "cycles": f"{rec.cycles:,}" if timed else "-",
             "check": "-" if rec.check is None else ("PASS" if rec.check.ok else "FAIL"),
         })
     return pd.DataFrame(rows)
