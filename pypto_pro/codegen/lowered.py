@@ -14,7 +14,8 @@ Each is lowered as the real PyPTO Pro code generator lowers it, to instructions 
   `TGATHER<Dst, Src, MaskPattern::..>` (gathermask), `TQUANT<QuantType::..>`,
   `TMRGSORT<..., exhausted>` (mrgsort2);
 * operand orders that differ from the IR's: `TMATMUL_MX(dst[, acc], a, scale_a, b, scale_b)`,
-  `TTRANS(dst, src, tmp)` (the source serves as scratch, as in the real code generator);
+  `TSELS(out, mask, src, tmp, scalar)`, `TTRANS(dst, src, tmp)` (the source serves as scratch,
+  as in the real code generator);
 * SuperScalar-buffer struct copies: a word loop through a `__ssbuf__ uint32_t*`
   (`PYPTO_SSBUF(offset, bytes)`, which a host build maps to the block's buffer).
 """
@@ -27,7 +28,7 @@ from ..errors import NotSupported
 from ..ir.dtype import DataType
 from ..ir.nodes import Call, ConstInt, Expr
 from ..ir.span import Span
-from .ops import check_kwargs, kwarg_text
+from .ops import check_kwargs, check_scratch, kwarg_text
 
 
 def _name(value: object) -> str:
@@ -173,9 +174,10 @@ def _gathermask(body, call: Call, span: Span | None) -> None:
 
 
 def _gather(body, call: Call, span: Span | None) -> None:
-    """`TGATHER(dst, src, indices[, tmp])` (pto-isa's index gather; its compare form takes
+    """`TGATHER(dst, src, indices, tmp)` (pto-isa's index gather; its compare form takes
     operands the IR op does not have, and it has no element offset)."""
     check_kwargs(call, {"cmp_mode", "offset"}, span)
+    check_scratch(call, span)
     mode, offset = call.kwarg("cmp_mode"), call.kwarg("offset")
     if (mode is not None and _name(mode).split(".")[-1] != "EQ") or \
             (offset is not None and not (isinstance(offset, (int, ConstInt)) and
@@ -228,6 +230,18 @@ def _matmul_mx(acc: bool) -> Callable:
     return emit
 
 
+def _sels(body, call: Call, span: Span | None) -> None:
+    """IR `(out, mask, src, scalar, tmp)` → `TSELS(out, mask, src, tmp, scalar)` (pto-isa
+    takes its scratch tile before the scalar)."""
+    check_kwargs(call, set(), span)
+    check_scratch(call, span)
+    out, mask, src, scalar = call.args[:4]
+    args = [body.x.tile(out), body.x.tile(mask), body.x.tile(src)]
+    args += [body.x.tile(a) for a in call.args[4:]]
+    args.append(body.x.elem_cast(scalar, src.type.dtype))
+    body.w.line(f"TSELS({', '.join(args)});", span)
+
+
 def _transpose(body, call: Call, span: Span | None) -> None:
     check_kwargs(call, set(), span)
     dst, src = (body.x.tile(a) for a in call.args)
@@ -270,7 +284,7 @@ LOWERED: dict[str, Callable] = {
     "block.gathermask": _gathermask, "block.gather": _gather, "block.quant": _quant,
     "block.mrgsort2": _mrgsort2,
     "block.matmul_mx": _matmul_mx(acc=False), "block.matmul_mx_acc": _matmul_mx(acc=True),
-    "block.transpose": _transpose,
+    "block.transpose": _transpose, "block.sels": _sels,
     "block.ssbuf_load": _ssbuf(store=False), "block.ssbuf_store": _ssbuf(store=True),
 }
 

@@ -67,7 +67,7 @@ TILE_OPS: dict[str, Instr] = {
     "block.fused_mul_add_relu": Instr("TFUSEDMULADDRELU"),
     # compare / select
     "block.cmp": Instr("TCMP", kwargs=_CMP), "block.cmps": Instr("TCMPS", 1, kwargs=_CMP),
-    "block.sel": Instr("TSEL"), "block.sels": Instr("TSELS", 2),
+    "block.sel": Instr("TSEL"),
     # reductions (out, src, tmp); the column ones have their own forms (`_col_reduction`)
     **_table("row_sum row_max row_min row_prod row_argmax row_argmin col_argmax col_argmin",
              "T{N}"),
@@ -152,8 +152,23 @@ def _template_arg(body, call: Call, key: str) -> str | None:
     return attr_value(value)
 
 
+#: ops whose pto-isa instruction requires the IR op's optional scratch tile
+SCRATCH_REQUIRED = {"block.xor": 4, "block.xors": 4, "block.sel": 5, "block.sels": 5,
+                    "block.gather": 4}
+
+
+def check_scratch(call: Call, span: Span | None) -> None:
+    """A typed error when the call leaves out a scratch tile pto-isa's instruction requires."""
+    need = SCRATCH_REQUIRED.get(call.op)
+    if need is not None and len(call.args) < need:
+        raise NotSupported(f"codegen: {call.op} needs its scratch tile operand here: pto-isa's "
+                           "instruction takes one", span, module="PRO_COMPILE",
+                           hint="pass the tmp tile (a tile of the output's shape)")
+
+
 def emit_instr(body, call: Call, spec: Instr, span: Span | None) -> None:
     check_kwargs(call, _names(spec.kwargs) | _names(spec.template), span)
+    check_scratch(call, span)
     args = operands(body, call, spec.scalar_from)
     for key, default in spec.kwargs:
         text = kwarg_text(body, call, key, default)
