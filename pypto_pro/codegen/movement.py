@@ -20,7 +20,7 @@ from ..ir.nodes import Call, ConstFloat, ConstInt, Expr, MakeTuple, Var
 from ..ir.span import Span
 from ..ir.types import ScalarType
 from .ops import check_kwargs, is_zero, kwarg_text
-from .scopes import bodies_of, own_exprs, stmts_of, sub_exprs
+from .scopes import calls_in
 from .types import GT_DIMS, attr_value, ctype, fp32_bits
 
 _ATOMIC_SUFFIX = {DataType.FP32: "f32", DataType.FP16: "f16", DataType.BF16: "bf16",
@@ -104,15 +104,7 @@ _WINDOWED = {"block.load": 1, "block.store": 0, "block.store_fp": 0}
 def strides_per_access(fn) -> bool:
     """Whether some GM access of `fn` runs along other axes than the last two, or `fn`
     changes a view's strides: then every access sets its window's strides."""
-    def calls(body):
-        for st in stmts_of(body):
-            for e in sub_exprs(own_exprs(st)):
-                if isinstance(e, Call):
-                    yield e
-            for inner in bodies_of(st):
-                yield from calls(inner)
-
-    for call in calls(fn.body):
+    for call in calls_in(fn.body):
         if call.op == "block.set_stride":
             return True
         at = _WINDOWED.get(call.op)

@@ -10,7 +10,7 @@ import re
 import pytest
 
 from pypto_pro.codegen.dispatch import UNLOWERED, covered_ops
-from pypto_pro.codegen.ops import TILE_OPS
+from pypto_pro.codegen.ops import SCRATCH_REQUIRED, TILE_OPS
 from pypto_pro.codegen.vf import VF_INTRINSICS
 from pypto_pro.errors import CodegenInner, NotSupported
 from pypto_pro.ir import ops as opreg
@@ -72,7 +72,7 @@ SCALAR_AT = {**{f"block.{n}": 2 for n in "adds subs muls divs maxs mins ands ors
 
 def _call_for(op: str, tiles: list[Var]) -> Call:
     spec = opreg.get(op)
-    n = spec.min_args
+    n = spec.max_args if op in SCRATCH_REQUIRED else spec.min_args
     args = [ConstFloat(1.5) if SCALAR_AT.get(op) == i else tiles[i % len(tiles)]
             for i in range(n)]
     kwargs = {"block.cmp": (("cmp_mode", CompareMode.LT),), "block.cmps": (
