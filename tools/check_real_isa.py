@@ -302,7 +302,10 @@ def main(argv: list[str] | None = None) -> int:
                 sec = Section(example, kname, target)
                 check_section(cxx, pto, work, build, sec)
                 sections.append(sec)
-                print(f"{sec.status.upper():13s} {sec.name}")
+                only = sorted({t for _, _, code in sec.errors for t in BISHENG_ONLY if t in code})
+                note = f"  ({', '.join(only)}: {len(sec.errors)} errors)" \
+                    if sec.status == "bisheng-only" else ""
+                print(f"{sec.status.upper():13s} {sec.name}{note}")
                 for line, msg, code in sec.errors[:opts.errors if sec.status == "fail" else 0]:
                     print(f"    kernel.cpp:{line}: {msg}\n        {code}")
     clean = sum(s.status == "clean" for s in sections)
