@@ -9,7 +9,9 @@ a crash or a hang costs that block only) with the NPU mapped to the CPU the way 
 an NPU would do it by hand: device strings `npu…` become `cpu`, `.npu()` becomes `.cpu()`,
 `torch_npu` is an empty module and `torch.npu` a namespace whose `synchronize`/`set_device`
 do nothing. The kernel code itself is not touched. The block passes when it runs to its end
-(its own asserts and `allclose` checks included).
+(its own asserts and `allclose` checks included). A block that only defines kernels passes
+when each of its kernels that needs no launch arguments compiles (`kernel.compile().cce`:
+parse, passes and generated code).
 
 Prints one line per failing block (file, block number, the error's last line) and the totals,
 by folder. Not part of CI: CI has no checkout of the upstream docs.
@@ -32,6 +34,7 @@ DOCS = Path("docs/zh/pypto_pro")
 BLOCK = re.compile(r"```python\n(.*?)```", re.S)
 LAUNCH = re.compile(r"\]\s*\(")  # kernel[stream, block_dim](...)
 TIMEOUT_S = 300
+SKIPPED = 3  # the exit code of a block with no kernel to compile without arguments
 
 #: The prologue each example runs behind: the NPU mapped to the CPU.
 PROLOGUE = textwrap.dedent("""\
@@ -50,6 +53,7 @@ class Example:
     path: Path
     index: int  # the block's number among the file's python blocks
     code: str
+    launched: bool  # False: the block only defines kernels; they are compiled, not run
 
     @property
     def name(self) -> str:
@@ -60,8 +64,9 @@ def examples(root: Path) -> list[Example]:
     out = []
     for path in sorted((root / DOCS).rglob("*.md")):
         for i, code in enumerate(BLOCK.findall(path.read_text(encoding="utf-8"))):
-            if "pl.jit" in code and "torch" in code and LAUNCH.search(code):
-                out.append(Example(path.relative_to(root / DOCS), i, code))
+            if "@pl.jit" in code:
+                launched = "torch" in code and bool(LAUNCH.search(code))
+                out.append(Example(path.relative_to(root / DOCS), i, code, launched))
     return out
 
 
@@ -71,32 +76,47 @@ def on_cpu(code: str) -> str:
     return code.replace(".npu()", ".cpu()")
 
 
-def runner(path: Path) -> str:
-    """The program one example runs as: the prologue, the block's file as `__main__`, then
-    any `test_*` function the block defines but does not call itself."""
+def runner(path: Path, launched: bool) -> str:
+    """The program one example runs as. Launched: the prologue, the block's file as
+    `__main__`, then any `test_*` function the block defines but does not call itself.
+    Not launched: the file as a module, then `compile()` of every kernel it defines that
+    needs no launch arguments to compile."""
+    if launched:
+        return PROLOGUE + textwrap.dedent(f"""\
+            import runpy
+            _ns = runpy.run_path({str(path)!r}, run_name="__main__")
+            if "__main__" not in open({str(path)!r}).read():
+                for _name, _fn in list(_ns.items()):
+                    if _name.startswith("test_") and callable(_fn):
+                        _fn()
+            """)
     return PROLOGUE + textwrap.dedent(f"""\
         import runpy
-        _ns = runpy.run_path({str(path)!r}, run_name="__main__")
-        if "__main__" not in open({str(path)!r}).read():
-            for _name, _fn in list(_ns.items()):
-                if _name.startswith("test_") and callable(_fn):
-                    _fn()
+        from pypto_pro.runtime.jit import JitKernel
+        _ns = runpy.run_path({str(path)!r}, run_name="doc_example")
+        _kernels = [k for k in _ns.values() if isinstance(k, JitKernel)]
+        if not _kernels or all(k.needs_arguments for k in _kernels):
+            sys.exit(3)  # nothing to compile without arguments
+        for _k in _kernels:
+            if not _k.needs_arguments:
+                _k.compile().cce
         """)
 
 
-def run(example: Example) -> tuple[Example, str | None]:
-    """(the example, None when it passed else the error's last line)."""
+def run(example: Example) -> tuple[Example, int | str]:
+    """(the example, 0 when it passed, `SKIPPED`, else the error's last line)."""
     env = dict(os.environ, PYPTOPRO_BACKEND=os.environ.get("PYPTOPRO_BACKEND", "sim"))
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / f"{example.path.stem}_{example.index}.py"
         path.write_text(on_cpu(example.code), encoding="utf-8")  # inspect needs a file
         try:
-            done = subprocess.run([sys.executable, "-c", runner(path)], capture_output=True,
-                                  text=True, timeout=TIMEOUT_S, env=env, cwd=tmp)
+            done = subprocess.run([sys.executable, "-c", runner(path, example.launched)],
+                                  capture_output=True, text=True, timeout=TIMEOUT_S, env=env,
+                                  cwd=tmp)
         except subprocess.TimeoutExpired:
             return example, f"timeout after {TIMEOUT_S} s"
-    if done.returncode == 0:
-        return example, None
+    if done.returncode in (0, SKIPPED):
+        return example, done.returncode
     lines = [ln for ln in done.stderr.strip().splitlines() if ln.strip()]
     error = re.compile(r"^[\w.]+(Error|Exception|Exit|NotSupported)\b|^[\w.]+: ")
     last = next((ln for ln in reversed(lines) if error.match(ln)),
@@ -114,23 +134,30 @@ def main() -> int:
     if not (root / DOCS).is_dir():
         sys.exit(f"PYPTO_DOCS_ROOT must point at a PyPTO Pro checkout holding {DOCS}")
     todo = [e for e in examples(root) if args.k in str(e.path)]
-    by_folder: dict[str, list[int]] = collections.defaultdict(lambda: [0, 0])
+    counts: dict[tuple[bool, str], list[int]] = collections.defaultdict(lambda: [0, 0])
     failed = 0
     with concurrent.futures.ThreadPoolExecutor(args.j) as pool:
-        for example, error in pool.map(run, todo):
-            folder = str(example.path.parent)
-            by_folder[folder][1] += 1
-            if error is None:
-                by_folder[folder][0] += 1
+        for example, outcome in pool.map(run, todo):
+            if outcome == SKIPPED:
+                continue
+            count = counts[example.launched, str(example.path.parent)]
+            count[1] += 1
+            how = "run" if example.launched else "compile"
+            if outcome == 0:
+                count[0] += 1
                 if args.v:
-                    print(f"pass  {example.name}")
+                    print(f"pass  {how:7s} {example.name}")
             else:
                 failed += 1
-                print(f"FAIL  {example.name}: {error}", flush=True)
-    print()
-    for folder, (ok, total) in sorted(by_folder.items()):
-        print(f"{ok:4d} / {total:<4d} {folder}")
-    print(f"{len(todo) - failed} / {len(todo)} documentation examples pass")
+                print(f"FAIL  {how:7s} {example.name}: {outcome}", flush=True)
+    for launched, what in ((True, "run to their end"), (False, "compile")):
+        rows = {folder: c for (ran, folder), c in counts.items() if ran == launched}
+        print(f"\nexamples that launch a kernel: {what}" if launched else
+              f"\nexamples that only define kernels (no launch arguments needed): {what}")
+        for folder, (ok, total) in sorted(rows.items()):
+            print(f"{ok:4d} / {total:<4d} {folder}")
+        ok, total = (sum(c[i] for c in rows.values()) for i in (0, 1))
+        print(f"{ok} / {total}")
     return 1 if failed else 0
 
 
