@@ -21,9 +21,8 @@ from ..ir.nodes import Call, ConstInt, Expr
 from ..ir.span import Span
 from ..errors import NotSupported
 from ..ir.types import ScalarType, TensorType
-from .movement import set_window
 from .ops import check_kwargs
-from .types import attr_value, pipe
+from .types import GT_DIMS, attr_value, pipe
 from .writer import c_string, source_label
 
 _AIV1_OFFSET = 16
@@ -264,9 +263,14 @@ def _dump_tensor(body, target: Expr, window: list[list[str]], span: Span | None)
     rows = extents[-2] if rank > 1 else "1"
     row_stride = f"{view.stride}[{rank - 2}]" if rank > 1 else "0"
     base = " + ".join(f"({o}) * {view.stride}[{k}]" for k, o in enumerate(offsets) if o != "0")
-    set_window(body, view, rows, extents[-1], (row_stride, f"{view.stride}[{rank - 1}]"), span)
-    body.w.line(f"TASSIGN({view.gt}, {view.ptr}{' + ' + base if base else ''});", span)
-    body.w.line(f"TPRINT({view.gt});", span)
+    inst = next(iter(view.instances.values()))
+    body.w.line(f"{inst.gt}.SetShape<{GT_DIMS}>(static_cast<int64_t>({rows}), "
+                f"static_cast<int64_t>({extents[-1]}));", span)
+    if inst.per_access or inst.axes != ((rank - 2, rank - 1) if rank > 1 else (-1, 0)):
+        body.w.line(f"{inst.gt}.SetStride<{GT_DIMS}>({row_stride}, "
+                    f"{view.stride}[{rank - 1}]);", span)
+    body.w.line(f"TASSIGN({inst.gt}, {view.ptr}{' + ' + base if base else ''});", span)
+    body.w.line(f"TPRINT({inst.gt});", span)
 
 
 SYNC_OPS: dict[str, Callable] = {

@@ -50,11 +50,75 @@ def test_global_tensor_declaration_and_access(cg):
     assert not any(re.search(r"\bDIM_3\b", x) and "GlobalTensorDim" not in x for x in body)
 
 
-def test_transposed_access_sets_its_strides(cg):
-    _, body = _body(cg, load("flash_attention_preload").KERNELS["flash_attention_preload_kernel"],
-                    "cube")
-    loads = [i for i, x in enumerate(body) if x.startswith("q_gt.SetShape")]
-    assert loads and body[loads[0] + 1] == f"q_gt.SetStride<{DIMS}>(q_stride[1], q_stride[0]);"
+def test_transposed_load_goes_through_a_dn_global_tensor(cg):
+    """As the real code generator declares it: `Layout::DN`, the window's strides swapped in
+    the constructor, no per-access SetStride."""
+    _, body = _body(cg, load("flash_attention").KERNELS["flash_attention_kernel"], "cube")
+    assert "using k_GT = GlobalTensor<half, pto::Shape<1, 1, 1, -1, -1>, " \
+           "pto::Stride<-1, -1, -1, -1, -1>, pto::Layout::DN>;" in body
+    assert "k_GT k_gt(k_ptr, k_GT::Shape(), k_GT::Stride(1, 1, 1, k_stride[1], k_stride[0]));" \
+        in body
+    at = body.index("TLOAD(kt, k_gt);")
+    assert body[at - 2].startswith("k_gt.SetShape") and body[at - 1].startswith("TASSIGN(k_gt")
+    assert not any("SetStride" in x for x in body)
+    # the tensors loaded plainly stay ND
+    assert "using v_GT = GlobalTensor<half, pto::Shape<1, 1, 1, -1, -1>, " \
+           "pto::Stride<-1, -1, -1, -1, -1>>;" in body
+
+
+def test_a_tensor_read_both_ways_gets_an_instance_per_layout(cg):
+    @pl.jit(arch="a5")
+    def k(x: pl.Tensor[[64, 64], pl.DT_FP16], y: pl.Tensor[[64, 1], pl.DT_FP32]):
+        with pl.section_cube():
+            a = pl.make_tile(pl.TileType([64, 64], pl.DT_FP16, pl.MemorySpace.Mat), addr=0)
+            b = pl.make_tile(pl.TileType([64, 64], pl.DT_FP16, pl.MemorySpace.Mat), addr=0x2000)
+            pl.load(a, x, [0, 0])
+            pl.load(b, x, [0, 0], order=[1, 0])
+        with pl.section_vector():
+            c = pl.make_tile(pl.TileType([64, 1], pl.DT_FP32), addr=0)
+            pl.load(c, y, [0, 0])
+            pl.store(y, c, [0, 0])
+
+    _, cube = _body(cg, k, "cube")
+    assert "x_GT x_gt(x_ptr, x_GT::Shape(), x_GT::Stride(1, 1, 1, x_stride[0], x_stride[1]));" \
+        in cube
+    assert "using x_DN_GT = GlobalTensor<half, pto::Shape<1, 1, 1, -1, -1>, " \
+           "pto::Stride<-1, -1, -1, -1, -1>, pto::Layout::DN>;" in cube
+    assert "x_DN_GT x_dn_gt(x_ptr, x_DN_GT::Shape(), " \
+           "x_DN_GT::Stride(1, 1, 1, x_stride[1], x_stride[0]));" in cube
+    assert "TLOAD(a, x_gt);" in cube and "TLOAD(b, x_dn_gt);" in cube
+    _, vec = _body(cg, k, "vector")  # a one-column (column-major) tile: DN, as pto-isa's DMA
+    assert "using y_GT = GlobalTensor<float, pto::Shape<1, 1, 1, -1, -1>, " \
+           "pto::Stride<-1, -1, -1, -1, -1>, pto::Layout::DN>;" in vec
+    assert "TLOAD(c, y_gt);" in vec and "TSTORE(y_gt, c);" in vec
+
+
+def test_window_and_tile_layouts_the_dma_cannot_pair_are_refused(cg):
+    @pl.jit(arch="a5")
+    def k(x: pl.Tensor[[16, 64], pl.DT_FP32]):
+        with pl.section_vector():
+            t = pl.make_tile(pl.TileType([64, 16], pl.DT_FP32), addr=0)
+            pl.load(t, x, [0, 0], order=[1, 0])  # a transposed window into a row-major tile
+
+    with pytest.raises(NotSupported, match="does not move a transposed GM window into a ND "
+                                           "Vec tile") as err:
+        cg.compile(k)
+    assert "pl.load(t, x, [0, 0], order=[1, 0])" in str(err.value)  # points at the line
+
+
+def test_changed_strides_are_set_at_every_access(cg):
+    @pl.jit(arch="a5")
+    def k(x: pl.Tensor[[64, 64], pl.DT_FP32], y: pl.Tensor[[64, 64], pl.DT_FP32]):
+        with pl.section_vector():
+            t = pl.make_tile(pl.TileType([16, 64], pl.DT_FP32), addr=0)
+            pl.load(t, x, [0, 0])
+            pl.set_stride(x, [1, 64])
+            pl.load(t, x, [0, 0])
+            pl.store(y, t, [0, 0])
+
+    _, body = _body(cg, k)
+    assert [x for x in body if "SetStride" in x] == [
+        f"x_gt.SetStride<{DIMS}>(x_stride[0], x_stride[1]);"] * 2  # y keeps its constructor's
 
 
 # ---------------------------------------------------------------- valid shapes
@@ -221,8 +285,13 @@ def _compiles(tmp_path: Path, code: str) -> tuple[bool, str]:
                    "using VR = Tile<TileType::Vec, float, 1, 64, BLayout::RowMajor, 1, -1>;\n"
                    "using A = Tile<TileType::Acc, float, 16, 64, BLayout::ColMajor, -1, -1, "
                    "SLayout::RowMajor, 1024>;\n"
+                   "using C = Tile<TileType::Vec, float, 16, 1, BLayout::ColMajor, -1, 1>;\n"
+                   "using ZN = Tile<TileType::Mat, float, 16, 64, BLayout::RowMajor, 16, 64, "
+                   "SLayout::ColMajor>;\n"
                    "using G = GlobalTensor<float, pto::Shape<1, 1, 1, -1, -1>, "
                    "pto::Stride<-1, -1, -1, -1, -1>>;\n"
+                   "using GD = GlobalTensor<float, pto::Shape<1, 1, 1, -1, -1>, "
+                   "pto::Stride<-1, -1, -1, -1, -1>, pto::Layout::DN>;\n"
                    f"void f(float* p) {{\n{code}\n}}\n")
     done = subprocess.run([shutil.which("g++") or "g++", "-std=c++17", "-fsyntax-only",
                            f"-I{INCLUDE}", str(src)], capture_output=True, text=True)
@@ -246,6 +315,12 @@ REJECTED = [
     ("using Bad = Tile<TileType::Vec, float, 16, 3>; Bad b;",
      "using Ok = Tile<TileType::Vec, float, 16, 8>; Ok o;"),
     ("G g(p); int64_t* q = nullptr; TASSIGN(g, q);", "G g(p); TASSIGN(g, p + 64);"),
+    # the a5 DMA's layout pairs: a transposed (DN) window into a ZN L1 tile, a column-major
+    # one-column tile through a DN window
+    ("G g(p); ZN z; TLOAD(z, g);", "GD g(p); ZN z; TLOAD(z, g);"),
+    ("GD g(p); V v(16, 64); TLOAD(v, g);", "G g(p); V v(16, 64); TLOAD(v, g);"),
+    ("G g(p); C c(16); TLOAD(c, g);", "GD g(p); C c(16); TLOAD(c, g);"),
+    ("GD g(p); A a(16, 64); TSTORE(g, a);", "G g(p); A a(16, 64); TSTORE(g, a);"),
 ]
 
 
