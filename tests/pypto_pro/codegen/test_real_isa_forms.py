@@ -275,6 +275,39 @@ def test_sync_all_spelling(cg):
     assert "SYNCALL<SyncCoreType::AIVOnly>();" in body
 
 
+# ---------------------------------------------------------------- dumps
+
+
+def test_a_tile_window_dump_is_print_loops(cg):
+    """pto-isa's TPRINT takes a whole tile (PyPTO Pro's header makes it a one-argument macro):
+    a window is printed by loops, as the real code generator emits them."""
+    @pl.jit(arch="a5")
+    def k(x: pl.Tensor[[16, 32], pl.DT_FP32], n: pl.Scalar[pl.DT_INT32]):
+        with pl.section_vector():
+            t = pl.make_tile(pl.TileType([16, 32], pl.DT_FP32), addr=0)
+            pl.load(t, x, [0, 0])
+            pl.dump_data(t, offsets=[2, n], shapes=[3, 8], flag="w")
+
+    _, body = _body(cg, k)
+    at = body.index('cce::printf("=== [flag] %s ===\\n", "w");')
+    ty = "std::remove_reference_t<decltype(t)>"
+    assert body[at + 1:at + 8] == [
+        "pipe_barrier(PIPE_ALL);", "int dump_want_rows = static_cast<int>(3);",
+        "if (dump_want_rows < 0) dump_want_rows = 0;",
+        "int dump_rows = static_cast<int>(t.GetValidRow()) - static_cast<int>(2);",
+        "if (dump_rows > dump_want_rows) dump_rows = dump_want_rows;",
+        "if (dump_rows < 0) dump_rows = 0;", "if (dump_rows > 16) dump_rows = 16;"]
+    assert 'cce::printf("=== [TPRINT Tile Window] Data Type: %s, Layout: %s, TileType: %s ===\\n"' \
+           f", __pypto_dtype_name<{ty}::DType>(), pto::GetLayoutName({ty}::BFractal, " \
+           f'{ty}::SFractal), "Vec");' in body
+    loop = body.index("for (int dump_r = 0; dump_r < dump_rows; ++dump_r) {")
+    assert body[loop + 1:loop + 6] == [
+        "for (int dump_c = 0; dump_c < dump_cols; ++dump_c) {",
+        f"__pypto_print_val(t.data()[pto::GetTileOffset<{ty}>(dump_r + (2), dump_c + (n))]);",
+        "}", 'cce::printf("\\n");', "}"]
+    assert not any(x.startswith("TPRINT(") for x in body)
+
+
 # ---------------------------------------------------------------- our headers reject bad forms
 
 
