@@ -13,23 +13,12 @@ import torch
 import pypto_pro
 import pypto_pro.language as pl
 from pypto_pro.sim import scheduler_native
+from fused_sequences import SEQUENCES
 
 H = pl.TileType([16, 16], pl.DT_FP16)
 F = pl.TileType([16, 16], pl.DT_FP32)
 
 
-def h(x):
-    return x.half().float()
-
-
-#: op → (lhs after, out after) from float views of the FP16 inputs (a → lhs, b → rhs, c → out)
-SEQUENCES = {
-    "add_relu": lambda a, b, c: (h(a + b), torch.relu(h(a + b))),
-    "sub_relu": lambda a, b, c: (h(a - b), torch.relu(h(a - b))),
-    "mul_add_dst": lambda a, b, c: (h(a * b), h(h(a * b) + c)),
-    "fused_mul_add": lambda a, b, c: (h(a * c), h(h(a * c) + b)),
-    "fused_mul_add_relu": lambda a, b, c: (h(h(a * c) + b), torch.relu(h(h(a * c) + b))),
-}
 #: fused cast → its op and ReLU on the FP32 inputs (the result converted to FP16, CAST_ROUND)
 CASTS = {"add_relu_cast": lambda a, b: torch.relu(a + b),
          "sub_relu_cast": lambda a, b: torch.relu(a - b), "mul_cast": torch.mul}

@@ -15,6 +15,7 @@ from pypto_pro.sim.memory import CoreMemory, TileGeometry, TileRef, storage_dtyp
 from pypto_pro.sim.ops import IMPLS, SimOpError
 from pypto_pro.sim.ops.numerics import RoundMode as R
 from pypto_pro.sim.soc import soc
+from fused_sequences import SEQUENCES
 
 ROWS, COLS, VALID = 4, 32, (3, 20)
 
@@ -28,21 +29,6 @@ def tiles(*dtypes, valid=VALID):
 def values(dtype, seed, shape=VALID):
     gen = torch.Generator().manual_seed(seed)
     return (torch.rand(shape, generator=gen) * 8 - 4).to(storage_dtype(dtype))
-
-
-def h(x):
-    """Round float32 values to FP16 (one instruction's result)."""
-    return x.half().float()
-
-
-#: op → (lhs after, out after) from the FP16 inputs' float values, each step rounded
-SEQUENCES = {
-    "add_relu": lambda a, b, c: (h(a + b), torch.relu(h(a + b))),
-    "sub_relu": lambda a, b, c: (h(a - b), torch.relu(h(a - b))),
-    "mul_add_dst": lambda a, b, c: (h(a * b), h(h(a * b) + c)),
-    "fused_mul_add": lambda a, b, c: (h(a * c), h(h(a * c) + b)),
-    "fused_mul_add_relu": lambda a, b, c: (h(h(a * c) + b), torch.relu(h(h(a * c) + b))),
-}
 
 
 @pytest.mark.parametrize("name", sorted(SEQUENCES))
