@@ -19,7 +19,12 @@ Run. Every case of `pypto_pro.examples.SMALL_CASES` whose kernel compiled clean 
 way a user launches it (`kernel[None, block_dim](...)`) on a backend registered here that builds
 the generated `call_kernel.cpp` with `real_isa/harness.h` against the real headers and runs it on
 pto-isa's CPU simulator (one thread per core, cross-core flags blocking across threads); the
-outputs are compared with the example's torch reference at its tolerance.
+outputs are compared with the example's torch reference at its tolerance. A kernel that moves
+data between the cores on chip (an Acc → Vec fixpipe move into the AIVs' UB, a Vec → Mat move
+or insert into the AIC's L1) is listed as not runnable there, with the op and its line: each
+simulated core's buffers are private to its thread and pto-isa's CPU TMOV ignores the
+AccToVecMode, so the data never reaches the other core (`flash_attention_gm` is the form that
+runs: its hand-offs go through GM).
 
 The compiler must accept `static_assert(false)` in a template (pto-isa's CPU headers use it):
 g++ 13 or newer, or clang++ 17 or newer; `--cxx` / `$CXX` picks one, else the first that works.
@@ -49,6 +54,9 @@ from pypto_pro.codegen import generate  # noqa: E402
 from pypto_pro.codegen.vf import VF_INTRINSICS, vf_constants  # noqa: E402
 from pypto_pro.compiler import compile_kernel  # noqa: E402
 from pypto_pro.examples import ALL_EXAMPLES, SMALL_CASES, load  # noqa: E402
+from pypto_pro.ir.mutator import walk  # noqa: E402
+from pypto_pro.ir.nodes import Call  # noqa: E402
+from pypto_pro.ir.types import MemorySpace  # noqa: E402
 from pypto_pro.runtime.backends import LaunchResult, register_backend, use_backend  # noqa: E402
 from pypto_pro.runtime.kernel_def import Specialization  # noqa: E402
 
@@ -254,6 +262,23 @@ class CpuSimBackend:
         return LaunchResult(self.name, time.perf_counter() - start, printed=printed)
 
 
+def on_chip_hand_offs(kernel) -> list[str]:
+    """The moves of `kernel` between a cube's and a vector core's buffers ("op at line N")."""
+    kdef = getattr(kernel, "kernel_def", kernel)
+    found = []
+    for program in compile_kernel(kdef, Specialization(arch="a5")).programs.values():
+        for node in walk(program):
+            if not isinstance(node, Call) or node.op not in ("block.move", "block.insert"):
+                continue
+            dst, src = (getattr(a.type, "memory", None) for a in node.args[:2])
+            if (src, dst) in ((MemorySpace.Acc, MemorySpace.Vec), (MemorySpace.Vec,
+                                                                   MemorySpace.Mat)):
+                where = f"{node.op} {src.value} -> {dst.value} at line {node.span.line}"
+                if where not in found:
+                    found.append(where)
+    return found
+
+
 def run_case(module, kernel_name: str, shape: dict) -> tuple[bool, str]:
     args = module.make_inputs(**shape)
     expected = module.reference(*args)
@@ -317,10 +342,16 @@ def main(argv: list[str] | None = None) -> int:
     register_backend(BACKEND, lambda: CpuSimBackend(cxx, pto, work, work))
     runnable = {(s.example, s.kernel) for s in sections} - {
         (s.example, s.kernel) for s in sections if s.status != "clean"}
-    passed = total = 0
+    passed = total = skipped = 0
     print()
     for example, kname, shape in SMALL_CASES:
         if (example, kname) not in runnable:
+            continue
+        moves = on_chip_hand_offs(load(example).KERNELS[kname])
+        if moves:
+            skipped += 1
+            print(f"NOT RUN {example}.{kname} {shape}: cores hand data over on chip "
+                  f"({'; '.join(moves)}), which pto-isa's CPU simulator does not model")
             continue
         total += 1
         try:
@@ -329,7 +360,8 @@ def main(argv: list[str] | None = None) -> int:
             ok, detail = False, f"{type(e).__name__}: {str(e)[:1500]}"
         passed += ok
         print(f"{'MATCH' if ok else 'DIFFER':7s} {example}.{kname} {shape}: {detail}")
-    print(f"\nrun on pto-isa's CPU simulator: {passed} / {total} match torch")
+    note = f" ({skipped} not runnable there)" if skipped else ""
+    print(f"\nrun on pto-isa's CPU simulator: {passed} / {total} match torch{note}")
     return 0 if clean + only == len(sections) and passed == total else 1
 
 

@@ -31,6 +31,7 @@ from ..ir.types import (
     TileLayout,
     TileType,
 )
+from . import gm_views
 from .context import TensorView
 from .types import (
     ctype, gt_template, has_runtime_valid, scalar_ctype, set_valid_shape, tile_ctor_args,
@@ -266,30 +267,35 @@ def _make_tensor(body, s: AssignStmt) -> None:
     base = ctx.tensors[src].ptr if isinstance(src.type, TensorType) else x.emit(src)
     shape = x.ints(call.args[1])
     strides = x.ints(call.args[2]) if len(call.args) > 2 else row_major(shape)
-    view = TensorView(f"{name}_ptr", f"{name}_gt", f"{name}_GT", f"{name}_stride",
-                      tuple(shape), t.dtype, t.layout)
+    view = new_view(ctx, s.var, name, tuple(shape), t)
     body.w.line(f"__gm__ {ctype(t.dtype)}* {view.ptr} = "
                 f"reinterpret_cast<__gm__ {ctype(t.dtype)}*>({base});", s.span)
     declare_view(body, view, strides, s.span)
     ctx.tensors[s.var] = view
 
 
+def new_view(ctx, var: Var, name: str, shape: tuple[str, ...], t: TensorType) -> TensorView:
+    """The view of tensor `var` (C++ names from `name`), with the GlobalTensor instances its
+    accesses need (`gm_views`)."""
+    return TensorView(f"{name}_ptr", f"{name}_stride", shape, t.dtype, t.layout,
+                      gm_views.instances(name, len(shape), t.layout, ctx.gm_accesses.get(var)))
+
+
 def declare_view(body, view: TensorView, strides: list[str], span) -> None:
-    """Stride array, GlobalTensor alias and instance of a GM tensor view. The instance gets
-    the strides of the axes a tile's rows and columns run along by default (the last two; a
-    1-D tensor is one row) in its constructor, as pto-isa's GlobalTensor takes them."""
+    """Stride array, then per GlobalTensor instance its alias and the instance, constructed
+    with the strides of the tensor axes its windows run along (`GtInstance.axes`), as
+    pto-isa's GlobalTensor takes them."""
     body.w.line(f"int64_t {view.stride}[{len(strides)}] = {{{', '.join(strides)}}};", span)
-    body.w.line(f"using {view.alias} = {gt_template(view.dtype, view.layout)};", span)
-    rs, cs = default_strides(view)
-    body.w.line(f"{view.alias} {view.gt}({view.ptr}, {view.alias}::Shape(), "
-                f"{view.alias}::Stride(1, 1, 1, {rs}, {cs}));", span)
+    for inst in view.instances.values():
+        rs, cs = window_strides(view, inst.axes)
+        body.w.line(f"using {inst.alias} = {gt_template(view.dtype, inst.layout)};", span)
+        body.w.line(f"{inst.alias} {inst.gt}({view.ptr}, {inst.alias}::Shape(), "
+                    f"{inst.alias}::Stride(1, 1, 1, {rs}, {cs}));", span)
 
 
-def default_strides(view: TensorView) -> tuple[str, str]:
-    """(row stride, column stride) of a window on the view's last two axes."""
-    if view.rank == 1:
-        return "0", f"{view.stride}[0]"
-    return f"{view.stride}[{view.rank - 2}]", f"{view.stride}[{view.rank - 1}]"
+def window_strides(view: TensorView, axes: tuple[int, int]) -> tuple[str, str]:
+    """(row stride, column stride) of a window along tensor `axes` (-1: a virtual axis)."""
+    return tuple("0" if a < 0 else f"{view.stride}[{a}]" for a in axes)
 
 
 def row_major(shape: list[str]) -> list[str]:
@@ -329,5 +335,5 @@ DECLARATIONS: dict[str, Callable] = {
 }
 
 __all__ = ["DECLARATIONS", "HOISTABLE", "assign", "declare_group_pointer",
-           "declare_group_storage", "declare_tile_storage", "declare_view", "default_strides",
-           "row_major"]
+           "declare_group_storage", "declare_tile_storage", "declare_view", "new_view",
+           "row_major", "window_strides"]

@@ -2,11 +2,13 @@
 
 Each is lowered as the real PyPTO Pro code generator lowers it, to instructions pto-isa declares:
 
-* fused ops with no instruction of their own: `add_relu` is `TADD` then `TRELU` (into the
-  output, so the inputs keep their values, as the simulator has them); `add_relu_cast` /
-  `sub_relu_cast` / `mul_cast` form the result in the first input's dtype, in the first input
-  (`TADD` / `TSUB` / `TMUL` into `lhs`, `TRELU`), then `TCVT` it into the output — the first
-  input is overwritten, as on the real toolchain;
+* fused ops, as instruction sequences through the first input `lhs`, which they overwrite (the
+  simulator's `ops.fused` runs the same sequences): `add_relu` / `sub_relu` are `TADD` / `TSUB`
+  into `lhs`, then `TRELU` into the output; `add_relu_cast` / `sub_relu_cast` / `mul_cast` form
+  the result in `lhs` (`TADD` / `TSUB` / `TMUL`, `TRELU`), then `TCVT` it into the output
+  (rounding `mode`, CAST_ROUND by default as the Python API declares it); `mul_add_dst` is
+  `TMUL` into `lhs`, then `TADD(out, lhs, out)`; `fused_mul_add[_relu]` multiply `lhs` by the
+  output, add `rhs` (and `TRELU`);
 * an op picked by a kwarg: `row_reduce` / `col_reduce` (`TROWSUM` ... `TCOLPROD`),
   `row_expand_binop` / `col_expand_binop` (`TROWEXPANDADD` ...);
 * the column reductions' own forms: `TCOLSUM(dst, src[, tmp, false])`, `TCOLMAX(dst, src)`;
@@ -48,17 +50,28 @@ def _lines(body, span: Span | None, *lines: str) -> None:
 # ---------------------------------------------------------------- fused ops
 
 
-def _add_relu(body, call: Call, span: Span | None) -> None:
+#: fused op → its instructions on (out, lhs, rhs)
+_THROUGH_LHS = {
+    "block.add_relu": ("TADD({lhs}, {lhs}, {rhs});", "TRELU({out}, {lhs});"),
+    "block.sub_relu": ("TSUB({lhs}, {lhs}, {rhs});", "TRELU({out}, {lhs});"),
+    "block.mul_add_dst": ("TMUL({lhs}, {lhs}, {rhs});", "TADD({out}, {lhs}, {out});"),
+    "block.fused_mul_add": ("TMUL({lhs}, {lhs}, {out});", "TADD({out}, {lhs}, {rhs});"),
+    "block.fused_mul_add_relu": ("TMUL({lhs}, {lhs}, {out});", "TADD({lhs}, {lhs}, {rhs});",
+                                 "TRELU({out}, {lhs});"),
+}
+
+
+def _through_lhs(body, call: Call, span: Span | None) -> None:
     check_kwargs(call, set(), span)
-    dst, lhs, rhs = (body.x.tile(a) for a in call.args)
-    _lines(body, span, f"TADD({dst}, {lhs}, {rhs});", f"TRELU({dst}, {dst});")
+    tiles = dict(zip(("out", "lhs", "rhs"), (body.x.tile(a) for a in call.args)))
+    _lines(body, span, *(line.format(**tiles) for line in _THROUGH_LHS[call.op]))
 
 
 def _op_cast(instr: str, relu: bool) -> Callable:
     def emit(body, call: Call, span: Span | None) -> None:
         check_kwargs(call, {"mode", "target_type"}, span)
         dst, lhs, rhs = (body.x.tile(a) for a in call.args)
-        mode = kwarg_text(body, call, "mode", "RoundMode::CAST_RINT")
+        mode = kwarg_text(body, call, "mode", "RoundMode::CAST_ROUND")
         lines = [f"{instr}({lhs}, {lhs}, {rhs});"]
         if relu:
             lines.append(f"TRELU({lhs}, {lhs});")
@@ -272,7 +285,7 @@ def _ssbuf(store: bool) -> Callable:
 
 
 LOWERED: dict[str, Callable] = {
-    "block.add_relu": _add_relu,
+    **dict.fromkeys(_THROUGH_LHS, _through_lhs),
     "block.add_relu_cast": _op_cast("TADD", relu=True),
     "block.sub_relu_cast": _op_cast("TSUB", relu=True),
     "block.mul_cast": _op_cast("TMUL", relu=False),

@@ -1,12 +1,11 @@
 """Data movement: GM ↔ tile through a GlobalTensor view, tile ↔ tile moves (spec §2.6, §4.1).
 
-Every GM access re-points the tensor's one GlobalTensor instance at the window it touches, as
-the real code generator does: `SetShape<pto::GlobalTensorDim::DIM_3, pto::GlobalTensorDim::DIM_4>
-(valid rows, valid cols)`, then `TASSIGN(gt, ptr + Σ offset_k · stride_k)` and `TLOAD` /
-`TSTORE`. The strides of the window (of the tensor axes the tile's rows / columns run along: the
-last two, or `tile_dims`, or swapped for a transposed access; a 1-D tensor is one row) are the
-instance's constructor strides; a function that accesses some tensor along other axes or
-changes strides (`set_stride`) re-sets them at every access (`SetStride<...>`).
+Every GM access re-points one GlobalTensor instance of the tensor's view at the window it
+touches, as the real code generator does: `SetShape<pto::GlobalTensorDim::DIM_3,
+pto::GlobalTensorDim::DIM_4>(valid rows, valid cols)`, then `TASSIGN(gt, ptr + Σ offset_k ·
+stride_k)` and `TLOAD` / `TSTORE`. Which instance (ND, or DN for a transposed load or a
+one-column tile) and whether the access re-sets its strides (`SetStride<...>`) is planned per
+function (`gm_views`); the instance's constructor holds the strides otherwise.
 `PYPTO_GM_CHECK` before it hands a host build the window per axis for bounds checks.
 Fixpipe moves and stores spell their options as pto-isa's template arguments (destination and
 source tile types first) and the scale as a UINT64 deq word (`pypto_deq_word` for run-time FP32
@@ -20,7 +19,8 @@ from ..ir.nodes import Call, ConstFloat, ConstInt, Expr, MakeTuple, Var
 from ..ir.span import Span
 from ..ir.types import ScalarType
 from .ops import check_kwargs, is_zero, kwarg_text
-from .scopes import calls_in
+from .decls import window_strides
+from .gm_views import GtInstance, access_layout, check_pair, window_axes
 from .types import GT_DIMS, attr_value, ctype, fp32_bits
 
 _ATOMIC_SUFFIX = {DataType.FP32: "f32", DataType.FP16: "f16", DataType.BF16: "bf16",
@@ -33,17 +33,6 @@ def _view(body, tensor: Expr, span: Span | None):
         raise NotSupported("codegen: GM accesses need a tensor parameter or a pl.make_tensor "
                            "view", span, module="PRO_COMPILE")
     return view
-
-
-def _axes(call: Call, rank: int) -> tuple[int, int]:
-    """Tensor axes the tile's rows and columns run along (the simulator's window rule)."""
-    dims = call.kwarg("tile_dims")
-    if rank == 1:
-        return -1, 0
-    if dims:
-        return int(dims[0]) % rank, int(dims[1]) % rank
-    rows, cols = rank - 2, rank - 1
-    return (cols, rows) if call.kwarg("is_transpose") else (rows, cols)
 
 
 def _offset(body, view, offsets: Expr) -> str:
@@ -74,53 +63,36 @@ def _bounds(body, view, offsets: Expr, t: str, ra: int, ca: int) -> str | None:
     return f'PYPTO_GM_CHECK("{name}", {", ".join(", ".join(a) for a in axes)});'
 
 
-def point_view(body, call: Call, view, tile: Expr, offsets: Expr, span: Span | None) -> None:
-    """The lines that re-point `view` at the window of `tile` at `offsets` (after the
-    per-axis bounds hook)."""
+def instance(call: Call, view) -> GtInstance:
+    """The GlobalTensor instance of `view` that GM access `call` goes through."""
+    return view.instances[access_layout(call, view.layout)]
+
+
+def point_view(body, call: Call, view, tile: Expr, offsets: Expr, span: Span | None
+               ) -> GtInstance:
+    """The lines that re-point the access's instance of `view` at the window of `tile` at
+    `offsets` (after the per-axis bounds hook); the instance."""
     w, t = body.w, body.x.paren(tile, 16)
-    ra, ca = _axes(call, view.rank)
-    rs = "0" if ra < 0 else f"{view.stride}[{ra}]"
+    inst = instance(call, view)
+    check_pair(call, tile.type, inst.layout, span)
+    ra, ca = window_axes(call, view.rank)
     check = _bounds(body, view, offsets, t, ra, ca)
     if check is not None:
         w.line(check, span)
-    set_window(body, view, f"{t}.GetValidRow()", f"{t}.GetValidCol()",
-               (rs, f"{view.stride}[{ca}]"), span)
-    w.line(f"TASSIGN({view.gt}, {_offset(body, view, offsets)});", span)
-
-
-def set_window(body, view, rows: str, cols: str, strides: tuple[str, str],
-               span: Span | None) -> None:
-    """The window's shape, and its strides where the function re-sets them per access."""
-    body.w.line(f"{view.gt}.SetShape<{GT_DIMS}>(static_cast<int64_t>({rows}), "
-                f"static_cast<int64_t>({cols}));", span)
-    if body.ctx.strides_per_access:
-        body.w.line(f"{view.gt}.SetStride<{GT_DIMS}>({strides[0]}, {strides[1]});", span)
-
-
-#: GM accesses whose window axes are chosen by `tile_dims` / `is_transpose`
-_WINDOWED = {"block.load": 1, "block.store": 0, "block.store_fp": 0}
-
-
-def strides_per_access(fn) -> bool:
-    """Whether some GM access of `fn` runs along other axes than the last two, or `fn`
-    changes a view's strides: then every access sets its window's strides."""
-    for call in calls_in(fn.body):
-        if call.op == "block.set_stride":
-            return True
-        at = _WINDOWED.get(call.op)
-        if at is not None and at < len(call.args):
-            rank = len(getattr(call.args[at].type, "shape", ()) or ())
-            if rank > 1 and _axes(call, rank) != (rank - 2, rank - 1):
-                return True
-    return False
+    w.line(f"{inst.gt}.SetShape<{GT_DIMS}>(static_cast<int64_t>({t}.GetValidRow()), "
+           f"static_cast<int64_t>({t}.GetValidCol()));", span)
+    if inst.per_access:
+        rs, cs = window_strides(view, (ra, ca))
+        w.line(f"{inst.gt}.SetStride<{GT_DIMS}>({rs}, {cs});", span)
+    w.line(f"TASSIGN({inst.gt}, {_offset(body, view, offsets)});", span)
+    return inst
 
 
 def load(body, call: Call, span: Span | None) -> None:
     check_kwargs(call, {"is_transpose", "tile_dims"}, span)
     dst, src, offsets = call.args
-    view = _view(body, src, span)
-    point_view(body, call, view, dst, offsets, span)
-    body.w.line(f"TLOAD({body.x.tile(dst)}, {view.gt});", span)
+    inst = point_view(body, call, _view(body, src, span), dst, offsets, span)
+    body.w.line(f"TLOAD({body.x.tile(dst)}, {inst.gt});", span)
 
 
 # ---------------------------------------------------------------- stores and fixpipe options
@@ -153,7 +125,7 @@ def _kwarg(body, call: Call, key: str) -> str | None:
     return kwarg_text(body, call, key, None)
 
 
-def _store_template(body, call: Call, src: Expr, view, scaled: bool) -> str:
+def _store_template(body, call: Call, src: Expr, inst: GtInstance, scaled: bool) -> str:
     """TSTORE's template arguments, as the real code generator spells them: `[STPhase,]
     TileData, GlobalData[, AtomicType::AtomicNone, ReluPreMode]` (atomic add is set around the
     store with `set_atomic_*`), none for a plain store."""
@@ -162,7 +134,7 @@ def _store_template(body, call: Call, src: Expr, view, scaled: bool) -> str:
     relu = _kwarg(body, call, "relu_pre_mode")
     if relu is None and not scaled and phase is None:
         return ""
-    parts = ([phase] if phase else []) + [tile_type(body, src), view.alias]
+    parts = ([phase] if phase else []) + [tile_type(body, src), inst.alias]
     if relu is not None:
         parts += ["AtomicType::AtomicNone", relu]
     return f"<{', '.join(parts)}>"
@@ -179,17 +151,17 @@ def _atomic(call: Call, dst_dtype: DataType, span: Span | None) -> str | None:
     return suffix
 
 
-def _store(body, call: Call, span: Span | None, line: str) -> None:
-    """Point the view at the window, then `line` (the store, `{gt}` / `{tile}` filled in)
-    between the atomic-add mode switches when the store accumulates."""
+def _store(body, call: Call, span: Span | None, line) -> None:
+    """Point the view at the window, then `line(instance)` (the store) between the atomic-add
+    mode switches when the store accumulates."""
     dst, src, offsets = call.args[:3]
     view = _view(body, dst, span)
-    point_view(body, call, view, src, offsets, span)
+    inst = point_view(body, call, view, src, offsets, span)
     atomic = _atomic(call, view.dtype, span)
     if atomic:
         body.w.line(f"set_atomic_{atomic}();", span)
         body.w.line("set_atomic_add();", span)
-    body.w.line(line.format(gt=view.gt, tile=body.x.tile(src), view=view), span)
+    body.w.line(line(inst), span)
     if atomic:
         body.w.line("set_atomic_none();", span)
 
@@ -199,23 +171,29 @@ def store(body, call: Call, span: Span | None) -> None:
                         "tile_dims"}, span)
     scale = call.args[3] if len(call.args) > 3 else call.kwarg("scale")
     dst, src = call.args[:2]
-    view = _view(body, dst, span)
     extra = f", {deq_word(body, scale, dst.type.dtype)}" if scale is not None else ""
-    template = _store_template(body, call, src, view, scale is not None)
-    _store(body, call, span, f"TSTORE{template}({{gt}}, {{tile}}{extra});")
+    tile = body.x.tile(src)
+
+    def line(inst: GtInstance) -> str:
+        template = _store_template(body, call, src, inst, scale is not None)
+        return f"TSTORE{template}({inst.gt}, {tile}{extra});"
+    _store(body, call, span, line)
 
 
 def store_fp(body, call: Call, span: Span | None) -> None:
     """`TSTORE_FP(gt, tile, fp)`; a relu option: `TSTORE_FP<TileData, GlobalData, FpTileData,
     AtomicType::AtomicNone, ReluPreMode>`."""
     check_kwargs(call, {"relu_pre_mode", "atomic", "is_transpose", "tile_dims"}, span)
-    dst, src, _offsets, fp = call.args[:4]
-    view = _view(body, dst, span)
+    src, fp = call.args[1], call.args[3]
     relu = _kwarg(body, call, "relu_pre_mode")
-    template = "" if relu is None else (
-        f"<{tile_type(body, src)}, {view.alias}, {tile_type(body, fp)}, AtomicType::AtomicNone, "
-        f"{relu}>")
-    _store(body, call, span, f"TSTORE_FP{template}({{gt}}, {{tile}}, {body.x.tile(fp)});")
+    tile, fp_tile = body.x.tile(src), body.x.tile(fp)
+
+    def line(inst: GtInstance) -> str:
+        template = "" if relu is None else (
+            f"<{tile_type(body, src)}, {inst.alias}, {tile_type(body, fp)}, "
+            f"AtomicType::AtomicNone, {relu}>")
+        return f"TSTORE_FP{template}({inst.gt}, {tile}, {fp_tile});"
+    _store(body, call, span, line)
 
 
 def init_output(body, call: Call, span: Span | None) -> None:

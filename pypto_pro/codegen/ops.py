@@ -50,7 +50,6 @@ TILE_OPS: dict[str, Instr] = {
     # element-wise, tile ∘ tile (spec §2.7)
     **_table("add sub mul div and or shl shr rem partadd partmax partmin partmul", "T{N}"),
     "block.maximum": Instr("TMAX"), "block.minimum": Instr("TMIN"),
-    "block.sub_relu": Instr("TSUBRELU"),
     "block.xor": Instr("TXOR"), "block.xors": Instr("TXORS"),
     # element-wise, tile ∘ scalar
     **_table("adds subs muls divs maxs mins ands ors shls shrs rems", "T{N}"),
@@ -63,8 +62,6 @@ TILE_OPS: dict[str, Instr] = {
     "block.fillpad_inplace": Instr("TFILLPAD_INPLACE"),
     # fused / ternary
     **_table("addc subc addsc subsc axpy", "T{N}"),
-    "block.mul_add_dst": Instr("TMULADDDST"), "block.fused_mul_add": Instr("TFUSEDMULADD"),
-    "block.fused_mul_add_relu": Instr("TFUSEDMULADDRELU"),
     # compare / select
     "block.cmp": Instr("TCMP", kwargs=_CMP), "block.cmps": Instr("TCMPS", 1, kwargs=_CMP),
     "block.sel": Instr("TSEL"),

@@ -33,6 +33,7 @@ ALL_EXAMPLES = [
     "matmul_softmax",
     "flash_attention",
     "flash_attention_preload",
+    "flash_attention_gm",
     "vf_softmax",
     "vf_layernorm",
 ]
@@ -61,11 +62,13 @@ SMALL_CASES = [
     ("flash_attention", "flash_attention_kernel", dict(sq=256, skv=256)),
     ("flash_attention", "flash_attention_kernel", dict(sq=384, skv=128)),
     ("flash_attention_preload", "flash_attention_preload_kernel", dict(sq=256, skv=384)),
+    ("flash_attention_gm", "flash_attention_gm_kernel", dict(sq=256, skv=384)),
+    ("flash_attention_gm", "flash_attention_gm_kernel", dict(sq=640, skv=128)),
     ("vf_softmax", "vf_softmax_kernel", dict(rows=20, cols=300)),
     ("vf_layernorm", "vf_layernorm_kernel", dict(rows=19, cols=200, eps=1e-3)),
 ]
 #: argument positions a kernel writes besides its output (GM workspaces)
-WORKSPACE_ARGS = {"matmul_softmax": {2}}
+WORKSPACE_ARGS = {"matmul_softmax": {2}, "flash_attention_gm": {4, 5, 6}}
 
 
 def load(name: str) -> ModuleType:

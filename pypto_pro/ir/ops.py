@@ -129,8 +129,12 @@ register(OpSpec("block.reinterpret", pipe=PipeType.S, family="meta", accesses_da
 
 _VEC = dict(reads=(1, 2), writes=(0,), pipe=PipeType.V)
 _reg("block.add block.sub block.mul block.div block.maximum block.minimum block.and block.or "
-     "block.shl block.shr block.rem block.add_relu block.sub_relu block.partadd block.partmax "
-     "block.partmin block.partmul", family="vec_binary", min_args=3, max_args=3, **_VEC)
+     "block.shl block.shr block.rem block.partadd block.partmax block.partmin block.partmul",
+     family="vec_binary", min_args=3, max_args=3, **_VEC)
+# fused ops the real code generator lowers to instructions that write their result through lhs
+# (position 1), which they overwrite
+_reg("block.add_relu block.sub_relu", family="vec_binary", reads=(1, 2), writes=(0, 1),
+     min_args=3, max_args=3)
 _reg("block.adds block.subs block.muls block.divs block.maxs block.mins block.ands block.ors "
      "block.shls block.shrs block.rems", family="vec_scalar", min_args=3, max_args=3, **_VEC)
 _reg("block.xor", family="vec_binary", reads=(1, 2), writes=(0, 3), min_args=3, max_args=4)
@@ -146,13 +150,13 @@ _reg("block.fillpad block.fillpad_expand", family="vec_unary", reads=(1,), write
 _reg("block.fillpad_inplace", family="vec_unary", reads=(0, 1), writes=(0,), min_args=1,
      max_args=2)
 _reg("block.add_relu_cast block.sub_relu_cast block.mul_cast", family="vec_binary",
-     min_args=3, max_args=3, **_VEC)
+     reads=(1, 2), writes=(0, 1), min_args=3, max_args=3)
 _reg("block.addc block.subc", family="vec_ternary", reads=(1, 2, 3), writes=(0,), min_args=4,
      max_args=4)
 _reg("block.addsc block.subsc", family="vec_ternary", reads=(1, 3), writes=(0,), min_args=4,
      max_args=4)
 _reg("block.mul_add_dst block.fused_mul_add block.fused_mul_add_relu", family="vec_ternary",
-     reads=(0, 1, 2), writes=(0,), min_args=3, max_args=3)
+     reads=(0, 1, 2), writes=(0, 1), min_args=3, max_args=3)
 _reg("block.axpy", family="vec_ternary", reads=(0, 1), writes=(0,), min_args=3, max_args=3)
 _reg("block.cmp block.cmps", family="vec_binary", min_args=3, max_args=3, **_VEC)
 _reg("block.sel", family="vec_ternary", reads=(1, 2, 3), writes=(0,), min_args=4, max_args=5)

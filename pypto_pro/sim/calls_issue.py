@@ -11,9 +11,10 @@ from typing import Any, Callable, Mapping, Sequence
 
 from ..errors import KernelTrap, NotSupported, SimulationError
 from ..ir import ops as opreg
-from ..ir.nodes import Call, Expr, Var
+from ..ir.nodes import Call, ConstInt, Expr, Var
 from ..ir.span import Span
 from ..ir.types import PipeType, TileType
+from . import dump_text
 from .cost_model import WINDOW_OPS
 from .memory import GMRef
 from .program import NOTHING, Frame, RtGroup, RtTile
@@ -383,16 +384,28 @@ def _trap(c, e: Call) -> Callable:
 
 
 def _dump(c, e: Call) -> Callable:
+    """`pl.dump_data`: after a barrier, the text the real device code prints (`dump_text`)."""
     target = c.expr(e.args[0])
+    window = [c.expr(a) for a in e.args[1:3]]
     span = e.span
+    op = e.op.split(".")[1]
+    head = dump_text.headers(span.file, span.line, op, bool(e.kwarg("loc")), e.kwarg("flag"))
 
     def run(fr: Frame):
         core = fr.core
         yield from core.barrier("ALL", span)
-        value = target(fr)
-        ref = core.resolve_scalar_target(value, span)
-        data = ref.read() if hasattr(ref, "valid") else ref.tensor
-        core.print(f"dump at line {span.line}: {type(ref).__name__} {list(data.shape)}\n{data}\n")
+        ref = core.resolve_scalar_target(target(fr), span)
+        where = [w(fr) for w in window]
+        if isinstance(ref, GMRef):
+            offsets, shapes = where or ([0] * len(ref.shape), list(ref.shape))
+            last = e.args[0].type.shape[-1]
+            dn = len(ref.shape) == 2 and isinstance(last, ConstInt) and last.value == 1
+            text = dump_text.tensor_text(ref, offsets, shapes, "DN" if dn else "ND")
+        elif where:
+            text = dump_text.tile_window_text(ref, *where)
+        else:
+            text = dump_text.tile_text(ref)
+        core.print(head + text)
         return None
 
     return run

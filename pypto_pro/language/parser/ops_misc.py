@@ -140,7 +140,8 @@ def dump_data(ctx: ParseContext, node: ast.Call, op: str) -> Any:
     rest = [kw.get("offsets"), kw.get("shapes")]
     extra = [PyList(int_items(ctx, x, node, "dump_data offsets / shapes"))
              for x in args[1:] + [r for r in rest if r is not None]]
-    return emit_op(ctx, name, [args[0], *extra], {"flag": kw.get("flag")}, node)
+    return emit_op(ctx, name, [args[0], *extra],
+                   {"flag": kw.get("flag"), "loc": bool(kw.get("loc", False)) or None}, node)
 
 
 def trap(ctx: ParseContext, node: ast.Call, op: str) -> Any:

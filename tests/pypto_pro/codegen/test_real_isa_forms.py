@@ -19,7 +19,7 @@ import pytest
 import pypto_pro.language as pl
 from pypto_pro.errors import NotSupported
 from pypto_pro.examples import load
-from pypto_pro.ir.attrs import AccToVecMode, ReluPreMode
+from pypto_pro.ir.attrs import AccToVecMode, ReluPreMode, RoundMode
 from pypto_pro.ir.dtype import DataType
 from pypto_pro.ir.nodes import AssignStmt, Call, ConstInt, EvalStmt, MakeTuple
 from pypto_pro.ir.span import Span
@@ -50,11 +50,75 @@ def test_global_tensor_declaration_and_access(cg):
     assert not any(re.search(r"\bDIM_3\b", x) and "GlobalTensorDim" not in x for x in body)
 
 
-def test_transposed_access_sets_its_strides(cg):
-    _, body = _body(cg, load("flash_attention_preload").KERNELS["flash_attention_preload_kernel"],
-                    "cube")
-    loads = [i for i, x in enumerate(body) if x.startswith("q_gt.SetShape")]
-    assert loads and body[loads[0] + 1] == f"q_gt.SetStride<{DIMS}>(q_stride[1], q_stride[0]);"
+def test_transposed_load_goes_through_a_dn_global_tensor(cg):
+    """As the real code generator declares it: `Layout::DN`, the window's strides swapped in
+    the constructor, no per-access SetStride."""
+    _, body = _body(cg, load("flash_attention").KERNELS["flash_attention_kernel"], "cube")
+    assert "using k_GT = GlobalTensor<half, pto::Shape<1, 1, 1, -1, -1>, " \
+           "pto::Stride<-1, -1, -1, -1, -1>, pto::Layout::DN>;" in body
+    assert "k_GT k_gt(k_ptr, k_GT::Shape(), k_GT::Stride(1, 1, 1, k_stride[1], k_stride[0]));" \
+        in body
+    at = body.index("TLOAD(kt, k_gt);")
+    assert body[at - 2].startswith("k_gt.SetShape") and body[at - 1].startswith("TASSIGN(k_gt")
+    assert not any("SetStride" in x for x in body)
+    # the tensors loaded plainly stay ND
+    assert "using v_GT = GlobalTensor<half, pto::Shape<1, 1, 1, -1, -1>, " \
+           "pto::Stride<-1, -1, -1, -1, -1>>;" in body
+
+
+def test_a_tensor_read_both_ways_gets_an_instance_per_layout(cg):
+    @pl.jit(arch="a5")
+    def k(x: pl.Tensor[[64, 64], pl.DT_FP16], y: pl.Tensor[[64, 1], pl.DT_FP32]):
+        with pl.section_cube():
+            a = pl.make_tile(pl.TileType([64, 64], pl.DT_FP16, pl.MemorySpace.Mat), addr=0)
+            b = pl.make_tile(pl.TileType([64, 64], pl.DT_FP16, pl.MemorySpace.Mat), addr=0x2000)
+            pl.load(a, x, [0, 0])
+            pl.load(b, x, [0, 0], order=[1, 0])
+        with pl.section_vector():
+            c = pl.make_tile(pl.TileType([64, 1], pl.DT_FP32), addr=0)
+            pl.load(c, y, [0, 0])
+            pl.store(y, c, [0, 0])
+
+    _, cube = _body(cg, k, "cube")
+    assert "x_GT x_gt(x_ptr, x_GT::Shape(), x_GT::Stride(1, 1, 1, x_stride[0], x_stride[1]));" \
+        in cube
+    assert "using x_DN_GT = GlobalTensor<half, pto::Shape<1, 1, 1, -1, -1>, " \
+           "pto::Stride<-1, -1, -1, -1, -1>, pto::Layout::DN>;" in cube
+    assert "x_DN_GT x_dn_gt(x_ptr, x_DN_GT::Shape(), " \
+           "x_DN_GT::Stride(1, 1, 1, x_stride[1], x_stride[0]));" in cube
+    assert "TLOAD(a, x_gt);" in cube and "TLOAD(b, x_dn_gt);" in cube
+    _, vec = _body(cg, k, "vector")  # a one-column (column-major) tile: DN, as pto-isa's DMA
+    assert "using y_GT = GlobalTensor<float, pto::Shape<1, 1, 1, -1, -1>, " \
+           "pto::Stride<-1, -1, -1, -1, -1>, pto::Layout::DN>;" in vec
+    assert "TLOAD(c, y_gt);" in vec and "TSTORE(y_gt, c);" in vec
+
+
+def test_window_and_tile_layouts_the_dma_cannot_pair_are_refused(cg):
+    @pl.jit(arch="a5")
+    def k(x: pl.Tensor[[16, 64], pl.DT_FP32]):
+        with pl.section_vector():
+            t = pl.make_tile(pl.TileType([64, 16], pl.DT_FP32), addr=0)
+            pl.load(t, x, [0, 0], order=[1, 0])  # a transposed window into a row-major tile
+
+    with pytest.raises(NotSupported, match="does not move a transposed GM window into a ND "
+                                           "Vec tile") as err:
+        cg.compile(k)
+    assert "pl.load(t, x, [0, 0], order=[1, 0])" in str(err.value)  # points at the line
+
+
+def test_changed_strides_are_set_at_every_access(cg):
+    @pl.jit(arch="a5")
+    def k(x: pl.Tensor[[64, 64], pl.DT_FP32], y: pl.Tensor[[64, 64], pl.DT_FP32]):
+        with pl.section_vector():
+            t = pl.make_tile(pl.TileType([16, 64], pl.DT_FP32), addr=0)
+            pl.load(t, x, [0, 0])
+            pl.set_stride(x, [1, 64])
+            pl.load(t, x, [0, 0])
+            pl.store(y, t, [0, 0])
+
+    _, body = _body(cg, k)
+    assert [x for x in body if "SetStride" in x] == [
+        f"x_gt.SetStride<{DIMS}>(x_stride[0], x_stride[1]);"] * 2  # y keeps its constructor's
 
 
 # ---------------------------------------------------------------- valid shapes
@@ -139,7 +203,12 @@ def test_ops_without_a_pto_isa_instruction_are_lowered(cg):
     c, d2 = _tile("c", MemorySpace.Vec, addr=0x800)
     h, d3 = _tile("h", MemorySpace.Vec, DataType.FP16, addr=0xC00)
     calls = [Call("block.add_relu", (c, a, b), span=SPAN),
+             Call("block.sub_relu", (c, a, b), span=SPAN),
+             Call("block.mul_add_dst", (c, a, b), span=SPAN),
+             Call("block.fused_mul_add", (c, a, b), span=SPAN),
+             Call("block.fused_mul_add_relu", (c, a, b), span=SPAN),
              Call("block.add_relu_cast", (h, a, b), span=SPAN),
+             Call("block.sub_relu_cast", (h, a, b), (("mode", RoundMode.CAST_RINT),), span=SPAN),
              Call("block.mul_cast", (h, a, b), span=SPAN),
              Call("block.row_reduce", (c, a, b), (("op", "MAX"),), span=SPAN),
              Call("block.col_reduce", (c, a, b), (("op", "SUM"),), span=SPAN),
@@ -148,9 +217,13 @@ def test_ops_without_a_pto_isa_instruction_are_lowered(cg):
              Call("block.gathermask", (c, a), (("pattern_mode", 3),), span=SPAN),
              Call("block.transpose", (c, a), span=SPAN)]
     body = _lines(cg, calls, [d0, d1, d2, d3])
-    expected = ["TADD(c, a, b);", "TRELU(c, c);", "TADD(a, a, b);", "TRELU(a, a);",
-                "TCVT(h, a, RoundMode::CAST_RINT);", "TMUL(a, a, b);",
-                "TCVT(h, a, RoundMode::CAST_RINT);", "TROWMAX(c, a, b);",
+    # the fused ops work through their first input, as the real code generator lowers them
+    expected = ["TADD(a, a, b);", "TRELU(c, a);", "TSUB(a, a, b);", "TRELU(c, a);",
+                "TMUL(a, a, b);", "TADD(c, a, c);", "TMUL(a, a, c);", "TADD(c, a, b);",
+                "TMUL(a, a, c);", "TADD(a, a, b);", "TRELU(c, a);",
+                "TADD(a, a, b);", "TRELU(a, a);", "TCVT(h, a, RoundMode::CAST_ROUND);",
+                "TSUB(a, a, b);", "TRELU(a, a);", "TCVT(h, a, RoundMode::CAST_RINT);",
+                "TMUL(a, a, b);", "TCVT(h, a, RoundMode::CAST_ROUND);", "TROWMAX(c, a, b);",
                 "TCOLSUM(c, a, b, false);", "TCOLMAX(c, a);", "TROWEXPANDMUL(c, a, b);",
                 "TGATHER<std::remove_reference_t<decltype(c)>, "
                 "std::remove_reference_t<decltype(a)>, MaskPattern::P0001>(c, a);",
@@ -202,6 +275,39 @@ def test_sync_all_spelling(cg):
     assert "SYNCALL<SyncCoreType::AIVOnly>();" in body
 
 
+# ---------------------------------------------------------------- dumps
+
+
+def test_a_tile_window_dump_is_print_loops(cg):
+    """pto-isa's TPRINT takes a whole tile (PyPTO Pro's header makes it a one-argument macro):
+    a window is printed by loops, as the real code generator emits them."""
+    @pl.jit(arch="a5")
+    def k(x: pl.Tensor[[16, 32], pl.DT_FP32], n: pl.Scalar[pl.DT_INT32]):
+        with pl.section_vector():
+            t = pl.make_tile(pl.TileType([16, 32], pl.DT_FP32), addr=0)
+            pl.load(t, x, [0, 0])
+            pl.dump_data(t, offsets=[2, n], shapes=[3, 8], flag="w")
+
+    _, body = _body(cg, k)
+    at = body.index('cce::printf("=== [flag] %s ===\\n", "w");')
+    ty = "std::remove_reference_t<decltype(t)>"
+    assert body[at + 1:at + 8] == [
+        "pipe_barrier(PIPE_ALL);", "int dump_want_rows = static_cast<int>(3);",
+        "if (dump_want_rows < 0) dump_want_rows = 0;",
+        "int dump_rows = static_cast<int>(t.GetValidRow()) - static_cast<int>(2);",
+        "if (dump_rows > dump_want_rows) dump_rows = dump_want_rows;",
+        "if (dump_rows < 0) dump_rows = 0;", "if (dump_rows > 16) dump_rows = 16;"]
+    assert 'cce::printf("=== [TPRINT Tile Window] Data Type: %s, Layout: %s, TileType: %s ===\\n"' \
+           f", __pypto_dtype_name<{ty}::DType>(), pto::GetLayoutName({ty}::BFractal, " \
+           f'{ty}::SFractal), "Vec");' in body
+    loop = body.index("for (int dump_r = 0; dump_r < dump_rows; ++dump_r) {")
+    assert body[loop + 1:loop + 6] == [
+        "for (int dump_c = 0; dump_c < dump_cols; ++dump_c) {",
+        f"__pypto_print_val(t.data()[pto::GetTileOffset<{ty}>(dump_r + (2), dump_c + (n))]);",
+        "}", 'cce::printf("\\n");', "}"]
+    assert not any(x.startswith("TPRINT(") for x in body)
+
+
 # ---------------------------------------------------------------- our headers reject bad forms
 
 
@@ -212,8 +318,13 @@ def _compiles(tmp_path: Path, code: str) -> tuple[bool, str]:
                    "using VR = Tile<TileType::Vec, float, 1, 64, BLayout::RowMajor, 1, -1>;\n"
                    "using A = Tile<TileType::Acc, float, 16, 64, BLayout::ColMajor, -1, -1, "
                    "SLayout::RowMajor, 1024>;\n"
+                   "using C = Tile<TileType::Vec, float, 16, 1, BLayout::ColMajor, -1, 1>;\n"
+                   "using ZN = Tile<TileType::Mat, float, 16, 64, BLayout::RowMajor, 16, 64, "
+                   "SLayout::ColMajor>;\n"
                    "using G = GlobalTensor<float, pto::Shape<1, 1, 1, -1, -1>, "
                    "pto::Stride<-1, -1, -1, -1, -1>>;\n"
+                   "using GD = GlobalTensor<float, pto::Shape<1, 1, 1, -1, -1>, "
+                   "pto::Stride<-1, -1, -1, -1, -1>, pto::Layout::DN>;\n"
                    f"void f(float* p) {{\n{code}\n}}\n")
     done = subprocess.run([shutil.which("g++") or "g++", "-std=c++17", "-fsyntax-only",
                            f"-I{INCLUDE}", str(src)], capture_output=True, text=True)
@@ -237,6 +348,12 @@ REJECTED = [
     ("using Bad = Tile<TileType::Vec, float, 16, 3>; Bad b;",
      "using Ok = Tile<TileType::Vec, float, 16, 8>; Ok o;"),
     ("G g(p); int64_t* q = nullptr; TASSIGN(g, q);", "G g(p); TASSIGN(g, p + 64);"),
+    # the a5 DMA's layout pairs: a transposed (DN) window into a ZN L1 tile, a column-major
+    # one-column tile through a DN window
+    ("G g(p); ZN z; TLOAD(z, g);", "GD g(p); ZN z; TLOAD(z, g);"),
+    ("GD g(p); V v(16, 64); TLOAD(v, g);", "G g(p); V v(16, 64); TLOAD(v, g);"),
+    ("G g(p); C c(16); TLOAD(c, g);", "GD g(p); C c(16); TLOAD(c, g);"),
+    ("GD g(p); A a(16, 64); TSTORE(g, a);", "G g(p); A a(16, 64); TSTORE(g, a);"),
 ]
 
 

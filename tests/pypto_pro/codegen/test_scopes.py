@@ -98,7 +98,7 @@ def view_of_a_view(x: pl.Tensor[[8, 16], pl.DT_FP32]):
     with pl.section_vector():
         t = pl.make_tile(T, addr=0)
         pl.expands(t, 1.0)
-        pl.store(x, pl.reinterpret(t[8:, 0:], shape=[8, 16], layout=pl.DN), [0, 0])
+        pl.store(x, pl.reinterpret(t[8:, 0:], shape=[8, 16]), [0, 0])
 
 
 def test_a_view_of_a_view_gets_its_own_object(gen, cg, cxx_check):

@@ -378,6 +378,53 @@ inline void store_tile(GT& gt, TileT& tile, bool scaled, uint64_t deq, const voi
 
 namespace pto {
 
+namespace detail {
+// The GlobalTensor layout / tile layout pairs the a5 DMA moves (pto-isa's NPU static checks; its
+// CPU mode leaves them out): ND with a row-major tile, DN with a column-major one, NZ with NZ.
+template <typename T>
+constexpr bool nd_tile = T::isRowMajor && T::SFractal == SLayout::NoneBox;
+template <typename T>
+constexpr bool dn_tile = !T::isRowMajor && T::SFractal == SLayout::NoneBox;
+template <typename T>
+constexpr bool nz_tile = !T::isRowMajor && T::SFractal == SLayout::RowMajor;
+template <typename T>
+constexpr bool zn_tile = T::isRowMajor && T::SFractal == SLayout::ColMajor;
+
+template <typename TileData, typename GlobalData>
+constexpr bool load_layouts()
+{
+    constexpr Layout g = GlobalData::layout;
+    if constexpr (g != Layout::ND && g != Layout::DN && g != Layout::NZ) {
+        return true;  // MX / scale layouts: their own rules
+    } else if constexpr (TileData::Loc == TileType::Vec) {
+        return (g == Layout::ND && nd_tile<TileData>) || (g == Layout::DN && dn_tile<TileData>) ||
+               (g == Layout::NZ && nz_tile<TileData>);
+    } else if constexpr (TileData::Loc == TileType::Mat) {
+        if constexpr (TileData::Rows == 1 && TileData::isRowMajor &&
+                      TileData::SFractal == SLayout::RowMajor) {
+            return true;  // the MX scale-vector path
+        }
+        return nz_tile<TileData> || (g == Layout::ND && nd_tile<TileData>) ||
+               (g == Layout::DN && (dn_tile<TileData> || zn_tile<TileData>));
+    }
+    return true;
+}
+
+template <typename TileData, typename GlobalData>
+constexpr bool store_layouts()
+{
+    constexpr Layout g = GlobalData::layout;
+    if constexpr (TileData::Loc == TileType::Acc) {
+        return g != Layout::DN;
+    } else if constexpr (TileData::Loc == TileType::Vec) {
+        return (g == Layout::ND && nd_tile<TileData>) || (g == Layout::DN && dn_tile<TileData>) ||
+               (g == Layout::NZ && nz_tile<TileData>) || TileData::Rows == 1 ||
+               TileData::Cols == 1;
+    }
+    return true;
+}
+}  // namespace detail
+
 // The data movement instructions as pto-isa declares them: template parameters (tile and global
 // types first, then the options: STPhase, AtomicType, AccToVecMode, ReluPreMode) and overloads.
 
@@ -385,6 +432,9 @@ template <typename TileData, typename GlobalData>
 inline void TLOAD(TileData& dst, GlobalData& src, pypto_native::Loc loc = pypto_native::Loc::here())
 {
     static_assert(is_global_data_v<GlobalData>, "TLOAD: the source must be a GlobalTensor");
+    static_assert(detail::load_layouts<TileData, GlobalData>(),
+                  "TLOAD: Src and dst layout must be same (Vec: ND2ND, DN2DN, NZ2NZ; Mat: "
+                  "ND2NZ, DN2NZ, NZ2NZ, ND2ND, DN2DN, DN2ZN)");
     pypto_native::record("TLOAD", loc);
     pypto_native::load_tile(dst, src, loc.line);
 }
@@ -394,6 +444,9 @@ template <AtomicType A, ReluPreMode R, typename TileData, typename GlobalData>
 inline void store(GlobalData& dst, TileData& src, bool scaled, uint64_t deq, int line)
 {
     static_assert(is_global_data_v<GlobalData>, "TSTORE: the destination must be a GlobalTensor");
+    static_assert(store_layouts<TileData, GlobalData>(),
+                  "TSTORE: Src and dst layout must be same, only support ND/DN/NZ or the special "
+                  "case of one row/one column (an Acc tile: ND or NZ)");
     pypto_native::store_tile<A, R>(dst, src, scaled, deq, nullptr, line);
 }
 }  // namespace detail
@@ -466,6 +519,8 @@ inline void TSTORE_FP(GlobalData& dst, TileData& src, FpTileData& fp,
                       pypto_native::Loc loc = pypto_native::Loc::here())
 {
     static_assert(is_global_data_v<GlobalData>, "TSTORE_FP: the destination must be a GlobalTensor");
+    static_assert(detail::store_layouts<TileData, GlobalData>(),
+                  "TSTORE_FP: an Acc tile stores to an ND or NZ GlobalTensor");
     pypto_native::record("TSTORE_FP", loc);
     auto cols = pypto_native::channel_scales(fp, 0, src.GetValidCol(), loc.line);
     pypto_native::store_tile<atomicType, reluPreMode>(dst, src, true, 0, &cols, loc.line);
