@@ -50,6 +50,8 @@ def jit(target: Callable | None = None, *, arch: str | None = None, auto_mutex: 
                        compile_timeout=compile_timeout, sanitizer=sanitizer)
 
     def decorate(fn: Callable) -> Any:
+        if isinstance(fn, JitKernel):
+            return fn  # the real decorator passes an already-jitted kernel through unchanged
         env = _capture_env(_check_function(fn, "jit"))
         evaluated = evaluate_annotations(fn, env)
         if not is_kernel_function(fn, env, evaluated):

@@ -1,7 +1,8 @@
 """Tiling keys (spec §1.1 `tiling_key=`): the schema class, its checks, packing a key.
 
 A tiling-key class declares fields as class attributes `NAME = TilingKeyField(bits=, values=)`
-(in declaration order) and optionally `is_valid(self, key) -> bool`, called with the key dict.
+(in declaration order) and optionally `is_valid(self, key) -> bool`, called (as the real
+runtime calls it) with the tuple of the key's values in declaration order.
 Each field's value is encoded by its index in `values`; the first field takes the lowest bits.
 The schema is checked once at decoration (spec §5.2) and every key at launch. Imports only
 the error classes.
@@ -75,7 +76,7 @@ class TilingKeySchema(Frozen):
         if check is None:
             return
         instance = self.cls.__new__(self.cls)
-        if not instance.is_valid(dict(ordered)):
+        if not instance.is_valid(tuple(v for _, v in ordered)):
             raise _fail(f"tiling key {dict(ordered)} rejected by "
                         f"{self.cls.__name__}.is_valid")
 

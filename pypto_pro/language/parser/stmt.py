@@ -9,7 +9,8 @@ import ast
 from typing import Any
 
 from ...errors import (
-    InvalidOperationError, ParserSyntaxError, ParserTypeError, UnsupportedFeatureError,
+    InvalidOperationError, ParserSyntaxError, ParserTypeError, PyptoError,
+    UnsupportedFeatureError,
 )
 from ...ir.nodes import (
     BinOp, BreakStmt, ConstBool, ContinueStmt, Expr, ForStmt, IfStmt, ReturnStmt, SectionStmt,
@@ -40,7 +41,14 @@ def parse_stmt(ctx: ParseContext, node: ast.stmt) -> None:
     if handler is None:
         raise ctx.error(UnsupportedFeatureError,
                         f"'{type(node).__name__}' statements are not supported in kernels", node)
-    handler(ctx, node)
+    try:
+        handler(ctx, node)
+    except (PyptoError, RecursionError):
+        raise
+    except Exception as e:  # an internal failure: typed, at the innermost statement
+        raise ctx.error(ParserSyntaxError, f"Failed to parse kernel function "
+                                           f"'{ctx.kernel_name}': {type(e).__name__}: {e}",
+                        node) from e
 
 
 def _block(ctx: ParseContext, stmts: list[ast.stmt], span) -> Any:

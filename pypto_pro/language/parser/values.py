@@ -132,8 +132,8 @@ def subscript_of(ctx: ParseContext, base: Any, index_node: ast.expr, node: ast.A
     if isinstance(t, TileGroupType):
         return group_slot(ctx, base, index, node)
     if isinstance(t, (TensorType, TileType)):
-        return Call("block.getval", (base, linear_offset(ctx, base, index, node)), (),
-                    ScalarType(t.dtype), ctx.span(node))
+        offset = to_expr(ctx, linear_offset(ctx, base, index, node), node)
+        return Call("block.getval", (base, offset), (), ScalarType(t.dtype), ctx.span(node))
     if isinstance(t, ArrayType):
         return GetItem(base, to_expr(ctx, index, node), t.elem, ctx.span(node))
     if isinstance(t, TupleType):
