@@ -15,14 +15,14 @@ from ...errors import (
 )
 from ...ir.dtype import DataType, promote_scalar
 from ...ir.nodes import (
-    BinaryExpr, BinOp, ConstBool, ConstFloat, ConstInt, Expr, MakeTuple,
-    Select, UnaryExpr, UnOp, const,
+    BinaryExpr, BinOp, ConstBool, ConstFloat, ConstInt, Expr, IfStmt, MakeTuple,
+    Select, UnaryExpr, UnOp, const, seq,
 )
 from ...ir.types import (
     BOOL, INDEX, ScalarType, TensorType, TileType,
     TupleType,
 )
-from .context import ParseContext, PyList
+from .context import ParseContext, PyList, is_group
 
 _BINOPS = {
     ast.Add: BinOp.Add, ast.Sub: BinOp.Sub, ast.Mult: BinOp.Mul, ast.FloorDiv: BinOp.FloorDiv,
@@ -267,9 +267,32 @@ def _ifexp(ctx: ParseContext, node: ast.IfExp) -> Any:
     k, c = try_const(cond)
     if k:
         return eval_expr(ctx, node.body if c else node.orelse)
+    ctx.builder.push()
     a = eval_expr(ctx, node.body)
+    then = ctx.builder.stack.pop()
+    ctx.builder.push()
     b = eval_expr(ctx, node.orelse)
-    return select(ctx, cond, a, b, node)
+    other = ctx.builder.stack.pop()
+    if not then and not other and _selectable(a) and _selectable(b):
+        return select(ctx, cond, a, b, node)
+    # a branch with effects (g.next()) runs only when chosen; tuples and tile groups join
+    from .containers import Merge, merge
+
+    span = ctx.span(node)
+    joined = Merge()
+    try:
+        value = merge(ctx, a, b, span, joined)
+    except ParserTypeError as e:
+        raise ctx.error(ParserTypeError, f"ternary branches cannot be joined: {e.message}",
+                        node) from None
+    ctx.builder.emit(IfStmt(to_expr(ctx, cond, node.test), seq(then + joined.then_stmts, span),
+                            seq(other + joined.else_stmts, span), (), span))
+    return value
+
+
+def _selectable(v: Any) -> bool:
+    """A value a `Select` can choose: not a tile group or a tuple (those join as containers)."""
+    return not is_group(v) and not isinstance(v, (PyList, tuple, list))
 
 
 def select(ctx: ParseContext, cond: Any, a: Any, b: Any, node: ast.AST) -> Any:
