@@ -40,6 +40,7 @@ _PYFUNC = {
     BinOp.Shr: operator.rshift, BinOp.Eq: operator.eq, BinOp.Ne: operator.ne,
     BinOp.Lt: operator.lt, BinOp.Le: operator.le, BinOp.Gt: operator.gt, BinOp.Ge: operator.ge,
     BinOp.Min: min, BinOp.Max: max,
+    BinOp.And: lambda a, b: a and b, BinOp.Or: lambda a, b: a or b,
 }
 
 
@@ -100,7 +101,10 @@ def scalar_type(v: Any) -> ScalarType | None:
 def binary(ctx: ParseContext, op: BinOp, a: Any, b: Any, node: ast.AST) -> Any:
     ka, va = try_const(a)
     kb, vb = try_const(b)
-    if ka and kb and isinstance(va, (int, float, bool)) and isinstance(vb, (int, float, bool)):
+    if ka and kb and not (isinstance(va, (int, float, bool)) and isinstance(vb, (int, float,
+                                                                                 bool))):
+        return _fold_objects(ctx, op, va, vb, node)
+    if ka and kb:
         _check_huge(ctx, op, va, vb, node)
         try:
             return _PYFUNC[op](va, vb)
@@ -125,6 +129,22 @@ def binary(ctx: ParseContext, op: BinOp, a: Any, b: Any, node: ast.AST) -> Any:
     return BinaryExpr(op, to_expr(ctx, a, node), to_expr(ctx, b, node), rtype, ctx.span(node))
 
 
+def _fold_objects(ctx: ParseContext, op: BinOp, va: Any, vb: Any, node: ast.AST) -> Any:
+    """An operator on compile-time values that are not numbers (dtypes, enums, strings,
+    tuples): `==` / `!=` compare them, as the real parser folds `dtype == pl.DT_FP16`;
+    ordering an enum is refused; anything else is Python's own operator, if it has one."""
+    if op in (BinOp.Eq, BinOp.Ne):
+        return (va == vb) == (op is BinOp.Eq)
+    if isinstance(va, (DataType, enum.Enum)) or isinstance(vb, (DataType, enum.Enum)):
+        raise ctx.error(UnsupportedFeatureError, f"operator '{op.value}' on enum values: only "
+                                                 f"== and != compare them", node)
+    try:
+        return _PYFUNC[op](va, vb)
+    except (TypeError, ValueError, KeyError) as e:
+        raise ctx.error(ParserTypeError, f"operator '{op.value}' cannot be applied to {va!r} "
+                                         f"and {vb!r}: {e}", node) from None
+
+
 def _check_huge(ctx: ParseContext, op: BinOp, va: Any, vb: Any, node: ast.AST) -> None:
     """Refuse to fold `a ** b` / `a << b` whose integer result is far beyond 64 bits (Python
     would compute it, slowly, before any range check could see it)."""
@@ -146,6 +166,8 @@ def _check_huge(ctx: ParseContext, op: BinOp, va: Any, vb: Any, node: ast.AST) -
 
 def unary(ctx: ParseContext, op: UnOp, a: Any, node: ast.AST) -> Any:
     k, v = try_const(a)
+    if k and op is UnOp.Not:
+        return not v  # any compile-time value has a truth value
     if k and isinstance(v, (int, float, bool)):
         try:
             return {UnOp.Neg: operator.neg, UnOp.Not: operator.not_,
@@ -221,7 +243,10 @@ def _compare(ctx: ParseContext, node: ast.Compare) -> Any:
     left = eval_expr(ctx, node.left)
     result: Any = True
     for op_node, right_node in zip(node.ops, node.comparators):
-        if isinstance(op_node, (ast.In, ast.NotIn)):
+        if isinstance(op_node, (ast.Is, ast.IsNot)):
+            right = eval_expr(ctx, right_node)
+            part = _identity(ctx, left, right, isinstance(op_node, ast.IsNot), node)
+        elif isinstance(op_node, (ast.In, ast.NotIn)):
             part = _membership(ctx, left, right_node, node)
             if isinstance(op_node, ast.NotIn):
                 part = unary(ctx, UnOp.Not, part, node)
@@ -232,6 +257,14 @@ def _compare(ctx: ParseContext, node: ast.Compare) -> Any:
         result = part if result is True else binary(ctx, BinOp.And, result, part, node)
         left = right
     return result
+
+
+def _identity(ctx: ParseContext, left: Any, right: Any, negated: bool, node: ast.AST) -> bool:
+    """`a is b` / `a is not b` on compile-time values (None, enums, dtypes, objects)."""
+    if not (is_const(left) and is_const(right)):
+        raise ctx.error(UnsupportedFeatureError, "'is' compares compile-time values only",
+                        node, hint="compare runtime values with == / !=")
+    return (left is right) != negated
 
 
 def _membership(ctx: ParseContext, left: Any, right_node: ast.expr, node: ast.AST) -> Any:
