@@ -13,13 +13,13 @@ seq, 128], FP16), mask the causal one when `tiling.causal` is set (Sq = Skv then
   helper that returns all four views as a tuple (`qh, kh, vh, oh = head_views(...)`);
 * the work split: every `get_block_num()`-th (head, Q tile) task per block, decoded by a
   helper returning a tuple (`b, n, qi = task_of(...)`);
-* buffers organised in `pl.make_tuple`s (`cube.k_l1.next()`), read like the groups in them;
+* buffers organised in a `pl.make_tuple` (`cube.k_l1.next()`, `cube.left[1]`), read like the
+  groups in them;
 * the causal mask: KV tiles past the diagonal are skipped (the KV loop ends at `qi + 1`), the
   diagonal tile adds an additive mask tile (0 / −3·10³⁸ above the diagonal), loaded once.
 
-The tile pipeline and the cross-core protocol are those of `flash_attention` (S ring of two
-slots and a P·V slot in UB, the P slot in L1, one set / wait pair per hand-off and direction,
-pre-fired permits drained after the loop); see its docstring.
+The tile pipeline and the cross-core protocol are those of `flash_attention`, whose hand-off
+helpers (`fa.send_s`, `fa.online_softmax`, ...) this kernel calls; see its docstring.
 
 Budgets: L1 192 KiB, L0A / L0B 64 KiB, L0C 128 KiB, UB ≈ 226 KiB per AIV.
 """
@@ -36,11 +36,7 @@ from . import flash_attention as fa
 TARGETS = ("cube", "vector")
 KERNEL_TYPE = "mix"
 RTOL, ATOL = fa.RTOL, fa.ATOL
-
 TS, TKV, D, HALF, SCALE, NEG_BIG = fa.TS, fa.TKV, fa.D, fa.HALF, fa.SCALE, fa.NEG_BIG
-FIX, MTE1, MTE3, V = fa.FIX, fa.MTE1, fa.MTE3, fa.V
-S_READY, S_FREE, P_READY, P_FREE, O_READY, O_FREE = range(6)
-S_SLOTS = fa.S_SLOTS
 MASK_UB = pl.TileType([HALF, TKV], pl.DT_FP32)  # 32 KiB: this AIV's rows of the diagonal mask
 
 
@@ -82,7 +78,7 @@ def flash_attention_bnsd_kernel(q: pl.Ptr[pl.DT_FP16], k: pl.Ptr[pl.DT_FP16],
                                 v: pl.Ptr[pl.DT_FP16], o: pl.Ptr[pl.DT_FP16],
                                 atten_mask: pl.Tensor[[TS, TKV], pl.DT_FP32],
                                 tiling: FaTiling):
-    s_buf = pl.make_tile_group(type=fa.S_UB, addrs=0x00000, depth=S_SLOTS)
+    s_buf = pl.make_tile_group(type=fa.S_UB, addrs=0x00000, depth=fa.S_SLOTS)
     pv_buf = pl.make_tile_group(type=fa.O_UB, addrs=0x10000, depth=1)
     p_buf = pl.make_tile_group(type=fa.P_L1, addrs=0x28000, depth=1)
     q_tiles = tiling.sq // TS
@@ -101,7 +97,7 @@ def flash_attention_bnsd_kernel(q: pl.Ptr[pl.DT_FP16], k: pl.Ptr[pl.DT_FP16],
                    pl.make_tile_group(type=fa.RIGHT, addrs=0x8000, mutex_ids=[8])),
             acc=(pl.make_tile_group(type=fa.ACC, addrs=0x00000, mutex_ids=[9]),
                  pl.make_tile_group(type=fa.ACC, addrs=0x10000, mutex_ids=[10])))
-        pl.system.set_cross_core(pipe=MTE1, event_id=P_FREE)  # the P slot starts free
+        pl.system.set_cross_core(pipe=fa.MTE1, event_id=fa.P_FREE)  # the P slot starts free
         for task in pl.range(core, tasks, cores):
             b, n, qi = task_of(task, tiling.heads, q_tiles)
             qh, kh, vh, _ = head_views(q, k, v, o, b, n, tiling)
@@ -116,96 +112,39 @@ def flash_attention_bnsd_kernel(q: pl.Ptr[pl.DT_FP16], k: pl.Ptr[pl.DT_FP16],
                 pl.move(kr, kt)
                 sa = cube.acc[0].next()
                 pl.matmul(sa, ql, kr)
-                s_slot = s_buf.next()
-                pl.system.wait_cross_core(pipe=FIX, event_id=S_FREE)
-                pl.move(s_slot, sa, acc_to_vec_mode=pl.AccToVecMode.DualModeSplitM)
-                pl.system.set_cross_core(pipe=FIX, event_id=S_READY)
+                fa.send_s(s_buf, sa)
                 vt = cube.v_l1.next()  # O_t = P·V → the AIVs
                 pl.load_tile(vt, vh, [ki, 0])
                 vr = cube.right[1].next()
                 pl.move(vr, vt)
-                pm = p_buf.next()
-                pll = cube.left[1].next()
-                pl.system.wait_cross_core(pipe=MTE1, event_id=P_READY)
-                pl.move(pll, pm)
-                pl.system.set_cross_core(pipe=MTE1, event_id=P_FREE)
+                pll = fa.take_p(p_buf, cube.left[1])
                 oa = cube.acc[1].next()
                 pl.matmul(oa, pll, vr)
-                pv = pv_buf.next()
-                pl.system.wait_cross_core(pipe=FIX, event_id=O_FREE)
-                pl.move(pv, oa, acc_to_vec_mode=pl.AccToVecMode.DualModeSplitM)
-                pl.system.set_cross_core(pipe=FIX, event_id=O_READY)
-        for _ in pl.range(S_SLOTS):  # drain the permits the AIVs pre-fired
-            pl.system.wait_cross_core(pipe=FIX, event_id=S_FREE)
-        pl.system.wait_cross_core(pipe=FIX, event_id=O_FREE)
+                fa.send_pv(pv_buf, oa)
+        fa.drain_cube()
 
     with pl.section_vector():
-        vec = pl.make_tuple(
-            p=pl.make_tile(fa.P_UB, addr=0x18000), p16=pl.make_tile(fa.P16_UB, addr=0x20000),
-            o_run=pl.make_tile(fa.O_UB, addr=0x24000), o16=pl.make_tile(fa.O16_UB,
-                                                                         addr=0x2C000),
-            mask=pl.make_tile(MASK_UB, addr=0x31000))
-        rows = pl.make_tuple(m_old=pl.make_tile(fa.ROW_UB, addr=0x30000),
-                             m_new=pl.make_tile(fa.ROW_UB, addr=0x30100),
-                             corr=pl.make_tile(fa.ROW_UB, addr=0x30200),
-                             l_run=pl.make_tile(fa.ROW_UB, addr=0x30300),
-                             l_blk=pl.make_tile(fa.ROW_UB, addr=0x30400))
+        st = fa.vector_state()
+        mask = pl.make_tile(MASK_UB, addr=0x31000)
         sub = pl.get_subblock_idx()
-        pl.load(vec.mask, atten_mask, [sub * HALF, 0])
-        pl.system.sync_src(set_pipe=pl.PipeType.MTE2, wait_pipe=V, event_id=4)
-        pl.system.sync_dst(set_pipe=pl.PipeType.MTE2, wait_pipe=V, event_id=4)
-        for _ in pl.range(S_SLOTS):
-            pl.system.set_cross_core(pipe=V, event_id=S_FREE)  # every S slot starts free
-        pl.system.set_cross_core(pipe=V, event_id=O_FREE)
-        pl.system.sync_src(set_pipe=MTE3, wait_pipe=V, event_id=1)  # p16 starts free
-        pl.system.sync_src(set_pipe=MTE3, wait_pipe=V, event_id=3)  # o16 starts free
+        pl.load(mask, atten_mask, [sub * HALF, 0])
+        pl.system.sync_src(set_pipe=pl.PipeType.MTE2, wait_pipe=fa.V, event_id=4)
+        pl.system.sync_dst(set_pipe=pl.PipeType.MTE2, wait_pipe=fa.V, event_id=4)
+        fa.prefire_vector()
         for task in pl.range(core, tasks, cores):
             b, n, qi = task_of(task, tiling.heads, q_tiles)
             _, _, _, oh = head_views(q, k, v, o, b, n, tiling)
-            pl.expands(rows.m_old, NEG_BIG)
-            pl.expands(rows.l_run, 0.0)
-            pl.expands(vec.o_run, 0.0)
+            fa.start_rows(st)
             for ki in pl.range(kv_tiles_of(tiling, qi)):
-                s = s_buf.next()  # online softmax on this AIV's 64 rows of S
-                pl.system.wait_cross_core(pipe=V, event_id=S_READY)
+                s = fa.take_s(s_buf, st)
                 pl.mul(s, s, SCALE)
                 if tiling.causal != 0 and ki == qi:
-                    pl.add(s, s, vec.mask)  # the diagonal tile: nothing above the diagonal
-                pl.row_max(rows.m_new, s, vec.p)
-                pl.maximum(rows.m_new, rows.m_new, rows.m_old)
-                pl.sub(rows.corr, rows.m_old, rows.m_new)
-                pl.exp(rows.corr, rows.corr)
-                pl.move(rows.m_old, rows.m_new)
-                pl.row_expand_sub(vec.p, s, rows.m_new)
-                pl.exp(vec.p, vec.p)
-                pl.row_sum(rows.l_blk, vec.p, s)
-                pl.system.set_cross_core(pipe=V, event_id=S_FREE)
-                pl.mul(rows.l_run, rows.l_run, rows.corr)
-                pl.add(rows.l_run, rows.l_run, rows.l_blk)
-                pl.system.sync_dst(set_pipe=MTE3, wait_pipe=V, event_id=1)
-                pl.cast(vec.p16, vec.p)
-                pl.system.sync_src(set_pipe=V, wait_pipe=MTE3, event_id=0)
-                pl.system.sync_dst(set_pipe=V, wait_pipe=MTE3, event_id=0)
-                pm = p_buf.next()
-                pl.system.wait_cross_core(pipe=MTE3, event_id=P_FREE)
-                pl.insert(pm, vec.p16, [sub * HALF, 0])
-                pl.system.set_cross_core(pipe=MTE3, event_id=P_READY)
-                pl.system.sync_src(set_pipe=MTE3, wait_pipe=V, event_id=1)
-                pv = pv_buf.next()
-                pl.system.wait_cross_core(pipe=V, event_id=O_READY)
-                pl.row_expand_mul(vec.o_run, vec.o_run, rows.corr)
-                pl.add(vec.o_run, vec.o_run, pv)
-                pl.system.set_cross_core(pipe=V, event_id=O_FREE)
-            pl.row_expand_div(vec.o_run, vec.o_run, rows.l_run)
-            pl.system.sync_dst(set_pipe=MTE3, wait_pipe=V, event_id=3)
-            pl.cast(vec.o16, vec.o_run)
-            pl.system.sync_src(set_pipe=V, wait_pipe=MTE3, event_id=2)
-            pl.system.sync_dst(set_pipe=V, wait_pipe=MTE3, event_id=2)
-            pl.store(oh, vec.o16, [qi * TS + sub * HALF, 0])
-            pl.system.sync_src(set_pipe=MTE3, wait_pipe=V, event_id=3)
-        pl.system.sync_dst(set_pipe=MTE3, wait_pipe=V, event_id=1)
-        pl.system.sync_dst(set_pipe=MTE3, wait_pipe=V, event_id=3)
-        pl.system.wait_cross_core(pipe=MTE3, event_id=P_FREE)  # the cube's pre-fired permit
+                    pl.add(s, s, mask)  # the diagonal tile: nothing above the diagonal
+                fa.online_softmax(s, st)
+                fa.send_p(st, p_buf, sub)
+                fa.add_pv(st, pv_buf)
+            fa.store_rows(st, oh, qi * TS + sub * HALF)
+        fa.drain_vector()
 
 
 KERNELS = {"flash_attention_bnsd_kernel": flash_attention_bnsd_kernel}

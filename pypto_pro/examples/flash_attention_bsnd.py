@@ -63,23 +63,9 @@ def _flash_attention_bsnd(q: pl.Tensor[[DYN, DYN, DYN, D], pl.DT_FP16],
     sub = pl.get_subblock_idx()
 
     with pl.section_cube():
-        q_l1 = pl.make_tile_group(type=fp.QT_L1, addrs=[0x00000, 0x08000], mutex_ids=[0, 1])
-        k_l1 = pl.make_tile_group(type=fp.K_L1, addrs=[0x10000, 0x18000], mutex_ids=[2, 3])
-        v_l1 = pl.make_tile_group(type=fp.V_L1, addrs=[0x20000, 0x28000], mutex_ids=[4, 5])
-        k_left = pl.make_tile_group(type=fp.LEFT, addrs=0x0000, mutex_ids=[6])
-        p_left = pl.make_tile_group(type=fp.LEFT, addrs=0x8000, mutex_ids=[7])
-        q_right = pl.make_tile_group(type=fp.RIGHT, addrs=0x0000, mutex_ids=[8])
-        v_right = pl.make_tile_group(type=fp.RIGHT, addrs=0x8000, mutex_ids=[9])
-        s_acc = pl.make_tile_group(type=fp.ACC, addrs=[0x00000, 0x10000], mutex_ids=[10, 11])
-        o_acc = pl.make_tile_group(type=fp.ACC, addrs=[0x20000, 0x30000], mutex_ids=[12, 13])
+        q_l1, k_l1, v_l1, k_left, p_left, q_right, v_right, s_acc, o_acc = fp.cube_buffers()
     with pl.section_vector():
-        p16 = pl.make_tile_group(type=fp.P16, addrs=[0x28000, 0x2C000], mutex_ids=[21, 22])
-        o16 = pl.make_tile_group(type=fp.O16, addrs=0x30000, mutex_ids=[23])
-        o_run = pl.make_tile(fp.O_RUN, addr=0x20000)
-        m_run = pl.make_tile(fp.STATE, addr=0x34000)
-        l_run = pl.make_tile(fp.STATE, addr=0x34100)
-        corr_ring = (pl.make_tile(fp.STATE, addr=0x34200), pl.make_tile(fp.STATE, addr=0x34300),
-                     pl.make_tile(fp.STATE, addr=0x34400))
+        p16, o16, o_run, m_run, l_run, corr_ring = fp.vector_buffers()
 
     for task in pl.range(core, tasks, cores):
         head = task // q_tiles

@@ -15,6 +15,9 @@ gets its extent with `pl.set_validshape` per KV tile:
   inserts into the cube's L1 cover the valid columns only — nothing past the end of K is read
   or contributes, without padding or masking.
 
+The hand-offs are `flash_attention`'s helpers, given the valid extent (`fa.send_s(s_buf, sa,
+vk)`, `fa.take_p(..., vk)`, `fa.take_s(..., vk)`).
+
 vk = min(128, Skv − 128·ki) is 128 except on the last KV tile. Skv < 128 (a single tail tile)
 works the same way.
 
@@ -31,11 +34,7 @@ from . import flash_attention as fa
 TARGETS = ("cube", "vector")
 KERNEL_TYPE = "mix"
 RTOL, ATOL = fa.RTOL, fa.ATOL
-
-TS, TKV, D, HALF, SCALE, NEG_BIG = fa.TS, fa.TKV, fa.D, fa.HALF, fa.SCALE, fa.NEG_BIG
-FIX, MTE1, MTE3, V = fa.FIX, fa.MTE1, fa.MTE3, fa.V
-S_READY, S_FREE, P_READY, P_FREE, O_READY, O_FREE = range(6)
-S_SLOTS = fa.S_SLOTS
+TS, TKV, D, HALF, SCALE = fa.TS, fa.TKV, fa.D, fa.HALF, fa.SCALE
 F16, F32, MAT = pl.DT_FP16, pl.DT_FP32, pl.MemorySpace.Mat
 DYNAMIC_VALID = [-1, -1]
 
@@ -57,7 +56,7 @@ def flash_attention_tail_kernel(q: pl.Tensor[[pl.DYNAMIC, D], pl.DT_FP16],
                                 k: pl.Tensor[[pl.DYNAMIC, D], pl.DT_FP16],
                                 v: pl.Tensor[[pl.DYNAMIC, D], pl.DT_FP16],
                                 o: pl.Tensor[[pl.DYNAMIC, D], pl.DT_FP16]):
-    s_buf = pl.make_tile_group(type=S_UB, addrs=0x00000, depth=S_SLOTS)
+    s_buf = pl.make_tile_group(type=S_UB, addrs=0x00000, depth=fa.S_SLOTS)
     pv_buf = pl.make_tile_group(type=fa.O_UB, addrs=0x10000, depth=1)
     p_buf = pl.make_tile_group(type=P_L1, addrs=0x28000, depth=1)
     skv = k.shape[0]
@@ -76,7 +75,7 @@ def flash_attention_tail_kernel(q: pl.Tensor[[pl.DYNAMIC, D], pl.DT_FP16],
         v_right = pl.make_tile_group(type=RIGHT, addrs=0x8000, mutex_ids=[8])
         s_acc = pl.make_tile_group(type=S_ACC, addrs=0x00000, mutex_ids=[9])
         o_acc = pl.make_tile_group(type=fa.ACC, addrs=0x10000, mutex_ids=[10])
-        pl.system.set_cross_core(pipe=MTE1, event_id=P_FREE)
+        pl.system.set_cross_core(pipe=fa.MTE1, event_id=fa.P_FREE)
         for qi in pl.range(core, sq_tiles, cores):
             qt = q_l1.next()
             pl.load_tile(qt, q, [qi, 0])
@@ -93,97 +92,33 @@ def flash_attention_tail_kernel(q: pl.Tensor[[pl.DYNAMIC, D], pl.DT_FP16],
                 sa = s_acc.next()
                 pl.set_validshape(sa, [TS, vk])
                 pl.matmul(sa, ql, kr)
-                s_slot = s_buf.next()
-                pl.set_validshape(s_slot, [HALF, vk])
-                pl.system.wait_cross_core(pipe=FIX, event_id=S_FREE)
-                pl.move(s_slot, sa, acc_to_vec_mode=pl.AccToVecMode.DualModeSplitM)
-                pl.system.set_cross_core(pipe=FIX, event_id=S_READY)
+                fa.send_s(s_buf, sa, vk)
                 vt = v_l1.next()
                 pl.set_validshape(vt, [vk, D])
                 pl.load(vt, v, [ki * TKV, 0])
                 vr = v_right.next()
                 pl.set_validshape(vr, [vk, D])
                 pl.move(vr, vt)
-                pm = p_buf.next()
-                pl.set_validshape(pm, [TS, vk])
-                pll = p_left.next()
-                pl.set_validshape(pll, [TS, vk])
-                pl.system.wait_cross_core(pipe=MTE1, event_id=P_READY)
-                pl.move(pll, pm)
-                pl.system.set_cross_core(pipe=MTE1, event_id=P_FREE)
+                pll = fa.take_p(p_buf, p_left, vk)
                 oa = o_acc.next()
                 pl.matmul(oa, pll, vr)  # sums over the vk valid KV positions
-                pv = pv_buf.next()
-                pl.system.wait_cross_core(pipe=FIX, event_id=O_FREE)
-                pl.move(pv, oa, acc_to_vec_mode=pl.AccToVecMode.DualModeSplitM)
-                pl.system.set_cross_core(pipe=FIX, event_id=O_READY)
-        for _ in pl.range(S_SLOTS):
-            pl.system.wait_cross_core(pipe=FIX, event_id=S_FREE)
-        pl.system.wait_cross_core(pipe=FIX, event_id=O_FREE)
+                fa.send_pv(pv_buf, oa)
+        fa.drain_cube()
 
     with pl.section_vector():
-        p = pl.make_tile(P_UB, addr=0x18000)
-        p16 = pl.make_tile(P16_UB, addr=0x20000)
-        o_run = pl.make_tile(fa.O_UB, addr=0x24000)
-        o16 = pl.make_tile(fa.O16_UB, addr=0x2C000)
-        m_old = pl.make_tile(fa.ROW_UB, addr=0x30000)
-        m_new = pl.make_tile(fa.ROW_UB, addr=0x30100)
-        corr = pl.make_tile(fa.ROW_UB, addr=0x30200)
-        l_run = pl.make_tile(fa.ROW_UB, addr=0x30300)
-        l_blk = pl.make_tile(fa.ROW_UB, addr=0x30400)
+        st = fa.vector_state(P_UB, P16_UB)
         sub = pl.get_subblock_idx()
-        for _ in pl.range(S_SLOTS):
-            pl.system.set_cross_core(pipe=V, event_id=S_FREE)
-        pl.system.set_cross_core(pipe=V, event_id=O_FREE)
-        pl.system.sync_src(set_pipe=MTE3, wait_pipe=V, event_id=1)
-        pl.system.sync_src(set_pipe=MTE3, wait_pipe=V, event_id=3)
+        fa.prefire_vector()
         for qi in pl.range(core, sq_tiles, cores):
-            pl.expands(m_old, NEG_BIG)
-            pl.expands(l_run, 0.0)
-            pl.expands(o_run, 0.0)
+            fa.start_rows(st)
             for ki in pl.range(kv_tiles):
-                vk = pl.min(TKV, skv - ki * TKV)
-                s = s_buf.next()
-                pl.set_validshape(s, [HALF, vk])
-                pl.set_validshape(p, [HALF, vk])
-                pl.set_validshape(p16, [HALF, vk])
-                pl.system.wait_cross_core(pipe=V, event_id=S_READY)
+                s = fa.take_s(s_buf, st, pl.min(TKV, skv - ki * TKV))
                 pl.mul(s, s, SCALE)
-                pl.row_max(m_new, s, p)  # over the valid columns only
-                pl.maximum(m_new, m_new, m_old)
-                pl.sub(corr, m_old, m_new)
-                pl.exp(corr, corr)
-                pl.move(m_old, m_new)
-                pl.row_expand_sub(p, s, m_new)
-                pl.exp(p, p)
-                pl.row_sum(l_blk, p, s)
-                pl.system.set_cross_core(pipe=V, event_id=S_FREE)
-                pl.mul(l_run, l_run, corr)
-                pl.add(l_run, l_run, l_blk)
-                pl.system.sync_dst(set_pipe=MTE3, wait_pipe=V, event_id=1)
-                pl.cast(p16, p)
-                pl.system.sync_src(set_pipe=V, wait_pipe=MTE3, event_id=0)
-                pl.system.sync_dst(set_pipe=V, wait_pipe=MTE3, event_id=0)
-                pm = p_buf.next()
-                pl.system.wait_cross_core(pipe=MTE3, event_id=P_FREE)
-                pl.insert(pm, p16, [sub * HALF, 0])
-                pl.system.set_cross_core(pipe=MTE3, event_id=P_READY)
-                pl.system.sync_src(set_pipe=MTE3, wait_pipe=V, event_id=1)
-                pv = pv_buf.next()
-                pl.system.wait_cross_core(pipe=V, event_id=O_READY)
-                pl.row_expand_mul(o_run, o_run, corr)
-                pl.add(o_run, o_run, pv)
-                pl.system.set_cross_core(pipe=V, event_id=O_FREE)
-            pl.row_expand_div(o_run, o_run, l_run)
-            pl.system.sync_dst(set_pipe=MTE3, wait_pipe=V, event_id=3)
-            pl.cast(o16, o_run)
-            pl.system.sync_src(set_pipe=V, wait_pipe=MTE3, event_id=2)
-            pl.system.sync_dst(set_pipe=V, wait_pipe=MTE3, event_id=2)
-            pl.store(o, o16, [qi * TS + sub * HALF, 0])
-            pl.system.sync_src(set_pipe=MTE3, wait_pipe=V, event_id=3)
-        pl.system.sync_dst(set_pipe=MTE3, wait_pipe=V, event_id=1)
-        pl.system.sync_dst(set_pipe=MTE3, wait_pipe=V, event_id=3)
-        pl.system.wait_cross_core(pipe=MTE3, event_id=P_FREE)
+                fa.online_softmax(s, st)  # row max and sum over the valid columns only
+                fa.send_p(st, p_buf, sub)
+                fa.add_pv(st, pv_buf)
+            fa.store_rows(st, o, qi * TS + sub * HALF)
+        fa.drain_vector()
 
 
 KERNELS = {"flash_attention_tail_kernel": flash_attention_tail_kernel}

@@ -32,8 +32,10 @@ from .expr import binary, is_const, select, to_expr
 
 
 def snapshot(ctx: ParseContext, value: Any, span: Span) -> Any:
-    """A runtime value copied into a fresh Var, so later assignments cannot change it."""
-    if not isinstance(value, Expr) or isinstance(value, (ConstInt, ConstFloat, ConstBool)):
+    """A runtime value copied into a fresh Var, so later assignments cannot change it (a tile
+    group is a placement, never copied)."""
+    if not isinstance(value, Expr) or isinstance(value, (ConstInt, ConstFloat, ConstBool)) or \
+            is_group(value):
         return value
     tmp = ctx.new_var("tmp", value.type, span)
     ctx.builder.emit(AssignStmt(tmp, value, span))

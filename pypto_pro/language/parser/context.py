@@ -232,12 +232,17 @@ class ParseContext:
         frame.scope[name] = var
 
     def _rename_fresh(self, var: Var, name: str, span: Span) -> bool:
-        """`t = g.next()`: store the call just materialised straight into the user's name."""
-        stmts = self.builder.stack[-1]
-        last = stmts[-1] if stmts else None
-        if not (isinstance(last, AssignStmt) and last.var is var and var.name != name
-                and var.name.split("_")[0] in ("tile", "group", "val", "view", "old", "struct")):
+        """`t = g.next()` (or `a, b = helper()` returning new groups): store the value the
+        parser just materialised under a made-up name straight into the user's name, if
+        nothing used it since."""
+        if var.name == name or var.name.split("_")[0] not in (
+                "tile", "group", "val", "view", "old", "struct"):
             return False
+        stmts = self.builder.stack[-1]
+        at = _definition(stmts, var)
+        if at is None:
+            return False
+        last = stmts[at]
         frame = self.frame
         shared = name in frame.mutable and not is_group(var)  # each group keeps its own Var
         target = frame.vars.get(name) if shared else None
@@ -245,7 +250,7 @@ class ParseContext:
             target = self.new_var(name, var.type, span)
             if shared:
                 frame.vars[name] = target
-        stmts[-1] = AssignStmt(target, last.value, last.span)
+        stmts[at] = AssignStmt(target, last.value, last.span)
         frame.scope[name] = target
         return True
 
@@ -259,6 +264,20 @@ class ParseContext:
 
     def span(self, node: ast.AST) -> Span:
         return span_of(node, self.frame.file)
+
+
+def _definition(stmts: list[Stmt], var: Var, window: int = 32) -> int | None:
+    """The index of `var`'s assignment among the last `window` statements, if no statement
+    after it reads `var`."""
+    from ...ir.mutator import walk
+
+    for i in range(len(stmts) - 1, max(len(stmts) - window, 0) - 1, -1):
+        s = stmts[i]
+        if isinstance(s, AssignStmt) and s.var is var:
+            return i
+        if any(n is var for n in walk(s)):
+            return None
+    return None
 
 
 def is_group(value: Any) -> bool:

@@ -19,7 +19,7 @@ from ...ir.nodes import (
     Select, UnaryExpr, UnOp, const, seq,
 )
 from ...ir.types import (
-    BOOL, INDEX, ScalarType, TensorType, TileType,
+    BOOL, INDEX, PtrType, ScalarType, TensorType, TileType,
     TupleType,
 )
 from .context import ParseContext, PyList, is_group
@@ -260,11 +260,17 @@ def _compare(ctx: ParseContext, node: ast.Compare) -> Any:
 
 
 def _identity(ctx: ParseContext, left: Any, right: Any, negated: bool, node: ast.AST) -> bool:
-    """`a is b` / `a is not b` on compile-time values (None, enums, dtypes, objects)."""
-    if not (is_const(left) and is_const(right)):
-        raise ctx.error(UnsupportedFeatureError, "'is' compares compile-time values only",
-                        node, hint="compare runtime values with == / !=")
-    return (left is right) != negated
+    """`a is b` / `a is not b` on compile-time values (None, enums, dtypes, objects); a tile,
+    scalar or tensor is never None (`valid is not None` in a helper with an optional
+    argument). Whether a pointer argument is null is a runtime question, not answered."""
+    if is_const(left) and is_const(right):
+        return (left is right) != negated
+    other = right if left is None else left if right is None else None
+    if other is not None and not isinstance(getattr(other, "type", None), PtrType):
+        return negated
+    raise ctx.error(UnsupportedFeatureError, "'is' compares compile-time values (and a value "
+                                             "with None) only", node,
+                    hint="compare runtime values with == / !=")
 
 
 def _membership(ctx: ParseContext, left: Any, right_node: ast.expr, node: ast.AST) -> Any:

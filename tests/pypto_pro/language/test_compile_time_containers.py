@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 import torch
 from dual_backend import sim_and_native
+from kernel_source import assert_refused
 
 import pypto_pro.language as pl
 from pypto_pro.errors import (
@@ -265,23 +266,6 @@ def test_tensors_picked_by_loop_index():
 # ---------------------------------------------------------------- what stays refused
 
 
-def _compile_body(body: str, tmp_path, name: str) -> None:
-    """Define and compile a one-parameter vector kernel whose body is `body`."""
-    import importlib.util
-    import textwrap
-
-    path = tmp_path / f"{name}.py"
-    path.write_text("import pypto_pro.language as pl\n"
-                    "VT = pl.TileType(shape=[16, 32], dtype=pl.DT_FP32)\n\n"
-                    "@pl.jit()\n"
-                    "def k(out: pl.Tensor[[4], pl.DT_INT32], n: pl.DT_INT32):\n"
-                    + textwrap.indent(textwrap.dedent(body), "    "))
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    module.k.compile(Specialization(arch="a5"))
-
-
 @pytest.mark.parametrize("name,body,error,fragment", [
     ("tuple_field_write", """
         t = pl.make_tuple(a=1)
@@ -329,7 +313,5 @@ def _compile_body(body: str, tmp_path, name: str) -> None:
      """, UnsupportedFeatureError, "a struct cannot be indexed"),
 ])
 def test_refused_container_uses(tmp_path, name, body, error, fragment):
-    with pytest.raises(error) as info:
-        _compile_body(body, tmp_path, name)
-    assert fragment in info.value.message
-    assert info.value.span is not None and info.value.span.file.endswith(f"{name}.py")
+    assert_refused(error, fragment, tmp_path, name,
+                   "out: pl.Tensor[[4], pl.DT_INT32], n: pl.DT_INT32", body)

@@ -9,10 +9,10 @@ from __future__ import annotations
 import pytest
 import torch
 from dual_backend import sim_and_native
+from kernel_source import assert_refused
 
 import pypto_pro.language as pl
 from pypto_pro.errors import ParserTypeError, UnsupportedFeatureError
-from pypto_pro.runtime.kernel_def import Specialization
 
 VT = pl.TileType(shape=[16, 32], dtype=pl.DT_FP32, target_memory=pl.MemorySpace.Vec)
 ROWS = 16
@@ -204,23 +204,6 @@ def test_l0_groups_picked_per_step_in_a_matmul_with_bias():
 # ---------------------------------------------------------------- refused
 
 
-def _compile(body: str, tmp_path, name: str):
-    import importlib.util
-    import textwrap
-
-    path = tmp_path / f"{name}.py"
-    path.write_text("import pypto_pro.language as pl\n"
-                    "VT = pl.TileType(shape=[16, 32], dtype=pl.DT_FP32)\n"
-                    "V8 = pl.TileType(shape=[8, 32], dtype=pl.DT_FP32)\n\n"
-                    "@pl.jit(auto_mutex=True)\n"
-                    "def k(x: pl.Tensor[[64, 32], pl.DT_FP32], n: pl.DT_INT32):\n"
-                    + textwrap.indent(textwrap.dedent(body), "    "))
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.k.compile(Specialization(arch="a5"))
-
-
 @pytest.mark.parametrize("name,body,error,fragment", [
     ("swapped_each_iteration", """
         a = pl.make_tile_group(type=VT, addrs=0, mutex_ids=[0, 1])
@@ -247,7 +230,8 @@ def _compile(body: str, tmp_path, name: str):
      """, UnsupportedFeatureError, "no single value after it"),
 ])
 def test_refused_runtime_choices(tmp_path, name, body, error, fragment):
-    with pytest.raises(error) as info:
-        _compile(body, tmp_path, name)
-    assert fragment in info.value.message
-    assert info.value.span is not None and info.value.span.file.endswith(f"{name}.py")
+    assert_refused(error, fragment, tmp_path, name,
+                   "x: pl.Tensor[[64, 32], pl.DT_FP32], n: pl.DT_INT32", body,
+                   prelude="VT = pl.TileType(shape=[16, 32], dtype=pl.DT_FP32)\n"
+                           "V8 = pl.TileType(shape=[8, 32], dtype=pl.DT_FP32)",
+                   jit="pl.jit(auto_mutex=True)")
