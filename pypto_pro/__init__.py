@@ -26,25 +26,30 @@ from typing import Any
 
 __version__ = "0.1.0"
 
-#: re-exported public names → the module that defines them
+#: re-exported public names → the module that defines them (with the real PyPTO Pro's
+#: top-level `DataType`; its `DT_*` come from `pypto_pro.language`)
 _EXPORTS = {"use_backend": "pypto_pro.runtime.backends", "use_arch": "pypto_pro.runtime.arch",
             "profile": "pypto_pro.runtime.profile", "Profile": "pypto_pro.runtime.profile",
             "ProfiledLaunch": "pypto_pro.runtime.profile",
             "JitKernel": "pypto_pro.runtime.jit", "Compiled": "pypto_pro.runtime.compiled",
             "Parameter": "pypto_pro.runtime.compiled",
-            "sanitize": "pypto_pro.sanitizer"}
+            "sanitize": "pypto_pro.sanitizer", "DataType": "pypto_pro.ir.dtype"}
 #: public names under another name in their module
 _RENAMED = {"clear_compile_cache": ("pypto_pro.runtime.compiled", "clear_memo"),
             "cache_dir": ("pypto_pro.runtime.cache", "default_cache_dir"),
-            "compiler_version": ("pypto_pro.runtime.cache", "compiler_version")}
+            "compiler_version": ("pypto_pro.runtime.cache", "compiler_version"),
+            "InternalError": ("pypto_pro.errors", "CommonInner")}
 _SUBPACKAGES = ("codegen", "compiler", "errors", "examples", "ir", "language", "passes",
                 "runtime", "sanitizer", "sim", "trace")
 
 
 def __getattr__(name: str) -> Any:
-    if name in _EXPORTS or name in _RENAMED:
-        module, attr = _RENAMED.get(name, (_EXPORTS.get(name), name))
-        value = getattr(importlib.import_module(module), attr)
+    if name in _EXPORTS or name in _RENAMED or name.startswith("DT_"):
+        module, attr = _RENAMED.get(name, (_EXPORTS.get(name, "pypto_pro.language"), name))
+        try:
+            value = getattr(importlib.import_module(module), attr)
+        except AttributeError:
+            raise AttributeError(f"module 'pypto_pro' has no attribute {name!r}") from None
         globals()[name] = value
         return value
     if name in _SUBPACKAGES:

@@ -18,7 +18,7 @@ from typing import Any
 from ..errors import CodegenInner
 from ..ir.attrs import CrossCoreSyncMode
 from ..ir.nodes import Program
-from ..ir.types import StructType
+from ..ir.types import ArrayType, StructType
 from .context import KernelFlags
 from .function import emit_impl, emit_simt, impl_params, make_ctx
 from .launcher import call_kernel_cpp
@@ -157,9 +157,11 @@ def _struct_types(program: Program) -> list[StructType]:
     """Classes of `pl.struct` values (TilingData classes come from their headers)."""
     out: list[StructType] = []
     for call in _calls(program):
-        if call.op == "struct.create" and isinstance(call.type, StructType) and all(
-                s.name != call.type.name for s in out):
-            out.append(call.type)
+        if call.op != "struct.create":
+            continue
+        st = call.type.elem if isinstance(call.type, ArrayType) else call.type  # struct_array
+        if isinstance(st, StructType) and all(s.name != st.name for s in out):
+            out.append(st)
     return out
 
 

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from ..errors import NotSupported
-from ..ir.nodes import AssignStmt, Call, Expr, Var
+from ..ir.nodes import AssignStmt, Call, Expr, MakeTuple, Var
 from ..ir.types import (
     MaskType,
     PtrType,
@@ -308,19 +308,26 @@ def row_major(shape: list[str]) -> list[str]:
 
 
 def _struct(body, s: AssignStmt) -> None:
+    """`pl.struct`: an object of its class, fields set one by one (array fields element by
+    element); `pl.struct_array`: an array of them, each set in a loop."""
     call: Call = s.value
-    st: StructType = call.type
-    name = body.ctx.name(s.var)
     size = call.kwarg("array_size")
-    body.w.line(f"{st.name} {name}{{}};", s.span)
+    st: StructType = call.type.elem if size else call.type
+    name = body.ctx.name(s.var)
+    body.w.line(f"{st.name} {name}{f'[{size}]' if size else ''}{{}};", s.span)
+    target = name
+    if size:
+        k = body.ctx.fresh("k")
+        body.w.open(f"for (int64_t {k} = 0; {k} < {size}; ++{k})", s.span)
+        target = f"{name}[{k}]"
     for (field, _), value in zip(st.fields, call.args):
-        v = body.x.emit(value)
-        if size:
-            k = body.ctx.fresh("k")
-            body.w.line(f"for (int64_t {k} = 0; {k} < {size}; ++{k}) {{ {name}.{field}[{k}] = "
-                        f"{v}; }}", s.span)
+        if isinstance(value, MakeTuple):
+            for j, elem in enumerate(value.elements):
+                body.w.line(f"{target}.{field}[{j}] = {body.x.emit(elem)};", s.span)
         else:
-            body.w.line(f"{name}.{field} = {v};", s.span)
+            body.w.line(f"{target}.{field} = {body.x.emit(value)};", s.span)
+    if size:
+        body.w.close()
 
 
 #: declarations a hoisted Var may be bound to (their storage lives in the function prologue)

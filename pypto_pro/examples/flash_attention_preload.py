@@ -218,6 +218,30 @@ def compute_gu(pv_vec, o_run, o16, corr_ring, l_run, o, row0, ki, last):
         pl.store(o, oh, [row0, 0])
 
 
+def cube_buffers():
+    """The AIC's tile groups: Qᵀ / K / V in L1, L0A / L0B slots, the two Acc rings."""
+    return (pl.make_tile_group(type=QT_L1, addrs=[0x00000, 0x08000], mutex_ids=[0, 1]),
+            pl.make_tile_group(type=K_L1, addrs=[0x10000, 0x18000], mutex_ids=[2, 3]),
+            pl.make_tile_group(type=V_L1, addrs=[0x20000, 0x28000], mutex_ids=[4, 5]),
+            pl.make_tile_group(type=LEFT, addrs=0x0000, mutex_ids=[6]),
+            pl.make_tile_group(type=LEFT, addrs=0x8000, mutex_ids=[7]),
+            pl.make_tile_group(type=RIGHT, addrs=0x0000, mutex_ids=[8]),
+            pl.make_tile_group(type=RIGHT, addrs=0x8000, mutex_ids=[9]),
+            pl.make_tile_group(type=ACC, addrs=[0x00000, 0x10000], mutex_ids=[10, 11]),
+            pl.make_tile_group(type=ACC, addrs=[0x20000, 0x30000], mutex_ids=[12, 13]))
+
+
+def vector_buffers():
+    """The AIV's FP16 P / O groups, running O and the per-query state (a ring of three exp
+    corrections)."""
+    return (pl.make_tile_group(type=P16, addrs=[0x28000, 0x2C000], mutex_ids=[21, 22]),
+            pl.make_tile_group(type=O16, addrs=0x30000, mutex_ids=[23]),
+            pl.make_tile(O_RUN, addr=0x20000), pl.make_tile(STATE, addr=0x34000),
+            pl.make_tile(STATE, addr=0x34100),
+            (pl.make_tile(STATE, addr=0x34200), pl.make_tile(STATE, addr=0x34300),
+             pl.make_tile(STATE, addr=0x34400)))
+
+
 def _flash_attention(q: pl.Tensor[[pl.DYNAMIC, D], pl.DT_FP16],
                      k: pl.Tensor[[pl.DYNAMIC, D], pl.DT_FP16],
                      v: pl.Tensor[[pl.DYNAMIC, D], pl.DT_FP16],
@@ -235,23 +259,9 @@ def _flash_attention(q: pl.Tensor[[pl.DYNAMIC, D], pl.DT_FP16],
     sub = pl.get_subblock_idx()
 
     with pl.section_cube():
-        q_l1 = pl.make_tile_group(type=QT_L1, addrs=[0x00000, 0x08000], mutex_ids=[0, 1])
-        k_l1 = pl.make_tile_group(type=K_L1, addrs=[0x10000, 0x18000], mutex_ids=[2, 3])
-        v_l1 = pl.make_tile_group(type=V_L1, addrs=[0x20000, 0x28000], mutex_ids=[4, 5])
-        k_left = pl.make_tile_group(type=LEFT, addrs=0x0000, mutex_ids=[6])
-        p_left = pl.make_tile_group(type=LEFT, addrs=0x8000, mutex_ids=[7])
-        q_right = pl.make_tile_group(type=RIGHT, addrs=0x0000, mutex_ids=[8])
-        v_right = pl.make_tile_group(type=RIGHT, addrs=0x8000, mutex_ids=[9])
-        s_acc = pl.make_tile_group(type=ACC, addrs=[0x00000, 0x10000], mutex_ids=[10, 11])
-        o_acc = pl.make_tile_group(type=ACC, addrs=[0x20000, 0x30000], mutex_ids=[12, 13])
+        q_l1, k_l1, v_l1, k_left, p_left, q_right, v_right, s_acc, o_acc = cube_buffers()
     with pl.section_vector():
-        p16 = pl.make_tile_group(type=P16, addrs=[0x28000, 0x2C000], mutex_ids=[21, 22])
-        o16 = pl.make_tile_group(type=O16, addrs=0x30000, mutex_ids=[23])
-        o_run = pl.make_tile(O_RUN, addr=0x20000)
-        m_run = pl.make_tile(STATE, addr=0x34000)
-        l_run = pl.make_tile(STATE, addr=0x34100)
-        corr_ring = (pl.make_tile(STATE, addr=0x34200), pl.make_tile(STATE, addr=0x34300),
-                     pl.make_tile(STATE, addr=0x34400))
+        p16, o16, o_run, m_run, l_run, corr_ring = vector_buffers()
 
     for qi in pl.range(core, sq_tiles, cores):
         with pl.section_cube():

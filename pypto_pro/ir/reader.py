@@ -632,6 +632,10 @@ def _call_type(op: str, args: tuple[Expr, ...], kwargs: dict[str, Any]) -> Type:
         index = args[1] if op == "tile_group.get" and len(args) > 1 else None
         return t.slot_type(index.value if isinstance(index, ConstInt) else
                            None if t.depth > 1 or op == "tile_group.get" else 0)
+    if op == "ptr.make_ptr" and isinstance(t, (PtrType, TensorType)):
+        return PtrType(kwargs.get("dtype") or t.dtype)
+    if op == "ptr.addptr" and isinstance(t, PtrType):
+        return t
     spec = ops.get(op)
     return INDEX if spec is not None and spec.returns == "scalar" else NoneType()
 

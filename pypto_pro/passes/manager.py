@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..errors import PassInner, PyptoError
+from ..ir.blame import span_of_failure
 from ..ir.nodes import Program
 from ..ir.printer import python_print
 from ..ir.span import Span
@@ -232,7 +233,7 @@ class PassManager:
             out = p.run(program, ctx)
         except Exception as e:  # noqa: BLE001  (every failure is recorded, then re-raised)
             err = e if isinstance(e, PyptoError) else PassInner(
-                f"{type(e).__name__}: {e}", module="PRO_IR")
+                f"{type(e).__name__}: {e}", span_of_failure(e.__traceback__), module="PRO_IR")
             if err.pass_name is None:
                 err.pass_name = p.NAME
             self.records.append(PassRecord(p.NAME, text, program, time.perf_counter() - t0,

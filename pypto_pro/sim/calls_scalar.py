@@ -12,7 +12,7 @@ from typing import Any, Callable
 import torch
 
 from ..errors import NotSupported, SimulationError
-from ..ir.nodes import Call
+from ..ir.nodes import Call, MakeTuple
 from ..ir.types import TensorType, TileGroupType, TileType
 from .memory import GMRef, TileGeometry
 from .program import Frame, RtGroup, RtTile, initial_valid, make_rt_tile
@@ -153,12 +153,19 @@ def _addptr(c, e: Call) -> Fn:
 
 
 def _struct(c, e: Call) -> Fn:
+    """A struct is a dict of its fields (an array field a list); a struct_array a list of
+    such dicts, each with its own arrays."""
     names = e.kwarg("fields", ())
     size = e.kwarg("array_size")
     values = [c.expr(v) for v in e.args]
+    arrays = [isinstance(v, MakeTuple) for v in e.args]
+
+    def one(fr: Frame) -> dict:
+        return {n: list(v(fr)) if a else v(fr) for n, v, a in zip(names, values, arrays)}
+
     if size:
-        return lambda fr: {n: [v(fr)] * size for n, v in zip(names, values)}
-    return lambda fr: {n: v(fr) for n, v in zip(names, values)}
+        return lambda fr: [one(fr) for _ in range(size)]
+    return one
 
 
 def _spr(c, e: Call) -> Fn:

@@ -22,7 +22,7 @@ from ...ir.types import (
 )
 from ..types import TileType as DslTileType
 from .calls import emit_op, eval_args, materialize
-from .context import ParseContext, PyList
+from .context import GroupChoice, ParseContext, PyList
 from .expr import binary, try_const
 
 M = MemorySpace
@@ -216,6 +216,14 @@ def set_validshape(ctx: ParseContext, node: ast.Call, op: str) -> Any:
     if len(args) != 2:
         raise ctx.error(ParserTypeError, "pl.set_validshape(tile, [rows, cols])", node)
     target, shape = args
+    if isinstance(target, GroupChoice):
+        from .containers import on_choice
+
+        return on_choice(ctx, target, lambda g: _set_validshape(ctx, g, shape, node), node)
+    return _set_validshape(ctx, target, shape, node)
+
+
+def _set_validshape(ctx: ParseContext, target: Any, shape: Any, node: ast.AST) -> None:
     t = getattr(target, "type", None)
     if not isinstance(t, (TileType, TileGroupType)):
         raise ctx.error(ParserTypeError, "pl.set_validshape needs a tile or tile group", node)

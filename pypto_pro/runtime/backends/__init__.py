@@ -109,11 +109,15 @@ def get_backend(name: str) -> Backend:
     with _lock:
         if name in _instances:
             return _instances[name]
-        if name not in _factories:
-            _import_builtin(name)
-        backend = _factories[name]()
-        _instances[name] = backend
-        return backend
+        registered = name in _factories
+    if not registered:
+        # Outside the lock: the module registers itself under the lock, and another thread
+        # (a simulator helper building in the background) may be importing it right now.
+        _import_builtin(name)
+    with _lock:
+        if name not in _instances:
+            _instances[name] = _factories[name]()
+        return _instances[name]
 
 
 def _import_builtin(name: str) -> None:

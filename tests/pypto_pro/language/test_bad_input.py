@@ -213,14 +213,15 @@ CASES = [
                 t = pl.make_tile(pl.TileType([8, 16], pl.DT_FP32), addr=0x400)
             pl.store(y, t, [0, 0])  # !
         """, UNSUP, hint="before the if"),
-    Case("tile_group_on_if_branches", """
+    Case("tile_groups_of_other_shapes_on_if_branches", """
         with pl.section_vector():
             if n > 0:
                 g = pl.make_tile_group(type=VEC, addrs=[0], mutex_ids=[0])
             else:
-                g = pl.make_tile_group(type=VEC, addrs=[0x400], mutex_ids=[1])
+                g = pl.make_tile_group(type=pl.TileType([8, 16], pl.DT_FP32), addrs=[0x400],
+                                       mutex_ids=[1])
             t = g[0]  # !
-        """, UNSUP, hint="before the if"),
+        """, T),
     Case("tile_in_scalar_arithmetic", """
         with pl.section_vector():
             a = pl.make_tile(VEC, addr=0)
