@@ -60,6 +60,7 @@ class FunctionFrame:
     scope: dict[str, Any] = field(default_factory=dict)
     mutable: frozenset[str] = frozenset()
     vars: dict[str, Var] = field(default_factory=dict)
+    var_depth: dict[Var, int] = field(default_factory=dict)  # mutable Var → its flow depth
     # helper inlining: where `return` stores its value, and the loop depth of the helper body
     return_var: Var | None = None
     return_value: Any = None
@@ -174,7 +175,11 @@ class ParseContext:
 
     def bind_value(self, name: str, value: Any, span: Span) -> None:
         """Bind a Python name. Mutable names always live in one Var (Python scalars become IR
-        constants); a runtime expression bound once gets its own Var; other values alias."""
+        constants); a runtime expression bound once gets its own Var; other values alias. A
+        scalar of another dtype gets a new Var in straight-line code, but inside an `if` or a
+        loop nested deeper than the Var it converts to the Var's type, as the real SSA pass
+        types a phi or a loop-carried value by the value it had before (a new Var there would
+        leave the name unset on the other path)."""
         from ...ir.nodes import Cast, const
         from ...ir.types import ScalarType
 
@@ -188,16 +193,24 @@ class ParseContext:
             frame.scope[name] = value
             return
         var = frame.vars.get(name) if mutable else None
-        if var is not None and not _same_kind(var.type, value.type):
+        if var is not None and not _same_kind(var.type, value.type) and not (
+                isinstance(var.type, ScalarType) and isinstance(value.type, ScalarType)
+                and self.flow_depth > frame.var_depth.get(var, 0)):
             var = None  # a different kind of value: a new variable
         if var is None:
             var = self.new_var(name, value.type, span)
             if mutable:
                 frame.vars[name] = var
+                frame.var_depth[var] = self.flow_depth
         elif isinstance(var.type, ScalarType) and value.type != var.type:
             value = Cast(value, var.type, span)
         self.builder.emit(AssignStmt(var, value, span))
         frame.scope[name] = var
+
+    @property
+    def flow_depth(self) -> int:
+        """How many `if` / loop bodies the statement being parsed is nested in."""
+        return len(self.builder.stack) - (self.section is not None)
 
     def _rename_fresh(self, var: Var, name: str, span: Span) -> bool:
         """`t = g.next()`: store the call just materialised straight into the user's name."""
@@ -212,6 +225,7 @@ class ParseContext:
             target = self.new_var(name, var.type, span)
             if name in frame.mutable:
                 frame.vars[name] = target
+                frame.var_depth[target] = self.flow_depth
         stmts[-1] = AssignStmt(target, last.value, last.span)
         frame.scope[name] = target
         return True

@@ -385,6 +385,8 @@ def move(ctx: ParseContext, node: ast.Call, op: str) -> Any:
     rest = list(args[2:]) if len(args) == 3 else ([offset] if offset is not None else [])
     if rest:
         rest = [PyList(int_items(ctx, rest[0], node, "move offset"))]
+    if mode in (attrs.AccToVecMode.DualModeSplitM, attrs.AccToVecMode.DualModeSplitN):
+        src = _align_dual_split(ctx, src, mode, node)
     scale = kw.get("scale")
     if isinstance(getattr(scale, "type", None), TileType):
         return emit_op(ctx, "block.move_fp", [dst, src, scale, *rest],
@@ -392,6 +394,31 @@ def move(ctx: ParseContext, node: ast.Call, op: str) -> Any:
     return emit_op(ctx, "block.move", [dst, src, *rest],
                    {"acc_to_vec_mode": mode, "relu_pre_mode": kw.get("relu_pre_mode"),
                     "scale": scale}, node)
+
+
+def _align_dual_split(ctx: ParseContext, acc: Expr, mode: attrs.AccToVecMode,
+                      node: ast.AST) -> Expr:
+    """The real toolchain rounds the Acc tile's valid shape up before a dual-destination move
+    (rows to even for SplitM, columns to a multiple of 32 for SplitN; the fixpipe sends half of
+    the rounded window to each AIV) and keeps it rounded: an explicit `set_validshape` here."""
+    axis, align = (0, 2) if mode is attrs.AccToVecMode.DualModeSplitM else (1, 32)
+    static = acc.type.valid_shape[axis]
+    if static is not None:
+        if static % align:
+            what = ("row", "column")[axis]
+            raise ctx.error(InvalidShape, f"move: {mode.name} needs a valid {what} count that is "
+                                          f"a multiple of {align}; the Acc tile's static valid "
+                                          f"shape has {static}", node,
+                            hint="leave the valid shape dynamic (the move then rounds it up)")
+        return acc
+    if isinstance(acc, Call):
+        acc = materialize(ctx, acc, "acc")
+    span = ctx.span(node)
+    dims = [Call("block.tile_valid_shape", (acc, ConstInt(k)), (), INDEX, span) for k in (0, 1)]
+    dims[axis] = binary(ctx, BinOp.Mul, binary(ctx, BinOp.FloorDiv, binary(
+        ctx, BinOp.Add, dims[axis], align - 1, node), align, node), align, node)
+    emit_op(ctx, "block.set_validshape", [acc, PyList(dims)], {}, node, check_tiles=False)
+    return acc
 
 
 def insert(ctx: ParseContext, node: ast.Call, op: str) -> Any:
