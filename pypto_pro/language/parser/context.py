@@ -26,6 +26,15 @@ class PyList:
 
 
 @dataclass
+class Dim3(PyList):
+    """A SIMT context query (`thread_idx()`, `block_dim()`, `block_idx()`, `grid_dim()`): its
+    x, y, z components, a named tuple as the real frontend makes it (`ctx.x`, `ctx[1]`,
+    `x, y, z = ctx`)."""
+
+    FIELDS = ("x", "y", "z")
+
+
+@dataclass
 class Unmerged:
     """A name the branches of a runtime `if` bound to different variables that cannot share one
     (tiles of other shapes, other tile groups): reading it after the `if` is an error."""

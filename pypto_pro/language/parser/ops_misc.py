@@ -20,7 +20,7 @@ from ...ir.types import (
     TupleType,
 )
 from .calls import emit_op, eval_args, materialize
-from .context import ParseContext, PyList
+from .context import Dim3, ParseContext, PyList
 from .expr import binary, scalar_type, to_expr, try_const
 
 
@@ -233,7 +233,10 @@ def simt_context(ctx: ParseContext, node: ast.Call, op: str) -> Any:
     if ctx.section != "simt":
         raise ctx.error(InvalidOperationError, f"pl.{op}() is only valid inside a SIMT function",
                         node)
-    return Call(op, (), (), INDEX, ctx.span(node))
+    span = ctx.span(node)
+    if op in ("simt.linear_thread_idx", "simt.warp_size"):
+        return Call(op, (), (), INDEX, span)
+    return Dim3([Call(op, (), (("axis", a),), INDEX, span) for a in Dim3.FIELDS])
 
 
 def simt_math(ctx: ParseContext, node: ast.Call, op: str) -> Any:

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 import torch
 
-from pypto_pro.ir.types import MemorySpace
+from pypto_pro.ir.types import MemorySpace, TileLayout
 
 from ..memory import GMRef, MxAxes, Step, TileRef, storage_dtype, taped
 from . import SimOpError
@@ -271,7 +271,8 @@ def move_fp(args: list, kwargs: dict) -> None:
 
 
 def insert(args: list, kwargs: dict) -> None:
-    """`insert(dst, src, (row, col))`: src's valid window written into dst at [row, col]."""
+    """`insert(dst, src, (row, col))`: src's valid window written into dst at [row, col] (an
+    NZ source into a ZN destination: transposed, at [col, row])."""
     op = "block.insert"
     dst, src = tile_arg(args[0], op=op, position=0), tile_arg(args[1], op=op, position=1)
     if src.space is MemorySpace.Acc:
@@ -279,6 +280,11 @@ def insert(args: list, kwargs: dict) -> None:
     else:
         data = _as_tile_dtype(src.read(), src.dtype, dst, op)
     r0, c0 = _offsets(args[2])
+    if src.geometry.layout is TileLayout.NZ and dst.geometry.layout is TileLayout.ZN:
+        # pto-isa writes the NZ blocks into the ZN tile read as NZ [cols, rows] (the same
+        # bytes): the destination holds the source transposed (a transposed left / right)
+        dst.write(data.T, offset=(c0, r0))
+        return
     dst.write(data, offset=(r0, c0))
 
 

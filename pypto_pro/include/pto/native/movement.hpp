@@ -514,6 +514,16 @@ inline void insert_impl(Dst& dst, Src& src, int64_t row, int64_t col, bool scale
         fs.present = scaled;
         fs.scalar = pypto_native::deq_scale(deq);
         pypto_native::fixpipe_block(d, s, 0, 0, s.vr, s.vc, row, col, fs, false, line);
+    } else if constexpr (Src::BL == BLayout::ColMajor && Src::SL == SLayout::RowMajor &&
+                         Dst::BL == BLayout::RowMajor && Dst::SL == SLayout::ColMajor) {
+        // NZ into ZN: pto-isa writes the NZ blocks into the ZN tile read as NZ [Cols, Rows]
+        // (the same bytes), so the destination holds the source transposed
+        for (int64_t r = 0; r < s.vr; ++r) {
+            for (int64_t c = 0; c < s.vc; ++c) {
+                d.set(col + c, row + r,
+                      pypto_native::move_elem<typename Dst::DType>(s.get(r, c), line));
+            }
+        }
     } else {
         pypto_native::move_block(d, s, 0, 0, row, col, s.vr, s.vc, line);
     }
