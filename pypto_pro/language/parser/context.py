@@ -173,6 +173,10 @@ class ParseContext:
 
         if hasattr(builtins, name):
             return getattr(builtins, name)
+        if name == "vf":  # the real parser reads `vf.<op>(...)` by its spelling: no import
+            from ... import language
+
+            return language.vf
         from ...errors import UndefinedVariableError
 
         raise UndefinedVariableError(f"name '{name}' is not defined", span,

@@ -191,3 +191,39 @@ def test_auto_mutex_locks_a_vf_section_whose_operands_are_tile_offsets():
     lock = "ir.call @tile_group.mutex_id(ring, ring_cursor, k=0), pipe=ir.PipeType.V))"
     assert lines[at - 1] == f"ir.eval(ir.call @system.mutex_lock_dyn({lock}"
     assert f"ir.eval(ir.call @system.mutex_unlock_dyn({lock}" in lines[at:]
+
+
+def test_vf_ops_need_no_import(tmp_path):
+    """The real parser reads `vf.<op>(...)` by its spelling, so the documentation's examples
+    call `vf.*` with only `pypto_pro.language` imported; they run here unchanged."""
+    import runpy
+
+    src = tmp_path / "doc_example.py"
+    src.write_text(
+        "import pypto_pro.language as pl\n"
+        "\n"
+        "@pl.vector_function\n"
+        "def double(dst, src):\n"
+        "    full = vf.create_mask(pl.MaskPattern.ALL, dtype=pl.DT_FP32)\n"
+        "    xv = vf.load_align(src, 0)\n"
+        "    sv = vf.add(xv, xv, full)\n"
+        "    vf.store_align(dst, sv, full)\n"
+        "\n"
+        "@pl.jit(arch='a5')\n"
+        "def kernel(x: pl.Tensor[[1, 64], pl.DT_FP32], y: pl.Tensor[[1, 64], pl.DT_FP32]):\n"
+        "    P = pl.PipeType\n"
+        "    with pl.section_vector():\n"
+        "        t = pl.TileType([1, 64], pl.DT_FP32)\n"
+        "        a = pl.make_tile(t, addr=0)\n"
+        "        b = pl.make_tile(t, addr=0x100)\n"
+        "        pl.load(a, x, [0, 0])\n"
+        "        pl.system.sync_src(set_pipe=P.MTE2, wait_pipe=P.V, event_id=0)\n"
+        "        pl.system.sync_dst(set_pipe=P.MTE2, wait_pipe=P.V, event_id=0)\n"
+        "        double(b, a)\n"
+        "        pl.system.sync_src(set_pipe=P.V, wait_pipe=P.MTE3, event_id=0)\n"
+        "        pl.system.sync_dst(set_pipe=P.V, wait_pipe=P.MTE3, event_id=0)\n"
+        "        pl.store(y, b, [0, 0])\n")
+    kernel = runpy.run_path(str(src))["kernel"]
+    x, y = torch.randn(1, 64), torch.zeros(1, 64)
+    kernel[None, 1](x, y)
+    assert torch.equal(y, x + x)
