@@ -40,11 +40,11 @@ def transposed_kernel(x: pl.Tensor[[32, 16], F32], out: pl.Tensor[[16, 32], F32]
 
 
 @pl.jit(arch="a5", auto_mutex=True)
-def three_d_kernel(x: pl.Tensor[[4, 3, 16], F32], out: pl.Tensor[[2, 16, 8], F32],
-                   back: pl.Tensor[[4, 3, 16], F32]):
+def three_d_kernel(x: pl.Tensor[[8, 3, 16], F32], out: pl.Tensor[[2, 16, 16], F32],
+                   back: pl.Tensor[[8, 3, 16], F32]):
     with pl.section_vector():
-        a = pl.make_tile_group(type=_vec(4, 16), addrs=0x0, mutex_ids=[0]).current()
-        b = pl.make_tile_group(type=_vec(16, 4), addrs=0x1000, mutex_ids=[1]).current()
+        a = pl.make_tile_group(type=_vec(8, 16), addrs=0x0, mutex_ids=[0]).current()
+        b = pl.make_tile_group(type=_vec(16, 8), addrs=0x1000, mutex_ids=[1]).current()
         pl.load(a, x, [0, 1, 0], order=[0, 2])  # axes 0 and 2 at axis-1 index 1
         pl.load(b, x, [0, 2, 0], order=[2, 0])  # the same axes transposed, index 2
         pl.store(out, b, [1, 0, 4], order=[1, 2])
@@ -83,12 +83,12 @@ def test_transposed_load(everywhere):
 
 
 def test_order_on_a_three_d_tensor(everywhere):
-    x = torch.randn(4, 3, 16)
-    want_out = torch.zeros(2, 16, 8)
-    want_out[1, :, 4:8] = x[:, 2, :].T
-    want_back = torch.zeros(4, 3, 16)
+    x = torch.randn(8, 3, 16)
+    want_out = torch.zeros(2, 16, 16)
+    want_out[1, :, 4:12] = x[:, 2, :].T
+    want_back = torch.zeros(8, 3, 16)
     want_back[:, 0, :] = x[:, 1, :]
-    results = _run(everywhere, three_d_kernel, [x], [(2, 16, 8), (4, 3, 16)])
+    results = _run(everywhere, three_d_kernel, [x], [(2, 16, 16), (8, 3, 16)])
     for engine, (out, back) in results.items():
         assert torch.equal(out, want_out) and torch.equal(back, want_back), engine
 
@@ -101,9 +101,9 @@ def test_bsnd_tiles_by_order(everywhere):
 
 def _bad_order_kernel(mode: int):
     @pl.jit(arch="a5", name=f"bad_order_{mode}")
-    def bad_order(x: pl.Tensor[[4, 3, 16], F32]):
+    def bad_order(x: pl.Tensor[[8, 3, 16], F32]):
         with pl.section_vector():
-            t = pl.make_tile(_vec(4, 16), addr=0x0)
+            t = pl.make_tile(_vec(8, 16), addr=0x0)
             if mode == 0:
                 pl.load(t, x, [0, 0, 0], order=[0, 0])
             elif mode == 1:
@@ -232,3 +232,13 @@ def test_mx_order_cannot_select_the_phase_axis():
             as info:
         compile_kernel(mx_phase_order_kernel.kernel_def, SPEC)
     assert "order=[0, 2]" in str(info.value)
+
+
+def test_mx_loads_are_spelled_as_the_real_codegen():
+    from pypto_pro.codegen import generate
+
+    text = generate(compile_kernel(_mx_kernel(False, True).kernel_def, SPEC)).kernel_cpp
+    assert "pto::TileShape2D<float8_e8m0_t, pto::DYNAMIC, pto::DYNAMIC, Layout::MX_A_ND>" in text
+    assert "GlobalTensor<float8_e8m0_t, mx_load_1Shape, mx_load_1Stride, Layout::MX_B_DN>" in text
+    assert "mx_load_1Stride(1, 1, scale_b_stride[0], scale_b_stride[1], 1)" in text
+    assert "TLOAD(tmp_3, mx_load_1);" in text
