@@ -232,8 +232,11 @@ def _tile_slice(ctx: ParseContext, tile: Expr, index_node: ast.expr, node: ast.A
 
     static = tuple(v if k else None for k, v in (try_const(x) for x in sizes))
     sub = replace(t, valid_shape=static)
-    return Call("block.subview", (tile, to_expr(ctx, PyList(starts), node),
-                                  to_expr(ctx, PyList(sizes), node)), (), sub, ctx.span(node))
+    from .calls import materialize  # (a view object, as the real code generator makes one)
+
+    return materialize(ctx, Call("block.subview", (tile, to_expr(ctx, PyList(starts), node),
+                                                   to_expr(ctx, PyList(sizes), node)), (), sub,
+                                 ctx.span(node)), "view")
 
 
 def _const_index(ctx: ParseContext, v: Any, node: ast.AST) -> int:
