@@ -226,19 +226,19 @@ def _base_addr(src: str, byte_offset: str | None = None) -> str:
 
 
 def _subview(body, name: str, call: Call, span) -> None:
-    """Whole rows of an ND tile from row r0: valid rows clipped to the parent's (simulator)."""
-    parent, offsets = call.args[0], call.args[1]
-    sub: TileType = call.type
+    """`t[r0:r1, c0:c1]` as the real code generator emits it: a tile of `t`'s type with a
+    run-time valid shape, assigned at the window's first element, its valid shape set."""
+    parent, starts, sizes = call.args
     pt: TileType = parent.type
-    r0, c0 = body.x.ints(offsets)
-    if pt.layout is not TileLayout.ND or c0 != "0" or sub.shape[1] != pt.shape[1]:
-        raise NotSupported("codegen: tile slices must keep whole rows of an ND tile",
-                           span, module="PRO_COMPILE")
+    r0, c0 = body.x.ints(starts)
+    rows, cols = body.x.ints(sizes)
+    first = f"({c0}) * {pt.shape[0]} + ({r0})" if pt.layout is TileLayout.DN else \
+        f"({r0}) * {pt.shape[1]} + ({c0})"
     src = _source(body, parent, span)
-    dyn = replace(sub, valid_shape=(None, None))
-    rows = f"pypto_min<int64_t>(static_cast<int64_t>({src}.GetValidRow()) - {r0}, {sub.shape[0]})"
-    offset = f"{r0} * {pt.shape[1] * pt.dtype.itemsize}" if r0 != "0" else None
-    _view_of_tile(body, name, span, dyn, (rows, str(sub.shape[1])), _base_addr(src, offset))
+    dyn = replace(pt, valid_shape=(None, None))
+    _view_of_tile(body, name, span, dyn, (rows, cols),
+                  _base_addr(src, f"({first}) * {pt.dtype.itemsize}"),
+                  extra=f"{{name}}.SetValidShape({rows}, {cols});")
 
 
 def _reinterpret(body, name: str, call: Call, span) -> None:

@@ -117,7 +117,8 @@ def plan(fn: Function) -> dict[Var, _Accesses]:
         at = WINDOWED.get(call.op)
         if call.op == "block.set_stride" and isinstance(call.args[0], Var):
             found.setdefault(root.get(call.args[0], call.args[0]), _Accesses({})).restrided = True
-        if at is None or at >= len(call.args) or not isinstance(call.args[at], Var):
+        if at is None or at >= len(call.args) or not isinstance(call.args[at], Var) \
+                or call.kwarg("mx_scale"):  # an MX scale load declares its own view
             continue
         tensor = call.args[at]
         t = tensor.type

@@ -89,10 +89,35 @@ def point_view(body, call: Call, view, tile: Expr, offsets: Expr, span: Span | N
 
 
 def load(body, call: Call, span: Span | None) -> None:
-    check_kwargs(call, {"is_transpose", "tile_dims"}, span)
+    check_kwargs(call, {"is_transpose", "tile_dims", "mx_scale"}, span)
     dst, src, offsets = call.args
-    inst = point_view(body, call, _view(body, src, span), dst, offsets, span)
+    view = _view(body, src, span)
+    if call.kwarg("mx_scale"):
+        _mx_load(body, call, view, span)
+        return
+    inst = point_view(body, call, view, dst, offsets, span)
     body.w.line(f"TLOAD({body.x.tile(dst)}, {inst.gt});", span)
+
+
+def _mx_load(body, call: Call, view, span: Span | None) -> None:
+    """An MX scale load as the real code generator emits it: its own GlobalTensor of layout
+    MX_{A,B}_{ND,DN} over the packed [.., G/2, 2] tensor, shaped by the tile's valid shape,
+    strided by the tensor axes the tile runs along (the lower one first)."""
+    dst, _, offsets = call.args
+    t = body.x.tile(dst)
+    lo, hi = sorted(int(d) for d in call.kwarg("tile_dims"))
+    layout = f"Layout::MX_{call.kwarg('mx_scale')}_{'DN' if call.kwarg('is_transpose') else 'ND'}"
+    name, elem = body.ctx.fresh("mx_load"), ctype(dst.type.dtype)
+    for line in (
+            f"using {name}Shape = pto::TileShape2D<{elem}, pto::DYNAMIC, pto::DYNAMIC, {layout}>;",
+            f"using {name}Stride = pto::Stride<pto::DYNAMIC, pto::DYNAMIC, pto::DYNAMIC, "
+            f"pto::DYNAMIC, 1>;",
+            f"using {name}Type = GlobalTensor<{elem}, {name}Shape, {name}Stride, {layout}>;",
+            f"{name}Type {name}({_offset(body, view, offsets)}, {name}Shape(static_cast<int64_t>("
+            f"{t}.GetValidRow()), static_cast<int64_t>({t}.GetValidCol())), {name}Stride(1, 1, "
+            f"{view.stride}[{lo}], {view.stride}[{hi}], 1));",
+            f"TLOAD({t}, {name});"):
+        body.w.line(line, span)
 
 
 # ---------------------------------------------------------------- stores and fixpipe options

@@ -185,7 +185,7 @@ def compute_p(qk_vec, p_mat, p16, m_run, l_run, corr_ring, sub, ki):
     # the FP16 rows of Sᵀ's layout are P's columns: two column-major views are P's halves
     p_lo = pl.reinterpret(ph, shape=[HALF, HALF], layout=pl.DN)  # KV 0–63
     rows_hi = ph[HALF:, 0:]
-    p_hi = pl.reinterpret(rows_hi, layout=pl.DN)  # KV 64–127
+    p_hi = pl.reinterpret(rows_hi, shape=[HALF, HALF], layout=pl.DN)  # KV 64–127
     pm = p_mat.next()
     pl.insert(pm, p_lo, [sub * HALF, 0])
     pl.insert(pm, p_hi, [sub * HALF, HALF])

@@ -158,7 +158,8 @@ _reg("block.addsc block.subsc", family="vec_ternary", reads=(1, 3), writes=(0,),
 _reg("block.mul_add_dst block.fused_mul_add block.fused_mul_add_relu", family="vec_ternary",
      reads=(0, 1, 2), writes=(0, 1), min_args=3, max_args=3)
 _reg("block.axpy", family="vec_ternary", reads=(0, 1), writes=(0,), min_args=3, max_args=3)
-_reg("block.cmp block.cmps", family="vec_binary", min_args=3, max_args=3, **_VEC)
+_reg("block.cmp", family="vec_binary", min_args=3, max_args=3, **_VEC)
+_reg("block.cmps", family="vec_scalar", min_args=3, max_args=3, **_VEC)
 _reg("block.sel", family="vec_ternary", reads=(1, 2, 3), writes=(0,), min_args=4, max_args=5)
 _reg("block.sels", family="vec_ternary", reads=(1, 2), writes=(0,), min_args=4, max_args=5)
 # reductions: (out, src, tmp) with tmp a scratch tile

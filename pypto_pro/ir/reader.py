@@ -13,7 +13,7 @@ Names: one `Var` per printed name per function (the printer keeps names unique).
 comes from its annotation (parameters, assignments) or, for loop / if results and iter_args,
 from the values that flow into it; a call's from the annotation of the assignment it is the
 value of (`INFERRED` ops and nested calls: tile-group slots and mutex ids, `block.getval` → the
-element dtype, a `block.subview` → its source's tile type with the slice's shape, other
+element dtype, a `block.subview` → its source's tile type with the slice's valid shape, other
 value-returning ops → INDEX, else None). Other expressions get the types
 the DSL parser gives them. The prefix (`ir`, `pl`, ...) comes from the header or a decorator.
 """
@@ -623,9 +623,10 @@ def _call_type(op: str, args: tuple[Expr, ...], kwargs: dict[str, Any]) -> Type:
     t = args[0].type if args else None
     if op == "block.getval" and isinstance(t, (TileType, TensorType)):
         return ScalarType(t.dtype)
-    shape = kwargs.get("shape")
-    if op == "block.subview" and isinstance(t, TileType) and isinstance(shape, (tuple, list)):
-        return replace(t, shape=tuple(shape), valid_shape=tuple(shape))  # as the parser's slice
+    if op == "block.subview" and isinstance(t, TileType) and len(args) > 2 and \
+            isinstance(args[2], MakeTuple):  # as the parser's slice
+        return replace(t, valid_shape=tuple(e.value if isinstance(e, ConstInt) else None
+                                            for e in args[2].elements))
     if op.startswith("tile_group.") and isinstance(t, TileGroupType) and op != "tile_group.make":
         if op == "tile_group.mutex_id":
             return INDEX

@@ -19,6 +19,7 @@ from .cost_model import WINDOW_OPS
 from .memory import GMRef
 from .program import NOTHING, Frame, RtGroup, RtTile
 from .simt import SimtLaunch, compile_simt
+from .ssbuf import compile_ssbuf
 
 
 #: the keyword arguments of an instruction without any (sync instructions): one shared,
@@ -435,6 +436,7 @@ _EFFECTS: dict[str, Callable] = {
     "block.set_validshape": _set_validshape,
     "block.setval": _setval,
     "block.set_stride": _set_stride,
+    "block.ssbuf_store": compile_ssbuf, "block.ssbuf_load": compile_ssbuf,
     **{f"system.{n}": _flag for n in ("sync_src", "sync_dst", "sync_src_dyn", "sync_dst_dyn")},
     **{f"system.bar_{p}": _barrier(p.upper()) for p in ("all", "m", "fix", "mte1", "mte2",
                                                        "mte3", "v")},

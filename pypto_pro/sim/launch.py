@@ -24,6 +24,7 @@ from . import functional_memo, stream
 from .functional_memo import Ran
 from .memory import CoreMemory, TileRef
 from .program import CompiledProgram, RtTile
+from .ssbuf import SSBUF_BYTES
 
 _INTRA, _UNICAST = CrossCoreSyncMode.INTRA_BLOCK, CrossCoreSyncMode.UNICAST_BLOCK
 #: kernel type → the cores of one slot
@@ -84,6 +85,14 @@ class Launch:
         self.blocks: list[_Block] = []
         self.sync_groups: dict[Any, _SyncAllGroup] = {}
         self.xglobal: dict[tuple, int] = {}
+        self.ssbufs: dict[int, bytearray] = {}  # block → its SSBUF (`sim/ssbuf.py`)
+
+    def ssbuf(self, block: int) -> bytearray:
+        """The SSBUF the cores of `block` share."""
+        buf = self.ssbufs.get(block)
+        if buf is None:
+            buf = self.ssbufs[block] = bytearray(SSBUF_BYTES)
+        return buf
 
     def _new_slot(self, index: int) -> _Slot:
         """Slot `index` (a physical core, or AI core of a mix kernel). Its cores keep their ids

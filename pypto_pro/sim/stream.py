@@ -397,6 +397,8 @@ class RecordingCore:
             row = (PIPE_CODE[key[0]], PIPE_CODE[key[1]], rec.sites.key(("flag", key)))
             ids = blocked = _flag_ids(key)
         elif pipe is PipeType.S:
+            if kind in ("xset", "xwait", "lock", "unlock"):  # the Python engine runs them
+                raise Ineligible(f"{instr.ir_op} on pipe S")
             raise SimulationError(f"{instr.ir_op} on pipe S is not supported", instr.span)
         elif kind in ("lock", "unlock"):
             row = (rec.sites.key(("mutex", key)), 0, 0)
@@ -436,6 +438,9 @@ class RecordingCore:
 
     def resolve_scalar_target(self, value: Any, span: Span) -> Any:
         raise Ineligible("a scalar access of memory")
+
+    def ssbuf(self) -> bytearray:
+        raise Ineligible("an SSBUF copy")
 
     def dispose(self) -> None:
         """The launch is over (`Core.dispose`): drop the links that make cycles (the recording,

@@ -86,6 +86,7 @@ class FunctionFrame:
     # per enclosing loop being parsed: name → ids of the bindings the loop body read
     loop_reads: list[dict[str, set[int]]] = field(default_factory=list)
     in_helper: bool = False  # an inlined helper (its returns were lowered by `returns`)
+    var_depth: dict[Var, int] = field(default_factory=dict)  # mutable Var → its flow depth
     loop_depth: int = 0
     # a SIMT function's own frame: "entry" | "callee", and its `return`s (value or None)
     simt: str | None = None
@@ -200,7 +201,11 @@ class ParseContext:
 
     def bind_value(self, name: str, value: Any, span: Span) -> None:
         """Bind a Python name. Mutable names always live in one Var (Python scalars become IR
-        constants); a runtime expression bound once gets its own Var; other values alias."""
+        constants); a runtime expression bound once gets its own Var; other values alias. A
+        scalar of another dtype gets a new Var in straight-line code, but inside an `if` or a
+        loop nested deeper than the Var it converts to the Var's type, as the real SSA pass
+        types a phi or a loop-carried value by the value it had before (a new Var there would
+        leave the name unset on the other path)."""
         from ...ir.nodes import Cast, ConstInt, GetItem, const
         from ...ir.types import ScalarType, StructType
 
@@ -224,16 +229,24 @@ class ParseContext:
             frame.scope[name] = value
             return
         var = frame.vars.get(name) if mutable else None
-        if var is not None and not _same_kind(var.type, value.type):
+        if var is not None and not _same_kind(var.type, value.type) and not (
+                isinstance(var.type, ScalarType) and isinstance(value.type, ScalarType)
+                and self.flow_depth > frame.var_depth.get(var, 0)):
             var = None  # a different kind of value: a new variable
         if var is None:
             var = self.new_var(name, value.type, span)
             if mutable:
                 frame.vars[name] = var
+                frame.var_depth[var] = self.flow_depth
         elif isinstance(var.type, ScalarType) and value.type != var.type:
             value = Cast(value, var.type, span)
         self.builder.emit(AssignStmt(var, value, span))
         frame.scope[name] = var
+
+    @property
+    def flow_depth(self) -> int:
+        """How many `if` / loop bodies the statement being parsed is nested in."""
+        return len(self.builder.stack) - (self.section is not None)
 
     def _rename_fresh(self, var: Var, name: str, span: Span) -> bool:
         """`t = g.next()` (or `a, b = helper()` returning new groups): store the value the
@@ -254,6 +267,7 @@ class ParseContext:
             target = self.new_var(name, var.type, span)
             if shared:
                 frame.vars[name] = target
+                frame.var_depth[target] = self.flow_depth
         stmts[at] = AssignStmt(target, last.value, last.span)
         frame.scope[name] = target
         return True

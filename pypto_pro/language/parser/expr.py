@@ -1,7 +1,9 @@
 """Expression handlers: Python expression AST → parse-time values (constants or IR expressions).
 
-Compile-time operands fold in Python (Python semantics and promotion); runtime operands build
-IR `BinaryExpr`s typed by `promote_scalar`. Calls are delegated to `calls.py`.
+Compile-time operands fold in Python (Python semantics and promotion, as the real parser folds
+them); runtime operands build IR `BinaryExpr`s typed by `promote_scalar`, whose `//` and `%`
+mean what the real generated C++ computes (`ir/scalar_semantics.py`). Calls are delegated to
+`calls.py`.
 """
 from __future__ import annotations
 
@@ -126,6 +128,11 @@ def binary(ctx: ParseContext, op: BinOp, a: Any, b: Any, node: ast.AST) -> Any:
         rtype = ScalarType(promote_scalar(promote_scalar(ta.dtype, tb.dtype), DataType.FP32))
     else:
         rtype = ScalarType(promote_scalar(ta.dtype, tb.dtype))
+    if op is BinOp.FloorMod and rtype.dtype.is_float:
+        raise ctx.error(UnsupportedFeatureError, "'%' on a run-time float scalar: the real "
+                        "toolchain emits C++ '%', which floats do not have", node,
+                        hint="compute a - b * x with x an integer quotient, or fold it on the "
+                             "host")
     return BinaryExpr(op, to_expr(ctx, a, node), to_expr(ctx, b, node), rtype, ctx.span(node))
 
 

@@ -21,7 +21,8 @@ from ...ir.types import (
 )
 from .calls import emit_op, eval_args, materialize
 from .context import NamedTuple, ParseContext, PyList
-from .expr import binary, scalar_type, to_expr, try_const
+from .expr import binary, to_expr, try_const
+from .printf_format import check_printf
 
 
 @dataclass
@@ -98,30 +99,17 @@ def printf(ctx: ParseContext, node: ast.Call, op: str) -> Any:
     args, kw = eval_args(ctx, node)
     if not args or not isinstance(args[0], str):
         raise ctx.error(ParserTypeError, "pl.printf needs a compile-time format string", node)
-    fmt = args[0]
-    n_conv = _count_conversions(fmt)
-    if n_conv != len(args) - 1:
-        raise ctx.error(ParserTypeError, f"pl.printf: format has {n_conv} conversions but "
-                                         f"{len(args) - 1} values were given", node)
-    for a in args[1:]:
-        if scalar_type(a) is None:
-            raise ctx.error(ParserTypeError, "pl.printf prints scalars only (use pl.dump_data "
-                                             "for tiles and tensors)", node)
+    check_printf(ctx, "printf", args[0], args[1:], node)
     return emit_op(ctx, "debug.printf", args, {"loc": bool(kw.get("loc", False))}, node,
                    check_tiles=False)
-
-
-def _count_conversions(fmt: str) -> int:
-    import re
-
-    return len([m for m in re.findall(r"%%|%[-+ #0]*\d*(?:\.\d+)?[lh]*[diuxXpfsc]", fmt)
-                if m != "%%"])
 
 
 def pto_assert(ctx: ParseContext, node: ast.Call, op: str) -> Any:
     args, kw = eval_args(ctx, node)
     if not args:
         raise ctx.error(ParserTypeError, "pl.pto_assert(cond, fmt=None, *args)", node)
+    if len(args) > 1 and isinstance(args[1], str):
+        check_printf(ctx, "pto_assert", args[1], args[2:], node)
     return emit_op(ctx, "debug.assert", args, {"loc": bool(kw.get("loc", False))}, node,
                    check_tiles=False)
 
@@ -265,7 +253,11 @@ def simt_context(ctx: ParseContext, node: ast.Call, op: str) -> Any:
     if ctx.section != "simt":
         raise ctx.error(InvalidOperationError, f"pl.{op}() is only valid inside a SIMT function",
                         node)
-    return Call(op, (), (), INDEX, ctx.span(node))
+    span = ctx.span(node)
+    if op in ("simt.linear_thread_idx", "simt.warp_size"):
+        return Call(op, (), (), INDEX, span)
+    xyz = ("x", "y", "z")  # a named tuple, as the real frontend returns it
+    return NamedTuple([Call(op, (), (("axis", a),), INDEX, span) for a in xyz], xyz)
 
 
 def simt_math(ctx: ParseContext, node: ast.Call, op: str) -> Any:

@@ -15,10 +15,11 @@ from ...errors import (
     UndefinedVariableError, UnsupportedFeatureError,
 )
 from ...ir.nodes import (
-    BinOp, Call, ConstInt, Expr, GetField, GetItem, MakeTuple,
+    BinOp, Call, ConstInt, Expr, GetField, GetItem,
 )
 from ...ir.types import (
-    INDEX, ArrayType, ScalarType, StructType, TensorType, TileGroupType, TileType, TupleType,
+    INDEX, ArrayType, MemorySpace, ScalarType, StructType, TensorType, TileGroupType, TileLayout,
+    TileType, TupleType,
 )
 from ..decl import Namespace
 from .containers import index_runtime, on_choice
@@ -114,8 +115,6 @@ def _expr_attribute(ctx: ParseContext, base: Expr, attr: str, node: ast.AST) -> 
     if isinstance(t, TupleType) and t.names and attr in t.names:
         i = t.names.index(attr)
         return GetItem(base, ConstInt(i), t.types[i], span)
-    if attr in ("x", "y", "z") and isinstance(base, Call) and base.op.startswith("simt."):
-        return Call(base.op, base.args, base.kwargs + (("axis", attr),), INDEX, span)
     raise ctx.error(UndefinedVariableError, f"no attribute '{attr}' on this value", node)
 
 
@@ -236,33 +235,49 @@ def _is_slice(index_node: ast.expr) -> bool:
 
 
 def _tile_slice(ctx: ParseContext, tile: Expr, index_node: ast.expr, node: ast.AST) -> Expr:
+    """`t[r0:r1, c0:c1]` of a Vec ND / DN tile, as the real frontend makes it: a tile of the
+    same shape (its row stride unchanged) at the window's first element, whose valid shape is
+    the window clipped to the tile and to `t`'s valid shape; bounds may be run-time values."""
     t: TileType = tile.type
+    if t.memory is not MemorySpace.Vec or t.layout not in (TileLayout.ND, TileLayout.DN):
+        raise ctx.error(UnsupportedFeatureError, "tile slicing is supported on Vec (UB) tiles "
+                                                 "of layout ND or DN", node,
+                        hint="use pl.load with offsets or pl.move with offset= instead")
     elts = index_node.elts if isinstance(index_node, ast.Tuple) else [index_node]
     if len(elts) != 2:
         raise ctx.error(UnsupportedFeatureError, "tile slicing needs two axes: t[r0:, c0:]",
                         node)
-    offsets, shape = [], []
+    starts, sizes = [], []
     for axis, e in enumerate(elts):
         if not isinstance(e, ast.Slice) or e.step is not None:
             raise ctx.error(UnsupportedFeatureError, "tile slicing takes 'start:stop' per axis",
                             node)
+        full = t.shape[axis]
         lo = eval_expr(ctx, e.lower) if e.lower is not None else 0
-        hi = eval_expr(ctx, e.upper) if e.upper is not None else t.shape[axis]
+        hi = eval_expr(ctx, e.upper) if e.upper is not None else full
         klo, vlo = try_const(lo)
         khi, vhi = try_const(hi)
-        if not (klo and khi):
-            raise ctx.error(ParserTypeError, "tile slice bounds must be compile-time", node)
-        if not 0 <= vlo < vhi <= t.shape[axis]:
-            raise ctx.error(OutOfRange, f"slice {vlo}:{vhi} outside tile axis {axis} "
-                                        f"(size {t.shape[axis]})", node)
-        offsets.append(vlo)
-        shape.append(vhi - vlo)
+        if khi and vhi > full:  # Python's slice semantics: the stop is clipped to the axis
+            hi, vhi = full, full
+        if (klo and not 0 <= vlo <= full) or (klo and khi and vhi < vlo):
+            raise ctx.error(OutOfRange, f"slice {vlo if klo else '?'}:{vhi if khi else '?'} "
+                                        f"outside tile axis {axis} (size {full})", node)
+        size = binary(ctx, BinOp.Sub, hi, lo, node)
+        valid = t.valid_shape[axis]
+        valid = valid if valid is not None else Call(
+            "block.tile_valid_shape", (tile, ConstInt(axis)), (), INDEX, ctx.span(node))
+        left = valid if klo and vlo == 0 else binary(ctx, BinOp.Sub, valid, lo, node)
+        starts.append(lo)
+        sizes.append(binary(ctx, BinOp.Min, size, left, node))
     from dataclasses import replace
 
-    sub = replace(t, shape=(shape[0], shape[1]), valid_shape=(shape[0], shape[1]))
-    args = (tile, MakeTuple((ConstInt(offsets[0]), ConstInt(offsets[1])), TupleType((INDEX,
-                                                                                     INDEX))))
-    return Call("block.subview", args, (("shape", tuple(shape)),), sub, ctx.span(node))
+    static = tuple(v if k else None for k, v in (try_const(x) for x in sizes))
+    sub = replace(t, valid_shape=static)
+    from .calls import materialize  # (a view object, as the real code generator makes one)
+
+    return materialize(ctx, Call("block.subview", (tile, to_expr(ctx, PyList(starts), node),
+                                                   to_expr(ctx, PyList(sizes), node)), (), sub,
+                                 ctx.span(node)), "view")
 
 
 def _const_index(ctx: ParseContext, v: Any, node: ast.AST) -> int:

@@ -83,6 +83,9 @@ class Backend(Protocol):
 
 _factories: dict[str, Callable[[], Backend]] = {}
 _instances: dict[str, Backend] = {}
+#: each built-in module's own factory, outside `_factories` (which tests swap for a copy): a
+#: module first imported while a copy was in place (e.g. by a build thread) is still found
+_builtin: dict[str, Callable[[], Backend]] = {}
 _lock = threading.RLock()
 _override: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "pypto_pro_backend", default=None)
@@ -96,6 +99,8 @@ def register_backend(name: str, factory: Callable[[], Backend]) -> None:
     with _lock:
         _factories[name] = factory
         _instances.pop(name, None)
+        if getattr(factory, "__module__", None) == BUILTIN_BACKENDS.get(name):
+            _builtin[name] = factory
 
 
 def known_backends() -> tuple[str, ...]:
@@ -126,10 +131,13 @@ def _import_builtin(name: str) -> None:
         raise InvalidArgument(f"unknown backend {name!r}; known backends: "
                               f"{', '.join(known_backends())}", module="PRO_RUNTIME")
     try:
-        importlib.import_module(module)
+        imported = importlib.import_module(module)
     except ImportError as e:
         raise RuntimeFailure(f"backend {name!r} is not available: {module} cannot be imported "
                              f"({e})", module="PRO_RUNTIME") from e
+    if name not in _factories and getattr(imported, "__name__", None) == module and \
+            name in _builtin:
+        _factories[name] = _builtin[name]
     if name not in _factories:
         raise RuntimeFailure(f"backend {name!r} is not available: {module} did not register it",
                              module="PRO_RUNTIME")

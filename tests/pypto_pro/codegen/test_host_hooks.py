@@ -28,7 +28,7 @@ def hooks(x: pl.Tensor[[32, 16], pl.DT_FP32], y: pl.Tensor[[16], pl.DT_FP32],
             d = pl.make_tile(T16, addr=0x1000)  # the same as c, in an inner block
             pl.add(d, a, b)
         pl.system.bar_all()
-        pl.printf("%d %d %d %ld %x\n", n, m, 5_000_000_000, m, n)
+        pl.printf("%d %d %d %d %x\n", n, m, 5_000_000_000, m, pl.get_block_idx())
         pl.setval(y, 1, pl.getval(c, 3))
 
 
@@ -71,9 +71,10 @@ def test_one_dimensional_windows_check_the_row_too(gen, cg):
 def test_printf_keeps_64_bit_integers(gen, cg):
     body = [cg.code(line) for line in cg.impl_body(gen(hooks).kernel_cpp)]
     (line,) = [b for b in body if b.startswith("cce::printf(")]
-    assert line == ('cce::printf("%lld %d %lld %lld %llx\\n", static_cast<long long>(n), '
+    assert line == ('cce::printf("%lld %d %lld %d %llx\\n", static_cast<long long>(n), '
                     'static_cast<int32_t>(m), static_cast<long long>(5000000000LL), '
-                    'static_cast<long long>(m), static_cast<unsigned long long>(n));')
+                    'static_cast<int32_t>(m), static_cast<unsigned long long>(static_cast<'
+                    'int64_t>(get_block_idx() * get_subblockdim() + get_subblockid())));')
 
 
 def test_make_tile_dedup(gen, cg):

@@ -104,10 +104,11 @@ def view_of_a_view(x: pl.Tensor[[8, 16], pl.DT_FP32]):
 def test_a_view_of_a_view_gets_its_own_object(gen, cg, cxx_check):
     art = gen(view_of_a_view)
     body = [cg.code(x) for x in cg.impl_body(art.kernel_cpp, "vector")]
-    inner = next(x for x in body if x.startswith("Vec_fp32_8x64_t view_1("))  # t[8:, 0:]
+    inner = next(x for x in body if x.startswith("Vec_fp32_16x64_t view("))  # t[8:, 0:]
     assert body[body.index(inner) + 1] == \
-        "TASSIGN(view_1, reinterpret_cast<uint64_t>(t.data()) + 8 * 256);"
-    assert "TASSIGN(view, reinterpret_cast<uint64_t>(view_1.data()));" in body
+        "TASSIGN(view, reinterpret_cast<uint64_t>(t.data()) + ((8) * 64 + (0)) * 4);"
+    assert body[body.index(inner) + 2].startswith("view.SetValidShape(")
+    assert "TASSIGN(view_1, reinterpret_cast<uint64_t>(view.data()));" in body
     cxx_check(art)
 
 

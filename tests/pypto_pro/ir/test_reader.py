@@ -234,7 +234,7 @@ def k_nested_view(x: pl.Tensor[[16, 16], pl.DT_FP16], y: pl.Tensor[[8, 16], pl.D
         t = pl.make_tile(pl.TileType([16, 16], pl.DT_FP16), addr=0x0)
         pl.load(t, x, [0, 0])
         pl.system.bar_all()
-        p = pl.reinterpret(t[8:, 0:], layout=pl.DN)  # the slice prints nested in the view
+        p = pl.reinterpret(t[8:, 0:], layout=pl.DN)  # a view of the slice's view object
         pl.store(y, p, [0, 0])
 
 
@@ -247,8 +247,8 @@ DSL_CASES = [(k_control, ["i_3, s_3 = while ir.cond(i_1 < n, iter_args=(i_1, s_1
                              "cfg.count = cfg.count + 1"]),
              (k_vf_shadow, ["    x: ir.Reg[ir.FP32] = ir.call @vf.load_align(a, 0, ",
                             "ir.call @block.store(x, a, [0, 0]"]),
-             (k_nested_view, ["ir.call @block.reinterpret(ir.call @block.subview(t, [8, 0], "
-                              "shape=[8, 16]))"])]
+             (k_nested_view, ["= ir.call @block.subview(t, [8, 0], [min(",
+                              "ir.call @block.reinterpret(view)"])]
 
 
 @pytest.mark.parametrize("kernel,snippets", DSL_CASES,

@@ -328,17 +328,20 @@ inline void mrgsort_lists(D& dst, Tmp& tmp, bool exhausted, int line, L&... list
             if (any) count = std::min(count, last + 1);
         }
     }
+    // vmrgsort4 writes the whole merge from tmp's address (past tmp's own columns when it is
+    // shorter: pto-isa sizes tmp only against the UB), then dst's valid columns are copied
     auto tv = view(tmp, line);
-    auto tbytes = window_bytes(tv, 1, Tmp::Cols);
-    if (count * 8 > tbytes.size()) {
-        raise_fault(FaultKind::Trap, line, "%s: TMRGSORT: tmp holds %zu bytes, the merge needs %zu",
-                    where().c_str(), tbytes.size(), count * 8);
-    }
-    for (size_t k = 0; k < count; ++k) encode_record(&tbytes[k * 8], all[k].value, all[k].index);
-    write_bytes(tv, tbytes, 1);
     auto dv = view(dst, line);
-    std::vector<uint8_t> dbytes(tbytes.begin(),
-                                tbytes.begin() + static_cast<ptrdiff_t>(dv.vc * sizeof(T)));
+    const size_t dst_bytes = static_cast<size_t>(dv.vc) * sizeof(T);
+    const size_t run = std::max(count * 8, dst_bytes);
+    if (tv.addr + run > static_cast<uint64_t>(tv.size)) {
+        raise_fault(FaultKind::Trap, line, "%s: TMRGSORT: the merge writes %zu bytes from UB "
+                    "%#llx, past the buffer (%lld bytes)", where().c_str(), run,
+                    static_cast<unsigned long long>(tv.addr), static_cast<long long>(tv.size));
+    }
+    uint8_t* out = tv.base + tv.addr;
+    for (size_t k = 0; k < count; ++k) encode_record(&out[k * 8], all[k].value, all[k].index);
+    std::vector<uint8_t> dbytes(out, out + dst_bytes);
     write_bytes(dv, dbytes, 1);
 }
 

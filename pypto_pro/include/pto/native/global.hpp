@@ -113,6 +113,37 @@ struct Stride {
     }
 };
 
+//! the shape of a GlobalTensor a tile of [rows, cols] reads, by layout (pto-isa's
+//! `TileShape2D`; the MX scale layouts here: [outer, inner, 2], the last axis the phase of two
+//! consecutive K groups: MX_A_* [M, K/2, 2] / [K/2, M, 2], MX_B_* [K/2, N, 2] / [N, K/2, 2])
+template <typename T, int64_t rows = DYNAMIC, int64_t cols = DYNAMIC, Layout L = Layout::ND>
+struct TileShape2D;
+
+namespace detail {
+constexpr int64_t mx_half(int64_t n) { return n == DYNAMIC ? DYNAMIC : n / 2; }
+}  // namespace detail
+
+template <typename T, int64_t R, int64_t C>
+struct TileShape2D<T, R, C, Layout::MX_A_ND> : Shape<1, 1, R, detail::mx_half(C), 2> {
+    TileShape2D(int64_t rows, int64_t cols)
+        : Shape<1, 1, R, detail::mx_half(C), 2>(1, 1, rows, cols / 2, 2) {}
+};
+template <typename T, int64_t R, int64_t C>
+struct TileShape2D<T, R, C, Layout::MX_A_DN> : Shape<1, 1, detail::mx_half(C), R, 2> {
+    TileShape2D(int64_t rows, int64_t cols)
+        : Shape<1, 1, detail::mx_half(C), R, 2>(1, 1, cols / 2, rows, 2) {}
+};
+template <typename T, int64_t R, int64_t C>
+struct TileShape2D<T, R, C, Layout::MX_B_ND> : Shape<1, 1, detail::mx_half(R), C, 2> {
+    TileShape2D(int64_t rows, int64_t cols)
+        : Shape<1, 1, detail::mx_half(R), C, 2>(1, 1, rows / 2, cols, 2) {}
+};
+template <typename T, int64_t R, int64_t C>
+struct TileShape2D<T, R, C, Layout::MX_B_DN> : Shape<1, 1, C, detail::mx_half(R), 2> {
+    TileShape2D(int64_t rows, int64_t cols)
+        : Shape<1, 1, C, detail::mx_half(R), 2>(1, 1, cols, rows / 2, 2) {}
+};
+
 //! A view of global memory: element type, shape, strides and layout as pto-isa declares them.
 //! Generated code re-points it at every access (`SetShape<DIM_3, DIM_4>` of the window, then
 //! `TASSIGN(gt, ptr + offset)`); only DYNAMIC extents / strides may be set.

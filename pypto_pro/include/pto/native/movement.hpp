@@ -9,6 +9,7 @@
 // accumulator to the two AIVs' UBs of the block.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <mutex>
@@ -267,9 +268,48 @@ inline void acc_move(Dst& dst, Src& src, bool scaled, uint64_t deq, const ScaleT
 
 // ------------------------------------------------------------------ GM <-> tile
 
+//! an MX scale load (a GlobalTensor of layout MX_*): tile element (r, c) sits at [d2, d3, phase]
+//! of the [outer, inner, 2] box, K group k at k / 2 with phase k % 2 (see `TileShape2D`)
+template <typename TileT, typename GT>
+inline void load_mx_scales(TileT& tile, GT& gt, int line)
+{
+    using D = typename TileT::DType;
+    using S = typename GT::DType;
+    constexpr pto::Layout L = GT::layout;
+    View<D> dst = view(tile, line);
+    const int64_t s2 = gt.GetStride(2), s3 = gt.GetStride(3), s4 = gt.GetStride(4);
+    auto at = [&](int64_t r, int64_t c) -> int64_t {
+        if constexpr (L == pto::Layout::MX_A_ND) return r * s2 + (c / 2) * s3 + (c % 2) * s4;
+        if constexpr (L == pto::Layout::MX_A_DN) return (c / 2) * s2 + r * s3 + (c % 2) * s4;
+        if constexpr (L == pto::Layout::MX_B_ND) return (r / 2) * s2 + c * s3 + (r % 2) * s4;
+        return c * s2 + (r / 2) * s3 + (r % 2) * s4;
+    };
+    int64_t last = 0;
+    for (int64_t r = 0; r < dst.vr; ++r) {
+        for (int64_t c = 0; c < dst.vc; ++c) last = std::max(last, at(r, c));
+    }
+    if (dst.vr > 0 && dst.vc > 0) {
+        const uint64_t lo = reinterpret_cast<uint64_t>(gt.data());
+        check_gm("TLOAD", lo, lo, lo + static_cast<uint64_t>(last + 1) * sizeof(S), line);
+    }
+    for (int64_t r = 0; r < dst.vr; ++r) {
+        for (int64_t c = 0; c < dst.vc; ++c) {
+            S s;
+            std::memcpy(&s, gt.data() + at(r, c), sizeof(S));
+            dst.set(r, c, move_elem<D>(s, line));
+        }
+    }
+}
+
 template <typename TileT, typename GT>
 inline void load_tile(TileT& tile, GT& gt, int line)
 {
+    constexpr pto::Layout L = GT::layout;
+    if constexpr (L == pto::Layout::MX_A_ND || L == pto::Layout::MX_A_DN || L == pto::Layout::MX_B_ND ||
+                  L == pto::Layout::MX_B_DN) {
+        load_mx_scales(tile, gt, line);
+        return;
+    }
     using D = typename TileT::DType;
     using S = typename GT::DType;
     View<D> dst = view(tile, line);
@@ -684,6 +724,17 @@ inline void insert_impl(Dst& dst, Src& src, uint16_t row, uint16_t col, bool sca
         fs.present = scaled;
         fs.scalar = pypto_native::deq_scale(deq);
         pypto_native::fixpipe_block(d, s, 0, 0, s.vr, s.vc, row, col, fs, relu, line);
+    } else if constexpr (Src::BFractal == BLayout::ColMajor && Src::SFractal == SLayout::RowMajor &&
+                         Dst::BFractal == BLayout::RowMajor &&
+                         Dst::SFractal == SLayout::ColMajor) {
+        // NZ into ZN: pto-isa writes the NZ blocks into the ZN tile read as NZ [Cols, Rows]
+        // (the same bytes), so the destination holds the source transposed
+        for (int64_t r = 0; r < s.vr; ++r) {
+            for (int64_t c = 0; c < s.vc; ++c) {
+                d.set(col + c, row + r,
+                      pypto_native::move_elem<typename Dst::DType>(s.get(r, c), line));
+            }
+        }
     } else {
         pypto_native::move_block(d, s, 0, 0, row, col, s.vr, s.vc, line);
     }
