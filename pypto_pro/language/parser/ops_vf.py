@@ -173,6 +173,25 @@ def _row_col(ctx: ParseContext, name: str, args: list, node: ast.Call) -> list:
     return [*args[:pos], offset, *args[pos + 1:]]
 
 
+def _interleaved_load(ctx: ParseContext, kw: dict, rtype, node: ast.AST) -> dict:
+    """`a, b = vf.load_align(...)` is a DINTLV load (its width by default, as the backend
+    picks it); a DINTLV distribution needs the two names."""
+    dist = kw.get("dist")
+    dintlv = dist is not None and attrs.LoadDist(int(dist)).name.startswith("DINTLV")
+    if isinstance(rtype, TupleType):
+        if dist is None:
+            bits = max(8, rtype.types[0].dtype.bits)
+            return {**kw, "dist": attrs.LoadDist[f"DINTLV_B{min(bits, 32)}"]}
+        if not dintlv:
+            raise ctx.error(ParserTypeError, "vf.load_align into two names needs a DINTLV "
+                                             "distribution", node)
+    elif dintlv:
+        raise ctx.error(ParserTypeError, f"vf.load_align with dist={attrs.LoadDist(int(dist)).name}"
+                                         f" loads two registers: even, odd = vf.load_align(...)",
+                        node)
+    return kw
+
+
 def emit_vf(ctx: ParseContext, op: str, node: ast.Call) -> Any:
     if ctx.section != "vf":
         raise ctx.error(InvalidOperationError, f"{op} is only valid inside a "
@@ -191,6 +210,8 @@ def emit_vf(ctx: ParseContext, op: str, node: ast.Call) -> Any:
                             hint="r = vf.add(a, b, mask) on its own line (one intrinsic each)")
     spec = opreg.get(op)
     rtype = None if spec.returns == "none" else _result_type(ctx, name, args, kw, node, target)
+    if name == "load_align" and isinstance(rtype, (RegType, TupleType)):
+        kw = _interleaved_load(ctx, kw, rtype, node)
     result = emit_op(ctx, op, args, kw, node, result_type=rtype, check_tiles=False)
     if not isinstance(result, Call):
         return None

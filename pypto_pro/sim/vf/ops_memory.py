@@ -260,8 +260,8 @@ def _store_register(st, where, start: int, src: Reg, name: str, m: Mask, op: str
         k = _STORE_BYTES.get(name, size)
         active = None if m.bits.all() else m.bits[::k]
         _store_lanes(st, op, where, start, raw.reshape(-1, k), active)
-    elif name == "FIRST_ELEMENT":
-        _store_lanes(st, op, where, start, raw[:size].reshape(1, -1), None)
+    elif name == "FIRST_ELEMENT":  # ONEPT_B8 / B16 / B32
+        _store_lanes(st, op, where, start, raw[:min(size, 4)].reshape(1, -1), None)
     elif name in ("PACK", "PACK4"):
         k = 4 if name == "PACK4" else max(2, size)
         keep = 1 if name == "PACK4" else k // 2
