@@ -368,7 +368,8 @@ NAMES = frozenset({
     "pintlv_b8", "pintlv_b16", "pintlv_b32", "pdintlv_b8", "pdintlv_b16", "pdintlv_b32",
     *(f"{f}_{c}" for f in ("vcmp", "vcmps") for c in ("eq", "ne", "lt", "gt", "le", "ge")),
     "movp_b16", "movp_b32", "pand", "por", "pxor", "pnot", "psel", "pmov", "ppack", "punpack",
-    "vexpdif", "vmulscvt", "vusqz", "vbr", "vdup", "UnalignReg", "AddrReg", "POST_UPDATE", "ONEPT_B8",
+    "vexpdif", "vmulscvt", "vusqz", "vbr", "vdup", "UnalignReg", "AddrReg", "POST_UPDATE",
+    "ONEPT_B8",
     "ONEPT_B16", "ONEPT_B32", "PK_B16", "PK_B32", "PK_B64", "PK4_B32", "PK", "INTLV_B8",
     "INTLV_B16", "NORM_B8", "NORM_B32", "NORM_B64", "UNPK4_B8",
 })

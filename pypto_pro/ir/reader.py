@@ -38,8 +38,8 @@ from .nodes import (
 from .span import Span
 from .types import (
     BOOL, INDEX, AddrRegType, AlignRegType, ArrayType, CoreType, FunctionRefType, MaskType,
-    MemorySpace, NoneType, PipeType, PtrType, RegType, ScalarType, SectionKind, StrType, StructType, TensorType, TileGroupType,
-    TileLayout, TilePad, TileType, TupleType, Type,
+    MemorySpace, NoneType, PipeType, PtrType, RegType, ScalarType, SectionKind, StrType,
+    StructType, TensorType, TileGroupType, TileLayout, TilePad, TileType, TupleType, Type,
 )
 
 CALL, CARRY = "__ir_call__", "__ir_carry__"
