@@ -5,8 +5,11 @@ Result-producing ops return register values that the caller binds; stores, `mem_
 (`_parse_vf_assignment`): the `dtype=` keyword, else the first operand that has an element
 type (a register, a tile, a mask made for a dtype, a typed scalar). The real IR's unified ops
 (`move`, `and_`, `select`, `pack`, `interleave`, ...) give a predicate when their first operand
-is one, and `load_align` loads a predicate into a name already holding one (`m = vf.create_mask
-(...)` then `m = vf.load_align(tile, dist=...)`). Ops with two results (`interleave`,
+is one. Like the real parser, an op assigned to a name that already holds a register writes
+into that register (its type wins: `acc = vf.full(0, m, dtype=pl.DT_UINT16)` then `acc =
+vf.histograms(u8, m)` counts into UINT16 lanes), and `load_align` into a name holding a
+predicate loads a predicate (`m = vf.create_mask(...)` then `m = vf.load_align(tile,
+dist=...)`). Ops with two results (`interleave`,
 `de_interleave`, `mull`, `addc` / `subc` (carry, sum), `load_align` into two names: the DINTLV
 distributions) return both, bound by tuple assignment. A `[row, col]` offset is the element
 offset `row * shape[1] + col` of the tile (`load_align`, `store_align`).
@@ -67,11 +70,17 @@ def _mask_dtype(name: str, args: list, kw: dict) -> DataType:
     return _operand_dtype(args) or DataType.FP32
 
 
-def _declared_mask(ctx: ParseContext, target: ast.expr | None) -> MaskType | None:
-    """The predicate type `target` names already (a `vf.create_mask` declaration)."""
+#: ops the real parser binds by return value (`x = vf.op(...)` makes a new x); every other
+#: result-producing op writes into the register its target already names
+_RETURN_VALUE = {"create_mask", "update_mask", "get_mask_spr", "mask_gen_with_reg_tensor",
+                 "create_addr_reg", "load_unalign_init", "unalign_reg_for_store"}
+
+
+def _declared(ctx: ParseContext, target: ast.expr | None):
+    """The register type `target` names already (the real parser writes into it)."""
     if isinstance(target, ast.Name):
         bound = ctx.frame.scope.get(target.id)
-        if isinstance(bound, Var) and isinstance(bound.type, MaskType):
+        if isinstance(bound, Var) and isinstance(bound.type, (RegType, MaskType)):
             return bound.type
     return None
 
@@ -93,10 +102,9 @@ def _result_type(ctx: ParseContext, name: str, args: list, kw: dict, node: ast.A
     first = getattr(args[0], "type", None) if args else None
     if name in _UNIFIED and isinstance(first, MaskType):
         return TupleType((first, first)) if name in _PAIRS else first
-    if name == "load_align":
-        declared = _declared_mask(ctx, target)
-        if declared is not None:
-            return declared
+    declared = _declared(ctx, target) if name not in _RETURN_VALUE else None
+    if name == "load_align" and isinstance(declared, MaskType):
+        return declared
     dtype = kw.get("dtype")
     if not isinstance(dtype, DataType):
         if name in _TYPE_CHANGING:
@@ -109,7 +117,7 @@ def _result_type(ctx: ParseContext, name: str, args: list, kw: dict, node: ast.A
             raise ctx.error(ParserTypeError, f"vf.{name}: no operand has an element type to "
                                              f"take the result's from; pass dtype=", node)
         dtype = DataType.FP32
-    reg = RegType(dtype)
+    reg = declared if isinstance(declared, RegType) else RegType(dtype)
     if name in ("addc", "subc"):
         return TupleType((MaskType(dtype), reg))
     if name in _PAIRS or (name == "load_align" and _pairs(target)):

@@ -229,14 +229,18 @@ def full(st, a: list, kw: dict, old: Reg | None, dtype: DataType | None) -> Reg:
 
 
 def arange(st, a: list, kw: dict, old: Reg | None, dtype: DataType | None) -> Reg:
-    """start, start ± 1, ... in every lane (IndexOrder)."""
+    """`vci`: start, start + 1, ... (INCREASE_ORDER); DECREASE_ORDER counts down to start
+    (start + n - 1, ..., start: the instruction's DEC_ORDER), b64 lanes start, start - 1, ...
+    (the backend's vci + vneg sequence)."""
     target = dtype or DataType.FP32
     start = scalar(a[0], target)
     order = enum_of(arg(a, kw, 2, "index_order", attrs.IndexOrder.INCREASE_ORDER),
                     attrs.IndexOrder)
-    ramp = torch.arange(lane_count(target), dtype=start.dtype)
-    step = ramp if order is attrs.IndexOrder.INCREASE_ORDER else -ramp
-    return from_values(start + step, target)
+    n = lane_count(target)
+    ramp = torch.arange(n, dtype=start.dtype)
+    if order is attrs.IndexOrder.DECREASE_ORDER:
+        ramp = -ramp if target.bits == 64 else ramp.flip(0)
+    return from_values(start + ramp, target)
 
 
 # ---------------------------------------------------------------- reductions

@@ -224,7 +224,7 @@ def cover(o, xf, xi, xu, s):
     vf.store_align(o + 5504, a, b, half, dist=pl.StoreDist.INTLV)
     vf.store_align(o + 5632, a, m3, 2, data_copy_mode=pl.DataCopyMode.DATA_BLOCK_COPY)
     vf.mem_bar(pl.MemBarMode.VST_VLD)
-    ridx = vf.arange(63, index_order=pl.IndexOrder.DECREASE_ORDER, dtype=pl.DT_UINT32)
+    ridx = vf.arange(0, index_order=pl.IndexOrder.DECREASE_ORDER, dtype=pl.DT_UINT32)
     vf.scatter(o + 5952, b, ridx, half)
     spr = vf.get_mask_spr(pl.MaskWidth.B32)
     r = vf.select(b, a, spr)

@@ -1259,15 +1259,18 @@ inline void mem_bar(int = 0) {}
 
 inline void clear_spr(int = 0) { pypto_native::ctx().ar = 0; }
 
-//! the index ramp: start, start + 1, ... (INCREASE_ORDER) or start, start - 1, ...
+//! the index ramp: start, start + 1, ... (INCREASE_ORDER); DECREASE_ORDER counts down to
+//! start (start + n - 1, ..., start), b64 lanes start, start - 1, ...
 template <typename T, typename S>
 inline void vci(RegTensor<T>& dst, S start, int order = INCREASE_ORDER)
 {
     using namespace pypto_native;
     const CT<T> s = scalar_in<T>(start);
-    for (int i = 0; i < RegTensor<T>::lanes; ++i) {
-        const CT<T> step = static_cast<CT<T>>(i);
-        dst.v[i] = vf_round<T>(order == INCREASE_ORDER ? s + step : s - step);
+    constexpr int n = RegTensor<T>::lanes;
+    for (int i = 0; i < n; ++i) {
+        int64_t k = i;
+        if (order == DECREASE_ORDER) k = sizeof(T) == 8 ? -i : n - 1 - i;
+        dst.v[i] = vf_round<T>(s + static_cast<CT<T>>(k));
     }
 }
 
