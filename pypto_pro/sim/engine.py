@@ -433,7 +433,11 @@ class Core:
         end = now + max(1, cost.cycles)
         reason = ""
         if cost.gm is not None and not eng.functional_only:
-            gm_end = eng.memory.access(now, cost.gm, end)
+            try:  # (a store's window is checked here first: its writes land at its end)
+                gm_end = eng.memory.access(now, cost.gm, end)
+            except (IndexError, ValueError) as err:
+                raise SimulationError(f"{instr.ir_op} on {self.label}: {err}",
+                                      instr.span) from err
             if gm_end > end:
                 end, reason = gm_end, "hbm"
         eng.instructions += 1

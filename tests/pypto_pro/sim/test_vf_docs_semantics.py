@@ -506,3 +506,24 @@ def test_a_type_changing_op_needs_dtype():
 
     with pytest.raises(ParserTypeError, match="needs dtype="):
         _parse(no_dtype)[None, 1](torch.zeros(1, 64))
+
+
+@pl.jit()
+def wide_store_kernel(x: pl.Tensor[[1, 128], F], out: pl.Tensor[[1, 64], F]):
+    t = pl.make_tile(vec(F, 128), addr=0, size=256)
+    with pl.section_vector():
+        pl.load(t, x, [0, 0])
+        pl.system.bar_all()
+        pl.store(out, t, [0, 0])
+
+
+def test_a_tile_stored_past_its_tensor_is_a_typed_error():
+    """The docs' load_align examples store a [1, 128] tile into a [1, 64] tensor (on the NPU
+    the extra bytes land in the allocator's padding); here that GM write is refused, with the
+    kernel line, on the timing simulator too (its bus model saw the window first)."""
+    from pypto_pro.errors import SimulationError
+
+    with pypto_pro.use_backend("sim"), pytest.raises(SimulationError,
+                                                     match="block.store.*spans") as err:
+        wide_store_kernel[None, 1](torch.zeros(1, 128), torch.zeros(1, 64))
+    assert err.value.span is not None and err.value.span.line > 0
