@@ -150,7 +150,7 @@ def mask_move(st, a: list, kw: dict, old, dtype: DataType | None) -> Mask:
 
 
 def _part(a: list, kw: dict) -> int:
-    return int(enum_of(arg(a, kw, 1, "part", attrs.PackPart.LOWER), attrs.PackPart))
+    return int(enum_of(arg(a, kw, 2, "part", attrs.PackPart.LOWER), attrs.PackPart))
 
 
 def mask_pack(st, a: list, kw: dict, old, dtype: DataType | None) -> Mask:

@@ -175,17 +175,22 @@ def load_align(st, a: list, kw: dict, old, dtype: DataType | None):
     return _register(_distributed(st, "load_align", start, name, dtype), dtype)
 
 
+def _predicate_address(st, where, offset, kw: dict, offset_counts: bool) -> int:
+    """Where a predicate load / store reaches: an AddrReg's offset; with post_update the
+    cursor, then on by `offset` 32-bit words (the backend's uint32_t pointer); else the tile,
+    plus `offset` words when `offset_counts` (`psts` writes at offset 0)."""
+    if isinstance(offset, AddrReg):
+        return st.base(where) + offset.nbytes
+    if kw.get("post_update"):
+        return st.advance(where, 4 * int(offset or 0))
+    return st.base(where) + (4 * int(offset or 0) if offset_counts else 0)
+
+
 def load_mask(st, a: list, kw: dict, old, dtype: DataType | None) -> Mask:
     """`plds` / `pld`: a predicate from UB (NORM, US, DS); an integer offset counts 32-bit
     words, as the backend's uint32_t pointer does."""
     where = ub(a[0], "load_align")
-    offset = arg(a, kw, 1, "offset")
-    if isinstance(offset, AddrReg):
-        start = st.base(where) + offset.nbytes
-    elif kw.get("post_update"):
-        start = st.advance(where, 4 * int(offset or 0))
-    else:
-        start = st.base(where) + 4 * int(offset or 0)
+    start = _predicate_address(st, where, arg(a, kw, 1, "offset"), kw, True)
     name = _dist_name(kw)
     if name == "NORM":
         return mask_of_bytes(st.read(start, 32, "load_align"))
@@ -305,13 +310,7 @@ def store_align(st, a: list, kw: dict, old, dtype: DataType | None) -> None:
 def _store_mask(st, where, a: list, kw: dict) -> None:
     """`psts` / `pst`: the predicate's bits (NORM 32 bytes, PACK every other bit: 16)."""
     m = a[1]
-    offset = arg(a, kw, 2, "offset")
-    if isinstance(offset, AddrReg):
-        start = st.base(where) + offset.nbytes
-    elif kw.get("post_update"):
-        start = st.advance(where, 4 * int(offset or 0))
-    else:
-        start = st.base(where)
+    start = _predicate_address(st, where, arg(a, kw, 2, "offset"), kw, False)
     dist = kw.get("dist")
     packed = dist is not None and enum_of(dist, attrs.StoreDist) is attrs.StoreDist.PACK
     raw = mask_bytes(Mask(m.bits[0::2])) if packed else mask_bytes(m)

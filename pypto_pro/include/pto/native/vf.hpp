@@ -985,18 +985,8 @@ inline void vnot(RegTensor<T>& d, const RegTensor<T>& a, const MaskReg& m, int =
 }
 
 //! per-lane shift amounts (`vshl` / `vshr` with a register)
-#define PYPTO_VF_SHIFT(NAME, OP)                                                            \
-    template <typename T>                                                                   \
-    inline void NAME(RegTensor<T>& dst, const RegTensor<T>& a, const RegTensor<T>& b,       \
-                     const MaskReg& mask, int mode = MODE_ZEROING)                          \
-    {                                                                                       \
-        using namespace pypto_native;                                                       \
-        vf_map(dst, mask, mode, [&](int i) {                                                \
-            return vf_round<T>(vf_int(Elem<T>::load(a.v[i]), Elem<T>::load(b.v[i]), OP));  \
-        });                                                                                 \
-    }
-PYPTO_VF_SHIFT(vshl, 3)
-PYPTO_VF_SHIFT(vshr, 4)
+PYPTO_VF_BIN(vshl, vf_int(x, y, 3))
+PYPTO_VF_BIN(vshr, vf_int(x, y, 4))
 
 // ------------------------------------------------------------------ broadcasts
 
