@@ -21,9 +21,7 @@ from dataclasses import replace
 from ..errors import NotSupported
 from ..ir.nodes import AssignStmt, Call, Expr, MakeTuple, Var
 from ..ir.types import (
-    MaskType,
     PtrType,
-    RegType,
     ScalarType,
     StructType,
     TensorType,
@@ -41,9 +39,9 @@ from .types import (
 
 def assign(body, s: AssignStmt) -> None:
     v, e = s.var, s.value
-    if isinstance(v.type, (RegType, MaskType)):
-        from .vf import assign_register
+    from .vf import assign_register, is_register
 
+    if is_register(v.type):
         assign_register(body, s)
         return
     if isinstance(e, Call) and e.op in DECLARATIONS:

@@ -11,8 +11,8 @@ O = softmax(Q·Kᵀ/√d)·V for Q [Sq, 128], K and V [Skv, 128], FP16 in and ou
   Sᵀ of its 64 queries, a [128 kv, 64 q] tile whose rows are one 64-lane register each;
 * `compute_p` (vector, Reg API): the online softmax works lane-wise on whole rows — the block
   max is `vf.max` over four interleaved register streams, then `vf.exp_sub` against the new
-  running max, running sums, and P cast to FP16 two KV rows per register (`vf.astype` into the
-  lower / upper lanes); the FP16 rows are the columns of P, so two column-major [64, 64] views
+  running max, running sums, and P cast to FP16 two KV rows per register (`vf.astype` fills the
+  even FP16 lanes, `vf.de_interleave` of two rows keeps the even lanes of both); the FP16 rows are the columns of P, so two column-major [64, 64] views
   of the buffer are P's halves, `pl.insert`ed into the cube's L1 P slot at row 64·subblock;
 * `compute_pv` (cube): P·V → `move(pv_vec.next(), acc, DualModeSplitM)`: 64 rows per AIV;
 * `compute_gu` (vector): the first KV tile copies P·V into the running O, later ones (Reg API)
@@ -29,10 +29,9 @@ True)` keeps the serial order (same syncs, no overlap) for comparison. Core-loca
 tile groups with mutex ids declared once in a section block before the loop (auto_mutex orders
 their pipes); the AIV's softmax state is plain tiles.
 
-Two departures from the hardware kernel's data layout, same maths: `move` Mat → Left keeps
+One departure from the hardware kernel's data layout, same maths: `move` Mat → Left keeps
 logical values here, so the P slot holds P itself (the halves go in at row 64·subblock, not
-as a ZN Pᵀ at column 64·subblock); and `vf.astype` writes the narrowed lanes of part k
-contiguously, so two rows pack into one FP16 register without a `vf.de_interleave`.
+as a ZN Pᵀ at column 64·subblock).
 
 Budgets: L1 288 KiB, L0A / L0B 64 KiB, L0C 256 KiB, UB ≈ 209 KiB per AIV.
 """
@@ -119,9 +118,10 @@ def online_softmax(p16, s, m_run, l_run, corr):
         p1 = vf.exp_sub(y1, m_new, full)
         l0 = vf.add(l0, p0, full)
         l1 = vf.add(l1, p1, full)
-        h = vf.astype(p0, full, dtype=F16)  # lanes 0–63
-        h = vf.astype(p1, full, layout=pl.CastLayout.ONE, dtype=F16)  # lanes 64–127
-        vf.store_align(p16, h, full, offset=r * LANES)
+        e0 = vf.astype(p0, full, dtype=F16)  # FP16 lanes 0, 2, 4, ... (layout ZERO)
+        e1 = vf.astype(p1, full, dtype=F16)
+        h, _ = vf.de_interleave(e0, e1)  # rows r and r + 1 in lanes 0–63 and 64–127
+        vf.store_align(p16, h, full, r * LANES)
     l_old = vf.load_align(l_run, 0)
     l_scaled = vf.mul(l_old, c, full)
     l_blk = vf.add(l0, l1, full)
@@ -140,7 +140,7 @@ def rescale_add(o_run, pv, corr):
             x = vf.load_align(pv, k)
             oc = vf.mul(o, c, full)
             o = vf.add(oc, x, full)
-            vf.store_align(o_run, o, full, offset=k)
+            vf.store_align(o_run, o, full, k)
 
 
 @pl.vector_function
@@ -153,9 +153,10 @@ def normalize(o16, o_run, l_run):
         b = vf.load_align(o_run, q * D + LANES)
         ya = vf.div(a, lq, full)
         yb = vf.div(b, lq, full)
-        h = vf.astype(ya, full, dtype=F16)
-        h = vf.astype(yb, full, layout=pl.CastLayout.ONE, dtype=F16)
-        vf.store_align(o16, h, full, offset=q * D)
+        ea = vf.astype(ya, full, dtype=F16)
+        eb = vf.astype(yb, full, dtype=F16)
+        h, _ = vf.de_interleave(ea, eb)
+        vf.store_align(o16, h, full, q * D)
 
 
 # ---------------------------------------------------------------- stages

@@ -273,15 +273,17 @@ VF_NAMES = (
     "and_ or_ xor shift_left shift_right eq ne lt gt le ge select reduce_sum reduce_max "
     "reduce_min pair_reduce_sum astype bit_cast pack unpack interleave de_interleave squeeze "
     "unsqueeze muls_cast histograms").split()
-#: VF ops that access UB through their first (tile) argument, and how
+#: VF ops that write UB through their first (tile) argument
 VF_STORES = frozenset({"store_align", "store_unalign", "store_unalign_post", "store", "scatter"})
-VF_LOADS = frozenset({"load_align", "load_unalign_init", "load_unalign_pre", "load_unalign",
-                      "load", "gather"})
+#: VF ops that read UB → the tile's position (after the align register of unaligned loads)
+VF_LOADS = {"load_align": 0, "load": 0, "gather": 0, "load_unalign_pre": 1, "load_unalign": 1}
+#: other VF ops without a result
+VF_STATEMENTS = frozenset({"mem_bar", "clear_spr", "load_unalign_pre"})
 for _n in VF_NAMES:
     register(OpSpec(f"vf.{_n}", pipe=PipeType.V, family="vf",
-                    reads=(0,) if _n in VF_LOADS else (),
+                    reads=(VF_LOADS[_n],) if _n in VF_LOADS else (),
                     writes=(0,) if _n in VF_STORES else (),
-                    returns="none" if _n in VF_STORES | {"mem_bar", "clear_spr"} else "reg"))
+                    returns="none" if _n in VF_STORES | VF_STATEMENTS else "reg"))
 # The simulator's one pipe-V instruction for a whole VF section (`__VEC_SCOPE__`), over the
 # section's tiles; the IR keeps the section as a SectionStmt and never calls it.
 register(OpSpec("vf.vec_scope", pipe=PipeType.V, family="vf", tail_reads=True))

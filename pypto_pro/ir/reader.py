@@ -37,9 +37,9 @@ from .nodes import (
 )
 from .span import Span
 from .types import (
-    BOOL, INDEX, ArrayType, CoreType, FunctionRefType, MaskType, MemorySpace, NoneType, PipeType,
-    PtrType, RegType, ScalarType, SectionKind, StrType, StructType, TensorType, TileGroupType,
-    TileLayout, TilePad, TileType, TupleType, Type,
+    BOOL, INDEX, AddrRegType, AlignRegType, ArrayType, CoreType, FunctionRefType, MaskType,
+    MemorySpace, NoneType, PipeType, PtrType, RegType, ScalarType, SectionKind, StrType,
+    StructType, TensorType, TileGroupType, TileLayout, TilePad, TileType, TupleType, Type,
 )
 
 CALL, CARRY = "__ir_call__", "__ir_carry__"
@@ -47,7 +47,7 @@ CALL, CARRY = "__ir_call__", "__ir_carry__"
 ENUMS: dict[str, Any] = {**_attrs.ALL, **{e.__name__: e for e in (
     MemorySpace, PipeType, TilePad, CoreType, SectionKind, FunctionType)}}
 _TYPE_HEADS = {"Tensor", "Tile", "TileGroup", "Ptr", "Reg", "Array", "Tuple", "Struct", "Scalar",
-               "Function", "Mask", *DataType.__members__}
+               "Function", "Mask", "AddrReg", "AlignReg", *DataType.__members__}
 _BIN = {ast.Add: BinOp.Add, ast.Sub: BinOp.Sub, ast.Mult: BinOp.Mul, ast.FloorDiv: BinOp.FloorDiv,
         ast.Mod: BinOp.FloorMod, ast.Div: BinOp.FloatDiv, ast.Pow: BinOp.Pow,
         ast.BitAnd: BinOp.BitAnd, ast.BitOr: BinOp.BitOr, ast.BitXor: BinOp.BitXor,
@@ -209,6 +209,8 @@ class Reader:
             return ScalarType(DataType[head])
         if head == "Mask" and isinstance(node, ast.Attribute):
             return MaskType()
+        if head == "AlignReg" and isinstance(node, ast.Attribute):
+            return AlignRegType()
         if head and isinstance(node, ast.Subscript):
             items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
             return self.subscript_type(head, items, node)
@@ -230,8 +232,9 @@ class Reader:
             return self.tile_type(items, node)
         if head == "Scalar":
             return ScalarType(self.dtype(items[0]))
-        if head in ("Ptr", "Reg"):
-            return (PtrType if head == "Ptr" else RegType)(self.dtype(items[0]))
+        if head in ("Ptr", "Reg", "Mask", "AddrReg"):
+            kind = {"Ptr": PtrType, "Reg": RegType, "Mask": MaskType, "AddrReg": AddrRegType}
+            return kind[head](self.dtype(items[0]))
         if head == "Array" and len(items) == 2:
             return ArrayType(self.type(items[0]), self.lit(items[1], int))
         if head == "Function" and isinstance(items[0], ast.Name):

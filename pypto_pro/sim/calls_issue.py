@@ -139,6 +139,23 @@ def _noop(c, e: Call) -> Callable:
     return run
 
 
+#: the vector-mask SPR {MASK1, MASK0} after reset: every lane
+ALL_LANES = (2**64 - 1, 2**64 - 1)
+
+
+def _vector_mask(c, e: Call) -> Callable:
+    """`pl.set_vec_mask(high, low)` / `pl.reset_mask()`: the SPR `vf.get_mask_spr` reads."""
+    words = [c.expr(a) for a in e.args] if e.op == "system.set_vec_mask" else []
+
+    def run(fr: Frame) -> tuple:
+        core = fr.core
+        core.time += 1
+        core.vector_mask = tuple(int(w(fr)) % 2**64 for w in words) if words else ALL_LANES
+        return NOTHING
+
+    return run
+
+
 def _set_validshape(c, e: Call) -> Callable:
     target, shape = c.expr(e.args[0]), c.expr(e.args[1])
     span = e.span
@@ -445,6 +462,7 @@ _EFFECTS: dict[str, Callable] = {
     **{f"system.{n}": _cross_core for n in ("set_cross_core", "wait_cross_core",
                                             "set_cross_core_dyn", "wait_cross_core_dyn")},
     "system.sync_all": _sync_all,
+    "system.set_vec_mask": _vector_mask, "system.reset_mask": _vector_mask,
     "debug.printf": _printf, "debug.assert": _assert, "debug.trap": _trap,
     "debug.dump_tensor": _dump, "debug.dump_tile": _dump,
     "simt.launch": _simt_launch,

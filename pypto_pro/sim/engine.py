@@ -23,7 +23,7 @@ from ..errors import DeadlockError, SimulationError
 from ..ir.span import Span
 from ..ir.types import PipeType
 from ..trace.schema import EventLog
-from .calls_issue import Instr
+from .calls_issue import ALL_LANES, Instr
 from .cost_model import op_cost
 from .memory import CoreMemory, GMRef, TileRef
 from .memory_system import MemorySystem
@@ -217,6 +217,7 @@ class Core:
         self.pipes = {p: Pipe(self, p) for p in (AIC_PIPES if kind == "AIC" else AIV_PIPES)}
         self.time = 0
         self.spr = 0
+        self.vector_mask = ALL_LANES  # the {MASK1, MASK0} SPR (pl.set_vec_mask)
         self.gen = None
         self.waiting: Callable[[], bool] | None = None
         self.wait_info: tuple[int, str, str, Instr | None] | None = None
@@ -445,7 +446,11 @@ class Core:
         end = now + max(1, cost.cycles)
         reason = ""
         if cost.gm is not None and not eng.functional_only:
-            gm_end = eng.memory.access(now, cost.gm, end)
+            try:  # (a store's window is checked here first: its writes land at its end)
+                gm_end = eng.memory.access(now, cost.gm, end)
+            except (IndexError, ValueError) as err:
+                raise SimulationError(f"{instr.ir_op} on {self.label}: {err}",
+                                      instr.span) from err
             if gm_end > end:
                 end, reason = gm_end, "hbm"
         eng.instructions += 1

@@ -39,7 +39,7 @@ from ..ir.attrs import CrossCoreSyncMode, SyncCoreType
 from ..ir.span import Span
 from ..ir.types import PipeType
 from . import replay, scheduler_native, stream_memo
-from .calls_issue import Instr, OpSite
+from .calls_issue import ALL_LANES, Instr, OpSite
 from .cost_model import GM_OPS, VF_SECTION, op_cost, window_onchip_cost
 from .engine import AIC_PIPES, AIV_PIPES, Core, _flag_ids, hw_op
 from .footprints import Footprints, number, window_span
@@ -207,6 +207,7 @@ class RecordingCore:
         self.printed: list[str] = []
         self.time = self._mark = 0
         self.spr = 0
+        self.vector_mask = ALL_LANES  # the {MASK1, MASK0} SPR (pl.set_vec_mask)
         self.iterations = 0
         self.max_iterations = 50_000_000
 

@@ -158,6 +158,7 @@ class ParseContext:
         self.extra_functions: list = []  # SIMT functions instantiated during parsing
         self.simt_instances: dict[tuple, Function] = {}  # (function, argument types) → IR
         self.simt_stack: list = []  # SIMT functions being instantiated (recursion check)
+        self.assign_target: Any = None  # the target AST of the assignment being evaluated
 
     # ------------------------------------------------------------ frames and names
     @property

@@ -120,9 +120,9 @@ def make_tile(ctx: ParseContext, node: ast.Call, op: str) -> Any:
     check_address(ctx, t, addr, node)
     size = kwargs.get("size")
     size = t.nbytes if size is None else _const_int(ctx, size, node, "tile size")
-    if size < t.nbytes:
-        raise ctx.error(InvalidTile, f"tile size {size} is smaller than its footprint "
-                                     f"{t.nbytes} bytes", node)
+    if size <= 0:  # the real make_tile takes any positive span, smaller than the shape too
+        raise ctx.error(InvalidTile, f"pl.make_tile size must be a positive byte count, got "
+                                     f"{size}", node)
     t = replace(t, addr=addr)
     call = Call("block.make_tile", (MakeTuple(tuple(ConstInt(d) for d in t.shape),
                                               TupleType((INDEX, INDEX))),),

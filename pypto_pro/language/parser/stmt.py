@@ -67,10 +67,14 @@ def _block(ctx: ParseContext, stmts: list[ast.stmt], span) -> Any:
 def _assign(ctx: ParseContext, node: ast.Assign | ast.AnnAssign) -> None:
     if node.value is None:
         return  # a bare annotation declares nothing
-    value = eval_expr(ctx, node.value)
+    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+    outer, ctx.assign_target = ctx.assign_target, targets[0] if len(targets) == 1 else None
+    try:  # the Reg API types some results by their target (ops_vf)
+        value = eval_expr(ctx, node.value)
+    finally:
+        ctx.assign_target = outer
     if is_result(node):  # a helper's `return v`: the value as it is at the return
         value = freeze(ctx, value, ctx.span(node))
-    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
     for target in targets:
         assign_target(ctx, target, value, node)
 

@@ -68,7 +68,7 @@ def test_vf_section_shape(gen, cxx_check):
     assert "vlds(r, a_ub, i * 64, NORM);" in body
     assert "vmax(mx, mx, r, full, MODE_ZEROING);" in body
     assert "vcmax(m, mx, full, false, MODE_ZEROING);" in body
-    assert "vexpdif(e, r, m, full, MODE_ZEROING);" in body
+    assert "vexpdif(e, r, m, full, ZERO);" in body
     assert "vsts(e, b_ub, 0, NORM_B32, full);" in body
     assert "vcvt(h, e, full, ZERO, CAST_RINT, OFF);" in body
     assert "vsts(h, c_ub, 0, NORM_B16, full);" in body

@@ -228,6 +228,28 @@ def k_vf_shadow(x: pl.Tensor[[1, 64], pl.DT_FP32]):
         pl.store(x, a, [0, 0])
 
 
+@pl.vector_function
+def _vf_forms(t):
+    m = pl.vf.create_mask(dtype=pl.DT_FP32)
+    lo, hi = pl.vf.load_align(t, 0)  # a pair
+    u = pl.vf.load_unalign_init()
+    pl.vf.load_unalign_pre(u, t + 3)
+    r = pl.vf.load_unalign(u, t + 3)
+    for i in pl.range(2):
+        a = pl.vf.create_addr_reg(i, 64, dtype=pl.DT_FP32)
+        pl.vf.store_align(t, r, m, a)
+    pl.vf.store_align(t, lo, hi, m, dist=pl.StoreDist.INTLV)
+
+
+@pl.kernel(arch="a5")
+def k_vf_forms(x: pl.Tensor[[1, 256], pl.DT_FP32]):
+    with pl.section_vector():
+        a = pl.make_tile(pl.TileType([1, 256], pl.DT_FP32), addr=0x0)
+        pl.load(a, x, [0, 0])
+        _vf_forms(a)
+        pl.store(x, a, [0, 0])
+
+
 @pl.kernel(arch="a5")
 def k_nested_view(x: pl.Tensor[[16, 16], pl.DT_FP16], y: pl.Tensor[[8, 16], pl.DT_FP16]):
     with pl.section_vector():
@@ -248,11 +270,13 @@ DSL_CASES = [(k_control, ["i_3, s_3 = while ir.cond(i_1 < n, iter_args=(i_1, s_1
              (k_vf_shadow, ["    x: ir.Reg[ir.FP32] = ir.call @vf.load_align(a, 0, ",
                             "ir.call @block.store(x, a, [0, 0]"]),
              (k_nested_view, ["= ir.call @block.subview(t, [8, 0], [min(",
-                              "ir.call @block.reinterpret(view)"])]
+                              "ir.call @block.reinterpret(view)"]),
+             (k_vf_forms, ["ir.Mask[ir.FP32] =", "ir.Tuple[ir.Reg[ir.FP32], ir.Reg[ir.FP32]] =",
+                           "ir.AlignReg =", "ir.AddrReg[ir.FP32] ="])]
 
 
 @pytest.mark.parametrize("kernel,snippets", DSL_CASES,
-                         ids=["control", "aggregates", "vf_shadow", "nested_view"])
+                         ids=["control", "aggregates", "vf_shadow", "nested_view", "vf_forms"])
 def test_dsl_kernels_with_control_flow_and_aggregates_read_back(kernel, snippets):
     compiled = compile_kernel(kernel, SPEC)  # a @pl.kernel is its KernelDef
     for record in compiled.passes["vector"]:
