@@ -447,20 +447,23 @@ def scaling(sizes: tuple[int, ...], dims: tuple[int, ...]) -> dict:
 
 
 def fidelity_rows() -> list[dict]:
-    """The fidelity table's rows from sim_latest.md (bench_sim_fidelity.py's section)."""
+    """The calibration and held-out rows of sim_latest.md (`bench_sim_fidelity.py`'s sections:
+    the first table of each, whose first seven columns are case, role, SoC, cores, simulated
+    µs, published µs and error)."""
     if not SIM_LATEST.exists():
         return []
     text = SIM_LATEST.read_text()
-    begin = text.find("<!-- begin bench_sim_fidelity -->")
-    end = text.find("<!-- end bench_sim_fidelity -->")
-    if begin < 0 or end < 0:
-        return []
     rows = []
-    for line in text[begin:end].splitlines():
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if len(cells) == 8 and cells[0] not in ("case", "") and not cells[0].startswith("---"):
-            rows.append({"case": cells[0], "soc": cells[1], "cores": cells[2],
-                         "simulated_us": cells[4], "published_us": cells[5], "error": cells[6]})
+    for section in ("bench_sim_fidelity", "bench_sim_heldout"):
+        begin = text.find(f"<!-- begin {section} -->")
+        end = text.find(f"<!-- end {section} -->")
+        if begin < 0 or end < 0:
+            continue
+        for line in text[begin:end].splitlines():
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            if len(cells) >= 7 and cells[1] in ("calibration", "held-out", "roofline"):
+                rows.append(dict(zip(("case", "role", "soc", "cores", "simulated_us",
+                                      "published_us", "error"), cells)))
     return rows
 
 
@@ -636,10 +639,10 @@ def tables(ws: list[Workload], cells: dict, overhead: dict, scale: dict | None,
                      f"a = {df['intercept_s']:.2f} s, R² = {df['r2']:.3f}.")]
     if fidelity:
         out += ["", "### Fidelity (from `results/sim_latest.md`, `bench_sim_fidelity.py`)", "",
-                "| case | SoC | cores | simulated µs | published µs | error |",
-                "|---|---|---:|---:|---:|---:|"]
-        out += [f"| {r['case']} | {r['soc']} | {r['cores']} | {r['simulated_us']} | "
-                f"{r['published_us']} | {r['error']} |" for r in fidelity]
+                "| case | role | SoC | cores | simulated µs | published µs | error |",
+                "|---|---|---|---:|---:|---:|---:|"]
+        out += [f"| {r['case']} | {r['role']} | {r['soc']} | {r['cores']} | "
+                f"{r['simulated_us']} | {r['published_us']} | {r['error']} |" for r in fidelity]
     return "\n".join(out)
 
 

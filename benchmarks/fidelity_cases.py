@@ -117,6 +117,12 @@ class Case:
     ratios: dict[str, float] = field(default_factory=dict)  # published busy % by pipe
     pin_inputs: Callable[[], tuple] | None = None  # the launch the tests pin (None: `inputs`)
 
+    @property
+    def short(self) -> str:
+        """A column heading: the key without its family's long prefix, marked if calibration."""
+        name = self.key.replace("gemm_", "").replace("flash_attention", "FA").replace("_", " ")
+        return name + (" (cal.)" if self.role == "calibration" else "")
+
     def bounds(self, table: SoC | None = None) -> Bounds:
         s = table or make_soc(self.soc)
         t = self.traffic()
@@ -136,17 +142,16 @@ class Run:
     busy: dict[str, float] = field(default_factory=dict)
 
 
-_BACKENDS: dict[tuple, str] = {}
+_REGISTERED: dict[str, SoC] = {}
 
 
 def backend_for(table: SoC) -> str:
-    """A registered timing-only simulator backend for `table` (one per distinct table)."""
-    key = (table.name, tuple(sorted((k, str(v)) for k, v in vars(table).items()
-                                    if k != "sources")))
-    name = _BACKENDS.get(key)
-    if name is None:
-        name = _BACKENDS[key] = f"fidelity-{len(_BACKENDS)}"
-        register_backend(name, lambda t=table: SimBackend(soc=t, timing_only=True))
+    """A timing-only simulator backend of `table`: one per shipped table, and one name
+    re-registered for each table with overrides (which drops the previous instance)."""
+    name = f"fidelity-{table.name}" if table is make_soc(table.name) else "fidelity-override"
+    if _REGISTERED.get(name) is not table:
+        register_backend(name, lambda: SimBackend(soc=table, timing_only=True))
+        _REGISTERED[name] = table
     return name
 
 
