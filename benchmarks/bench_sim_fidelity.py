@@ -63,6 +63,7 @@ class Knob:
     source: str
     socs: tuple[str, ...] = (fc.A3, fc.A5)
     applies: Callable[[fc.Case], bool] = lambda case: True
+    finding: str = ""  # what its row shows that is not the range's doing
 
 
 ON_CHIP = ("l1_to_l0a", "l1_to_l0b", "l1_to_scale", "l1_to_bias", "l1_to_fb", "l1_to_ub",
@@ -116,7 +117,11 @@ KNOBS = (
     Knob("mutex_cycles / cross_core_cycles", "1 / 1",
          (("100 / 100", {"mutex_cycles": 100, "cross_core_cycles": 100}),),
          "assumed like set_flag (1 cycle); no public figure: 100 = PYPTO-COST's task-submit "
-         "latency, the nearest published hand-off constant [spec 3.3]"),
+         "latency, the nearest published hand-off constant [spec 3.3]",
+         finding="no effect anywhere: both engines charge every sync instruction (flags, mutexes, "
+         "cross-core events) 1 cycle whatever the SoC table says (`sim/engine.py` and "
+         "`sim/scheduler.cpp` end it at `now + 1`), so flag_cycles, mutex_cycles and "
+         "cross_core_cycles are dead numbers; the tables all say 1, so no result is wrong today"),
 )
 
 
@@ -173,6 +178,11 @@ def _cores(case: fc.Case) -> str:
     return f"{case.blocks} {kind}"
 
 
+def _head(case: fc.Case, run: fc.Run) -> str:
+    """A row's first cells: case, role, SoC, cores, simulated µs (the published one next)."""
+    return f"| {case.label} | {case.role} | {case.soc} | {_cores(case)} | {run.us:,.1f} |"
+
+
 def _ratio_cells(case: fc.Case, run: fc.Run) -> str:
     """"sim / published" busy % per published pipe."""
     names = {**fc.PIPES, "V": "vector"}
@@ -197,13 +207,11 @@ def calibration_table(cases: list[fc.Case], runs: dict[str, fc.Run]) -> str:
             mark = " ✓" if 80 <= pct <= 100 else (
                 f" ✗ (faster than the reads + writes roofline; {run.us / b.hard:.2f}× the hard "
                 "bound: see the two-sided check)" if pct > 100 else " ✗")
-            lines.append(f"| {case.label} | {case.role} | {case.soc} | {_cores(case)} | "
-                         f"{run.us:,.1f} | roofline {b.hbm_all:,.1f} | {pct:.1f}% of roofline"
-                         f"{mark} | | {_bounds_text(b)} |")
+            lines.append(f"{_head(case, run)} roofline {b.hbm_all:,.1f} | {pct:.1f}% of "
+                         f"roofline{mark} | | {_bounds_text(b)} |")
             continue
         err = fc.error_pct(run.us, case)
-        lines.append(f"| {case.label} | {case.role} | {case.soc} | {_cores(case)} | "
-                     f"{run.us:,.1f} | {case.published_us:,.1f} | {err:+.1f}%"
+        lines.append(f"{_head(case, run)} {case.published_us:,.1f} | {err:+.1f}%"
                      f"{' ✓' if abs(err) <= 15 else ' ✗'} | {_ratio_cells(case, run)} | "
                      f"{_bounds_text(b)} |")
     return "\n".join(lines)
@@ -215,8 +223,7 @@ def heldout_table(cases: list[fc.Case], runs: dict[str, fc.Run]) -> str:
              "|---|---|---|---:|---:|---:|---:|---|---|---|"]
     for case in cases:
         run = runs[case.key]
-        lines.append(f"| {case.label} | {case.role} | {case.soc} | {_cores(case)} | "
-                     f"{run.us:,.1f} | {case.published_us:,.1f} | "
+        lines.append(f"{_head(case, run)} {case.published_us:,.1f} | "
                      f"{fc.error_pct(run.us, case):+.1f}% | {_ratio_cells(case, run)} | "
                      f"{case.source} | {case.note} |")
     errors = [abs(fc.error_pct(runs[c.key].us, c)) for c in cases]
@@ -261,6 +268,7 @@ def sensitivity_table(cases: list[fc.Case], changes: dict[tuple[str, str], dict]
                 key = max(row, key=lambda k: abs(row[k]))
                 lines.append(f"* {knob.name} {knob.model} → {end}: up to {row[key]:+.1f}% "
                              f"({fc.BY_KEY[key].short})")
+    lines += [f"\nFinding, {knob.name}: {knob.finding}." for knob in KNOBS if knob.finding]
     return "\n".join(lines)
 
 

@@ -101,3 +101,12 @@ def test_topk_matches_torch():
     _launch(fk.make_topk(), 2, args)
     values, indices = fk.topk_reference(args[0])
     assert torch.equal(args[2], values) and torch.equal(args[3], indices)
+
+
+def test_roofline_check_is_two_sided():
+    bounds = fc.Bounds(hbm_reads=80.0, hbm_all=120.0, l2_side=50.0, cube=0.0)
+    assert fc.roofline_verdict(70.0, bounds).startswith("✗ below the HBM reads bound")
+    assert "dirty in the L2" in fc.roofline_verdict(95.0, bounds)
+    assert fc.roofline_verdict(130.0, bounds) == "✓"
+    add = fc.BY_KEY["add_8192x4096"].bounds()  # 3 · 64 MiB at 1.6 TB/s; reads alone 2/3 of it
+    assert round(add.hbm_all, 1) == 125.8 and round(add.hbm_reads, 1) == 83.9
