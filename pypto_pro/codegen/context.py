@@ -29,7 +29,6 @@ class TensorView:
     shape: tuple[str, ...]  # C++ expressions of the dims
     dtype: DataType
     layout: TileLayout = TileLayout.ND
-    transposed_gt: str | None = None  # a DN view for transposed accesses, when needed
 
     @property
     def rank(self) -> int:
@@ -62,6 +61,7 @@ class FnCtx:
     simt: bool = False  # a SIMT function body: tiles are raw UB pointers
     simt_functions: dict[str, Function] = field(default_factory=dict)
     hoisted_storage: dict[int, str] = field(default_factory=dict)  # id(declaration) → obj
+    strides_per_access: bool = False  # GM windows set their strides at every access
 
     def name(self, var: Var) -> str:
         return self.scopes.names.name(var)

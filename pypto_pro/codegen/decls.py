@@ -33,7 +33,8 @@ from ..ir.types import (
 )
 from .context import TensorView
 from .types import (
-    ctype, gt_template, has_runtime_valid, scalar_ctype, tile_ctor_args, tile_key,
+    ctype, gt_template, has_runtime_valid, scalar_ctype, set_valid_shape, tile_ctor_args,
+    tile_key,
 )
 
 
@@ -120,7 +121,7 @@ def _make_tile(body, s: AssignStmt) -> None:
     storage = body.ctx.hoisted_storage.get(id(s.value))
     if storage is not None:  # hoisted: fresh valid shape, then point at the prologue storage
         if has_runtime_valid(t):
-            body.w.line(f"{storage}.SetValidShape({t.shape[0]}, {t.shape[1]});", s.span)
+            body.w.line(set_valid_shape(storage, t, *map(str, t.shape)), s.span)
         body.w.line(f"{name} = &{storage};", s.span)
         return
     alias = body.ctx.alias(t)
@@ -128,7 +129,7 @@ def _make_tile(body, s: AssignStmt) -> None:
     if first is not None:  # the same tile as an earlier make_tile: one object, valid shape reset
         body.w.line(f"{alias}& {name} = {body.ctx.name(first)};", s.span)
         if has_runtime_valid(t):
-            body.w.line(f"{name}.SetValidShape({t.shape[0]}, {t.shape[1]});", s.span)
+            body.w.line(set_valid_shape(name, t, *map(str, t.shape)), s.span)
         return
     body.w.line(f"{alias} {name}{tile_ctor_args(t)};", s.span)
     body.w.line(f"TASSIGN({name}, {t.addr:#x});", s.span)
@@ -234,7 +235,7 @@ def _subview(body, name: str, call: Call, span) -> None:
                            span, module="PRO_COMPILE")
     src = _source(body, parent, span)
     dyn = replace(sub, valid_shape=(None, None))
-    rows = f"pypto_min<int64_t>({src}.GetValidRow() - {r0}, {sub.shape[0]})"
+    rows = f"pypto_min<int64_t>(static_cast<int64_t>({src}.GetValidRow()) - {r0}, {sub.shape[0]})"
     offset = f"{r0} * {pt.shape[1] * pt.dtype.itemsize}" if r0 != "0" else None
     _view_of_tile(body, name, span, dyn, (rows, str(sub.shape[1])), _base_addr(src, offset))
 
@@ -274,10 +275,21 @@ def _make_tensor(body, s: AssignStmt) -> None:
 
 
 def declare_view(body, view: TensorView, strides: list[str], span) -> None:
-    """Stride array, GlobalTensor alias and instance of a GM tensor view."""
+    """Stride array, GlobalTensor alias and instance of a GM tensor view. The instance gets
+    the strides of the axes a tile's rows and columns run along by default (the last two; a
+    1-D tensor is one row) in its constructor, as pto-isa's GlobalTensor takes them."""
     body.w.line(f"int64_t {view.stride}[{len(strides)}] = {{{', '.join(strides)}}};", span)
     body.w.line(f"using {view.alias} = {gt_template(view.dtype, view.layout)};", span)
-    body.w.line(f"{view.alias} {view.gt}({view.ptr});", span)
+    rs, cs = default_strides(view)
+    body.w.line(f"{view.alias} {view.gt}({view.ptr}, {view.alias}::Shape(), "
+                f"{view.alias}::Stride(1, 1, 1, {rs}, {cs}));", span)
+
+
+def default_strides(view: TensorView) -> tuple[str, str]:
+    """(row stride, column stride) of a window on the view's last two axes."""
+    if view.rank == 1:
+        return "0", f"{view.stride}[0]"
+    return f"{view.stride}[{view.rank - 2}]", f"{view.stride}[{view.rank - 1}]"
 
 
 def row_major(shape: list[str]) -> list[str]:
@@ -317,4 +329,5 @@ DECLARATIONS: dict[str, Callable] = {
 }
 
 __all__ = ["DECLARATIONS", "HOISTABLE", "assign", "declare_group_pointer",
-           "declare_group_storage", "declare_tile_storage", "declare_view", "row_major"]
+           "declare_group_storage", "declare_tile_storage", "declare_view", "default_strides",
+           "row_major"]

@@ -23,6 +23,7 @@ from .decls import (
 )
 from .scopes import analyze, stmts_of, bodies_of
 from .stmts import Body
+from .movement import strides_per_access
 from .tiling_header import copy_in
 from .types import ctype, scalar_ctype, tile_template
 from .writer import CodeWriter
@@ -61,6 +62,7 @@ def make_ctx(fn: Function, target: str, arch: str, kernel_type: str, writer: Cod
     ctx = FnCtx(fn, target, arch, kernel_type, scopes, writer, flags, simt=simt)
     if not simt:
         _register_param_views(ctx)
+        ctx.strides_per_access = strides_per_access(fn)
     return ctx
 
 

@@ -1,13 +1,16 @@
 """Data movement: GM ↔ tile through a GlobalTensor view, tile ↔ tile moves (spec §2.6, §4.1).
 
-Every GM access re-points the tensor's one GlobalTensor instance at the window it touches:
-`SetShape<DIM_3, DIM_4>(valid rows, valid cols)`, `SetStride<DIM_3, DIM_4>(row stride, column
-stride)` (strides of the tensor axes the tile's rows / columns run along: the last two, or
-`tile_dims`, or swapped for a transposed access; a 1-D tensor is one row), then
-`TASSIGN(gt, ptr + Σ offset_k · stride_k)` and `TLOAD` / `TSTORE` — the window the simulator
-reads. `PYPTO_GM_CHECK` before it hands a host build the window per axis for bounds checks.
-Fixpipe stores take their options as template arguments and the scale as a UINT64 deq
-word (`pypto_deq_word` for run-time FP32 scales).
+Every GM access re-points the tensor's one GlobalTensor instance at the window it touches, as
+the real code generator does: `SetShape<pto::GlobalTensorDim::DIM_3, pto::GlobalTensorDim::DIM_4>
+(valid rows, valid cols)`, then `TASSIGN(gt, ptr + Σ offset_k · stride_k)` and `TLOAD` /
+`TSTORE`. The strides of the window (of the tensor axes the tile's rows / columns run along: the
+last two, or `tile_dims`, or swapped for a transposed access; a 1-D tensor is one row) are the
+instance's constructor strides; a function that accesses some tensor along other axes or
+changes strides (`set_stride`) re-sets them at every access (`SetStride<...>`).
+`PYPTO_GM_CHECK` before it hands a host build the window per axis for bounds checks.
+Fixpipe moves and stores spell their options as pto-isa's template arguments (destination and
+source tile types first) and the scale as a UINT64 deq word (`pypto_deq_word` for run-time FP32
+scales).
 """
 from __future__ import annotations
 
@@ -15,9 +18,10 @@ from ..errors import NotSupported
 from ..ir.dtype import DataType
 from ..ir.nodes import Call, ConstFloat, ConstInt, Expr, MakeTuple, Var
 from ..ir.span import Span
-from ..ir.types import MemorySpace, ScalarType
+from ..ir.types import ScalarType
 from .ops import check_kwargs, is_zero, kwarg_text
-from .types import attr_value, ctype, fp32_bits
+from .scopes import calls_in
+from .types import GT_DIMS, attr_value, ctype, fp32_bits
 
 _ATOMIC_SUFFIX = {DataType.FP32: "f32", DataType.FP16: "f16", DataType.BF16: "bf16",
                   DataType.INT32: "s32", DataType.INT16: "s16", DataType.INT8: "s8"}
@@ -79,9 +83,36 @@ def point_view(body, call: Call, view, tile: Expr, offsets: Expr, span: Span | N
     check = _bounds(body, view, offsets, t, ra, ca)
     if check is not None:
         w.line(check, span)
-    w.line(f"{view.gt}.SetShape<DIM_3, DIM_4>({t}.GetValidRow(), {t}.GetValidCol());", span)
-    w.line(f"{view.gt}.SetStride<DIM_3, DIM_4>({rs}, {view.stride}[{ca}]);", span)
+    set_window(body, view, f"{t}.GetValidRow()", f"{t}.GetValidCol()",
+               (rs, f"{view.stride}[{ca}]"), span)
     w.line(f"TASSIGN({view.gt}, {_offset(body, view, offsets)});", span)
+
+
+def set_window(body, view, rows: str, cols: str, strides: tuple[str, str],
+               span: Span | None) -> None:
+    """The window's shape, and its strides where the function re-sets them per access."""
+    body.w.line(f"{view.gt}.SetShape<{GT_DIMS}>(static_cast<int64_t>({rows}), "
+                f"static_cast<int64_t>({cols}));", span)
+    if body.ctx.strides_per_access:
+        body.w.line(f"{view.gt}.SetStride<{GT_DIMS}>({strides[0]}, {strides[1]});", span)
+
+
+#: GM accesses whose window axes are chosen by `tile_dims` / `is_transpose`
+_WINDOWED = {"block.load": 1, "block.store": 0, "block.store_fp": 0}
+
+
+def strides_per_access(fn) -> bool:
+    """Whether some GM access of `fn` runs along other axes than the last two, or `fn`
+    changes a view's strides: then every access sets its window's strides."""
+    for call in calls_in(fn.body):
+        if call.op == "block.set_stride":
+            return True
+        at = _WINDOWED.get(call.op)
+        if at is not None and at < len(call.args):
+            rank = len(getattr(call.args[at].type, "shape", ()) or ())
+            if rank > 1 and _axes(call, rank) != (rank - 2, rank - 1):
+                return True
+    return False
 
 
 def load(body, call: Call, span: Span | None) -> None:
@@ -112,13 +143,29 @@ def deq_word(body, scale: object, dst_dtype: DataType) -> str:
     return f"static_cast<uint64_t>({body.x.emit(scale)})"
 
 
-def _store_template(body, call: Call, src: Expr, view) -> list[str]:
+def tile_type(body, tile: Expr) -> str:
+    """The C++ type of a tile operand, for an instruction's explicit template arguments."""
+    return f"std::remove_reference_t<decltype({body.x.tile(tile)})>"
+
+
+def _kwarg(body, call: Call, key: str) -> str | None:
+    """The C++ spelling of an option kwarg the user gave (None: left to the default)."""
+    return kwarg_text(body, call, key, None)
+
+
+def _store_template(body, call: Call, src: Expr, view, scaled: bool) -> str:
+    """TSTORE's template arguments, as the real code generator spells them: `[STPhase,]
+    TileData, GlobalData[, AtomicType::AtomicNone, ReluPreMode]` (atomic add is set around the
+    store with `set_atomic_*`), none for a plain store."""
     phase = call.kwarg("phase")
-    parts = [attr_value(phase)] if phase is not None and int(phase) != 0 else []
-    parts += [body.ctx.alias(src.type), view.alias,
-              kwarg_text(body, call, "atomic", "AtomicType::AtomicNone"),
-              kwarg_text(body, call, "relu_pre_mode", "ReluPreMode::NoRelu")]
-    return parts
+    phase = attr_value(phase) if phase is not None and int(phase) != 0 else None
+    relu = _kwarg(body, call, "relu_pre_mode")
+    if relu is None and not scaled and phase is None:
+        return ""
+    parts = ([phase] if phase else []) + [tile_type(body, src), view.alias]
+    if relu is not None:
+        parts += ["AtomicType::AtomicNone", relu]
+    return f"<{', '.join(parts)}>"
 
 
 def _atomic(call: Call, dst_dtype: DataType, span: Span | None) -> str | None:
@@ -132,19 +179,17 @@ def _atomic(call: Call, dst_dtype: DataType, span: Span | None) -> str | None:
     return suffix
 
 
-def _store(body, call: Call, span: Span | None, name: str, extra: list[str]) -> None:
+def _store(body, call: Call, span: Span | None, line: str) -> None:
+    """Point the view at the window, then `line` (the store, `{gt}` / `{tile}` filled in)
+    between the atomic-add mode switches when the store accumulates."""
     dst, src, offsets = call.args[:3]
     view = _view(body, dst, span)
     point_view(body, call, view, src, offsets, span)
-    options = any(call.kwarg(k) is not None for k in ("atomic", "relu_pre_mode", "phase",
-                                                      "scale")) or extra
-    args = [view.gt, body.x.tile(src), *extra]
-    template = f"<{', '.join(_store_template(body, call, src, view))}>" if options else ""
     atomic = _atomic(call, view.dtype, span)
     if atomic:
         body.w.line(f"set_atomic_{atomic}();", span)
         body.w.line("set_atomic_add();", span)
-    body.w.line(f"{name}{template}({', '.join(args)});", span)
+    body.w.line(line.format(gt=view.gt, tile=body.x.tile(src), view=view), span)
     if atomic:
         body.w.line("set_atomic_none();", span)
 
@@ -153,14 +198,24 @@ def store(body, call: Call, span: Span | None) -> None:
     check_kwargs(call, {"relu_pre_mode", "atomic", "phase", "scale", "is_transpose",
                         "tile_dims"}, span)
     scale = call.args[3] if len(call.args) > 3 else call.kwarg("scale")
-    dst_dtype = call.args[0].type.dtype
-    extra = [deq_word(body, scale, dst_dtype)] if scale is not None else []
-    _store(body, call, span, "TSTORE", extra)
+    dst, src = call.args[:2]
+    view = _view(body, dst, span)
+    extra = f", {deq_word(body, scale, dst.type.dtype)}" if scale is not None else ""
+    template = _store_template(body, call, src, view, scale is not None)
+    _store(body, call, span, f"TSTORE{template}({{gt}}, {{tile}}{extra});")
 
 
 def store_fp(body, call: Call, span: Span | None) -> None:
-    check_kwargs(call, {"relu_pre_mode", "atomic", "phase", "is_transpose", "tile_dims"}, span)
-    _store(body, call, span, "TSTORE_FP", [body.x.tile(call.args[3])])
+    """`TSTORE_FP(gt, tile, fp)`; a relu option: `TSTORE_FP<TileData, GlobalData, FpTileData,
+    AtomicType::AtomicNone, ReluPreMode>`."""
+    check_kwargs(call, {"relu_pre_mode", "atomic", "is_transpose", "tile_dims"}, span)
+    dst, src, _offsets, fp = call.args[:4]
+    view = _view(body, dst, span)
+    relu = _kwarg(body, call, "relu_pre_mode")
+    template = "" if relu is None else (
+        f"<{tile_type(body, src)}, {view.alias}, {tile_type(body, fp)}, AtomicType::AtomicNone, "
+        f"{relu}>")
+    _store(body, call, span, f"TSTORE_FP{template}({{gt}}, {{tile}}, {body.x.tile(fp)});")
 
 
 def init_output(body, call: Call, span: Span | None) -> None:
@@ -201,47 +256,67 @@ def set_stride(body, call: Call, span: Span | None) -> None:
 # ---------------------------------------------------------------- tile → tile
 
 
-def _fixpipe_template(body, call: Call) -> str:
-    mode = kwarg_text(body, call, "acc_to_vec_mode", "AccToVecMode::SingleModeVec0")
-    relu = kwarg_text(body, call, "relu_pre_mode", "ReluPreMode::NoRelu")
-    return f"<{mode}, {relu}>"
+def _fixpipe_options(body, call: Call) -> list[str]:
+    """The AccToVecMode and ReluPreMode template arguments the user gave (pto-isa's
+    overloads take the mode, then the relu option; either may be left out)."""
+    return [t for t in (_kwarg(body, call, "acc_to_vec_mode"),
+                        _kwarg(body, call, "relu_pre_mode")) if t is not None]
+
+
+def _typed(body, name: str, tiles: list[Expr], options: list[str]) -> str:
+    """`name<Dst, Src, ..., options>` when there are options, else the bare name (the tile
+    types are deduced)."""
+    if not options:
+        return name
+    return f"{name}<{', '.join([*(tile_type(body, t) for t in tiles), *options])}>"
 
 
 def move(body, call: Call, span: Span | None) -> None:
+    """`TEXTRACT` (with an offset) or `TMOV`, options as template arguments after the tile
+    types and a scale as the trailing deq word (pto-isa's forms)."""
     check_kwargs(call, {"acc_to_vec_mode", "relu_pre_mode", "scale"}, span)
     x = body.x
     dst, src = call.args[:2]
+    options = _fixpipe_options(body, call)
     args = [x.tile(dst), x.tile(src)]
-    if len(call.args) > 2:
-        body.w.line(f"TEXTRACT({', '.join(args + x.ints(call.args[2]))});", span)
-        return
-    fixpipe = src.type.memory is MemorySpace.Acc or any(
-        call.kwarg(k) is not None for k in ("acc_to_vec_mode", "relu_pre_mode", "scale"))
-    if not fixpipe:
-        body.w.line(f"TMOV({', '.join(args)});", span)
-        return
     scale = call.kwarg("scale")
+    if len(call.args) > 2:
+        if scale is not None:
+            raise NotSupported("codegen: a scaled move with a sub-tile offset", span,
+                               module="PRO_COMPILE")
+        if options and call.kwarg("acc_to_vec_mode") is None:
+            options = ["AccToVecMode::SingleModeVec0", *options]
+        name = _typed(body, "TEXTRACT", [dst, src], options)
+        body.w.line(f"{name}({', '.join(args + x.ints(call.args[2]))});", span)
+        return
     if scale is not None:
         args.append(deq_word(body, scale, dst.type.dtype))
-    body.w.line(f"TMOV{_fixpipe_template(body, call)}({', '.join(args)});", span)
+    body.w.line(f"{_typed(body, 'TMOV', [dst, src], options)}({', '.join(args)});", span)
 
 
 def move_fp(body, call: Call, span: Span | None) -> None:
+    """`TMOV_FP(dst, src, fp)`; with a mode `TMOV<Dst, Src, Fp, AccToVecMode[, ReluPreMode]>`,
+    with only a relu option `TMOV_FP<Dst, Src, Fp, ReluPreMode>` (the real code generator's
+    choice of pto-isa overload)."""
     check_kwargs(call, {"acc_to_vec_mode", "relu_pre_mode"}, span)
-    x = body.x
-    args = [x.tile(a) for a in call.args[:3]]
     if len(call.args) > 3:
-        args += x.ints(call.args[3])
-    body.w.line(f"TMOV_FP{_fixpipe_template(body, call)}({', '.join(args)});", span)
+        raise NotSupported("codegen: move_fp with a sub-tile offset", span, module="PRO_COMPILE")
+    tiles = list(call.args[:3])
+    args = ", ".join(body.x.tile(a) for a in tiles)
+    options = _fixpipe_options(body, call)
+    name = "TMOV" if call.kwarg("acc_to_vec_mode") is not None else "TMOV_FP"
+    body.w.line(f"{_typed(body, name, tiles, options)}({args});", span)
 
 
 def insert(body, call: Call, span: Span | None) -> None:
+    """`TINSERT(dst, src[, deq], row, col)`, a relu option as `TINSERT<Dst, Src, ReluPreMode>`."""
     check_kwargs(call, {"scale", "relu_pre_mode"}, span)
     x = body.x
     dst, src, offset = call.args
-    args = [x.tile(dst), x.tile(src), *x.ints(offset)]
+    args = [x.tile(dst), x.tile(src)]
     scale = call.kwarg("scale")
     if scale is not None:
         args.append(deq_word(body, scale, dst.type.dtype))
-    body.w.line(f"TINSERT({', '.join(args)});", span)
-
+    relu = _kwarg(body, call, "relu_pre_mode")
+    name = _typed(body, "TINSERT", [dst, src], [relu] if relu is not None else [])
+    body.w.line(f"{name}({', '.join(args + x.ints(offset))});", span)

@@ -5,8 +5,9 @@ spec §1.4. The helpers give scalar code Python's meaning: floor division and mo
 floats), integer powers, typed min / max / abs, and the fixpipe deq word of a run-time FP32
 scale. They are defined once, outside the target guards, so both targets (and the native CPU
 build) share them. getval / setval go through `PYPTO_TILE_ELEM` / `PYPTO_GM_ELEM` and every
-GM window is announced by `PYPTO_GM_CHECK`: plain element access and nothing unless the build
-defines them (the native headers check the bounds).
+GM window is announced by `PYPTO_GM_CHECK`, and SuperScalar-buffer words are reached through
+`PYPTO_SSBUF`: plain element access, nothing and a `__ssbuf__` pointer unless the build defines
+them (the native headers check the bounds and map the buffer).
 """
 from __future__ import annotations
 
@@ -103,9 +104,13 @@ __aicore__ inline uint64_t pypto_deq_word(float scale, bool signed_out)
 #ifndef PYPTO_GM_CHECK
 #define PYPTO_GM_CHECK(tensor, ...)
 #endif
+// ---- the SuperScalar buffer at a byte offset, as 32-bit words (a host build maps it) ----
+#ifndef PYPTO_SSBUF
+#define PYPTO_SSBUF(offset, bytes) reinterpret_cast<__ssbuf__ uint32_t*>((uint64_t)(offset))
+#endif
 """
 
 #: helper function names (reserved: never used for variables)
 HELPER_NAMES = ("pypto_floordiv", "pypto_floormod", "pypto_pow", "pypto_min", "pypto_max",
                 "pypto_abs", "pypto_deq_word", "PYPTO_TILE_ELEM", "PYPTO_GM_ELEM",
-                "PYPTO_GM_CHECK")
+                "PYPTO_GM_CHECK", "PYPTO_SSBUF")

@@ -1,16 +1,16 @@
-"""Sync, system and debug ops → raw CCE intrinsics (spec §4.2, §2.12, §2.15), one emitter per op
-in `SYNC_OPS`. Flags become `set_flag` / `wait_flag(PIPE_A, PIPE_B, EVENT_IDn)` (`(event_t)(id)`
-for run-time ids), barriers `pipe_barrier(PIPE_X)`, buffer-id mutexes `get_buf` / `rls_buf(
-PIPE_X, id, mode)` — a run-time id with a `guard` list (from mutex_dedup) becomes `if (id != g0
-&& ...) { get_buf(...); }`. Cross-core sync on a5: INTRA_BLOCK is `set/wait_intra_block(PIPE_X,
-id)`, on the cube also for `id + 16` (the second AIV), UNICAST_BLOCK one call, INTER_* FFTS
+"""Sync, system and debug ops → raw CCE intrinsics (spec §4.2, §2.12, §2.15), one emitter per op in
+`SYNC_OPS`. Flags become `set_flag` / `wait_flag(PIPE_A, PIPE_B, EVENT_IDn)` (`(event_t)(id)` for
+run-time ids), barriers `pipe_barrier(PIPE_X)`, buffer-id mutexes `get_buf` / `rls_buf(PIPE_X, id,
+mode)` — a run-time id with a `guard` list (from mutex_dedup) becomes `if (id != g0 && ...) {
+get_buf(...); }`. Cross-core sync on a5: INTRA_BLOCK is `set/wait_intra_block(PIPE_X, id)`, on the
+cube also for `id + 16` (the second AIV), UNICAST_BLOCK one call, INTER_* FFTS
 (`ffts_cross_core_sync(PIPE_X, getFFTSMsg(mode, id))` / `wait_flag_dev(PIPE_X, id)`); on a2/a3
 every mode uses FFTS (`wait_flag_dev(id)`, with an FFTS base address). `sync_all` is
-`SYNCALL<SyncCoreType::X, SyncAllMode::Y>(workspaces...)`; dcci and the vector-mask / control
-SPR writes call their intrinsics; `printf` is `cce::printf`, `pto_assert` a guarded printf (it
-does not abort), `dump_data` `pipe_barrier(PIPE_ALL); TPRINT(x)`, `trap` `trap()`. V-only mutex
-elision and lock de-duplication are the passes' job; this module spells what is left.
-"""
+`SYNCALL<SyncCoreType::X>()` or `SYNCALL<SyncAllMode::Soft, SyncCoreType::X>(gm, used_cores)`; dcci
+and the vector-mask / control SPR writes call their intrinsics; `printf` is `cce::printf`,
+`pto_assert` a guarded printf (it does not abort), `dump_data` `pipe_barrier(PIPE_ALL); TPRINT(x)`,
+`trap` `trap()`. V-only mutex elision and lock de-duplication are the passes' job; this module
+spells what is left."""
 from __future__ import annotations
 
 import re
@@ -19,9 +19,11 @@ from collections.abc import Callable
 from ..ir.attrs import CrossCoreSyncMode
 from ..ir.nodes import Call, ConstInt, Expr
 from ..ir.span import Span
-from ..ir.types import TensorType
+from ..errors import NotSupported
+from ..ir.types import ScalarType, TensorType
+from .movement import set_window
 from .ops import check_kwargs
-from .types import attr_value, enum_value, pipe
+from .types import attr_value, pipe
 from .writer import c_string, source_label
 
 _AIV1_OFFSET = 16
@@ -112,17 +114,27 @@ def _ffts(body, setting: bool, p: str, ident: str, mode: CrossCoreSyncMode,
         body.w.line(f"wait_flag_dev({ident});", span)
 
 
+_CORE_TYPES = {"AIV_ONLY": "SyncCoreType::AIVOnly", "AIC_ONLY": "SyncCoreType::AICOnly",
+               "MIX": "SyncCoreType::Mix"}
+
+
 def _sync_all(body, call: Call, span: Span | None) -> None:
+    """`SYNCALL<SyncCoreType::X>()` (hard), or the soft GM-counter barrier
+    `SYNCALL<SyncAllMode::Soft, SyncCoreType::X>(gm_workspace, used_cores)` on the first
+    tensor workspace (pto-isa's forms; its other workspaces are not operands there)."""
     check_kwargs(call, {"mode", "core_type"}, span)
-    core, mode = call.kwarg("core_type"), call.kwarg("mode")
-    workspaces = ", ".join(_workspace(body, a) for a in call.args)
-    body.w.line(f"SYNCALL<{enum_value(core)}, {enum_value(mode)}>({workspaces});", span)
-
-
-def _workspace(body, e: Expr) -> str:
-    if isinstance(e.type, TensorType):
-        return body.ctx.tensors[e].ptr if e in body.ctx.tensors else body.x.emit(e)
-    return body.x.tile(e)
+    core = _CORE_TYPES[getattr(call.kwarg("core_type"), "name", "MIX")]
+    if getattr(call.kwarg("mode"), "name", "HARD") != "SOFT":
+        body.w.line(f"SYNCALL<{core}>();", span)
+        return
+    gm = next((a for a in call.args if isinstance(a.type, TensorType)), None)
+    view = body.ctx.tensors.get(gm) if gm is not None else None
+    if view is None:
+        raise NotSupported("sync_all(mode=SOFT) needs a GM workspace tensor", span,
+                           module="PRO_COMPILE")
+    used = next((body.x.emit(a) for a in call.args if isinstance(a.type, ScalarType)), "0")
+    body.w.line(f"TASSIGN({view.gt}, {view.ptr});", span)
+    body.w.line(f"SYNCALL<SyncAllMode::Soft, {core}>({view.gt}, {used});", span)
 
 
 def _dcci(body, call: Call, span: Span | None) -> None:
@@ -252,9 +264,7 @@ def _dump_tensor(body, target: Expr, window: list[list[str]], span: Span | None)
     rows = extents[-2] if rank > 1 else "1"
     row_stride = f"{view.stride}[{rank - 2}]" if rank > 1 else "0"
     base = " + ".join(f"({o}) * {view.stride}[{k}]" for k, o in enumerate(offsets) if o != "0")
-    body.w.line(f"{view.gt}.SetShape<DIM_3, DIM_4>({rows}, {extents[-1]});", span)
-    body.w.line(f"{view.gt}.SetStride<DIM_3, DIM_4>({row_stride}, {view.stride}[{rank - 1}]);",
-                span)
+    set_window(body, view, rows, extents[-1], (row_stride, f"{view.stride}[{rank - 1}]"), span)
     body.w.line(f"TASSIGN({view.gt}, {view.ptr}{' + ' + base if base else ''});", span)
     body.w.line(f"TPRINT({view.gt});", span)
 

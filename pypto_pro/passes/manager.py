@@ -135,6 +135,16 @@ class PassRecord:
     warnings: tuple[Diagnostic, ...] = ()
     error: PyptoError | None = None
 
+    def lines(self, concise: bool = False) -> tuple[str, list[Span | None]]:
+        """(the IR text, the source span of each of its lines); `concise` leaves out the
+        assignment types (the printer's concise form). Printed once per form."""
+        attr = "_concise_lines" if concise else "_lines"
+        found = self.__dict__.get(attr)
+        if found is None:
+            found = python_print(self.program, concise=concise, line_map=True)
+            object.__setattr__(self, attr, found)  # a cache, not a field
+        return found
+
     def diff(self, other: PassRecord, context: int = 3) -> str:
         """Unified diff from this record's IR to `other`'s."""
         return "".join(difflib.unified_diff(

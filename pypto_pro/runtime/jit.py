@@ -28,6 +28,7 @@ from typing import Any, NamedTuple
 from ..errors import InvalidArgument, InvalidType
 from ..ir.dtype import DataType
 from ..language.pipeline import PipelineConfig
+from ..language.types import STATIC
 from .arch import normalize_arch, resolve_arch
 from .backends import LaunchRequest, LaunchResult, current_backend_name, get_backend
 from .binding import bind, resolve_datatype
@@ -305,7 +306,45 @@ class JitKernel:
 
         return launch
 
-    def compile(self, spec: Specialization) -> Any:
+    def compile(self, *args: Any, tiling_key: Any = None, datatype: Any = None,
+                force: bool = False, **kwargs: Any) -> Any:
+        """`kernel.compile(*args)`: the `Compiled` specialisation a launch with these arguments
+        runs (passes, IR, generated code), without launching. Arguments are checked as a launch
+        checks them; a kernel without STATIC dims compiles without any. `tiling_key` and
+        `datatype` are what the launch brackets would carry. A kernel of the same source
+        compiled before in this process is reused unless `force`.
+
+        `kernel.compile(spec)` with a `Specialization` is the runtime's own form: the
+        compiler's `CompiledKernel` for `spec`, memoised per kernel.
+        """
+        if len(args) == 1 and isinstance(args[0], Specialization) and not kwargs:
+            return self._compile_spec(args[0])
+        from .compiled import compile_for
+
+        return compile_for(self, args, kwargs, tiling_key, datatype, force)
+
+    @property
+    def needs_arguments(self) -> bool:
+        """True when the kernel's specialisation depends on launch arguments (STATIC dims or
+        ellipsis ranks): `compile()` then needs them."""
+        return any(d is STATIC or d is Ellipsis
+                   for p in self.kernel_def.params if p.kind == "tensor"
+                   for d in getattr(p.spec, "dims", ()))
+
+    @property
+    def variants(self) -> list[Any]:
+        """Every specialisation compiled so far, as `Compiled` objects."""
+        from .compiled import Compiled
+
+        return [Compiled.of(c) for c in list(self.compiled_variants.values())]
+
+    def forget(self) -> None:
+        """Drop this kernel's compiled variants: the next launch or compile compiles again."""
+        with self._compile_lock:
+            self.compiled_variants.clear()
+            self._disk_hits.clear()
+
+    def _compile_spec(self, spec: Specialization) -> Any:
         """The compiled kernel for `spec`, compiling on first use (memoised per spec)."""
         with self._compile_lock:
             compiled = self.compiled_variants.get(spec)
@@ -325,13 +364,13 @@ class JitKernel:
             return compiled
         lookup = getattr(backend, "cached_launch", None)
         if lookup is None:
-            return self.compile(spec)
+            return self._compile_spec(spec)
         memo = (id(backend), spec)
         hit = self._disk_hits.get(memo)
         if hit is None:
             attrs = lookup(self.kernel_def, spec)
             if attrs is None:
-                return self.compile(spec)
+                return self._compile_spec(spec)
             hit = self._disk_hits[memo] = CachedCompile(self, spec, attrs)
         return hit
 
@@ -403,7 +442,7 @@ class CachedCompile:
     def __getattr__(self, attr: str) -> Any:
         if attr.startswith("__") or attr == "_kernel":
             raise AttributeError(attr)
-        return getattr(self._kernel.compile(self.spec), attr)
+        return getattr(self._kernel._compile_spec(self.spec), attr)
 
 
 def _check_block_dim(block_dim: Any) -> int:

@@ -70,10 +70,11 @@ Step = Callable[[], None]
 class SimMemoryError(IndexError):
     """An access outside a simulated buffer (or outside a GM tensor's extent)."""
 
-    def __init__(self, space: str, start: int, end: int, size: int, what: str = "access"):
+    def __init__(self, space: str, start: int, end: int, size: int, what: str = "access",
+                 message: str | None = None):
         self.space, self.start, self.end, self.size = space, start, end, size
-        super().__init__(f"{what} of bytes [{start:#x}, {end:#x}) is outside {space} "
-                         f"({size} bytes)")
+        super().__init__(message or f"{what} of bytes [{start:#x}, {end:#x}) is outside {space} "
+                                    f"({size} bytes)")
 
 
 def storage_dtype(dtype: DataType) -> torch.dtype:
@@ -994,12 +995,13 @@ class GMRef:
         if pad:  # a 1-D tensor is one row
             offsets = [0, *offsets] if len(offsets) == 1 else offsets
         base = self.base_offset
-        for o, e, n, st in zip(offsets, extents, shape, strides):
-            if o < 0 or o + e > n:
-                raise SimMemoryError("GM", min(offsets),
-                                     max(o + e for o, e in zip(offsets, extents)),
-                                     math.prod(shape), what=f"window {offsets}+{list(extents)} "
-                                     f"of tensor {list(shape)}: access")
+        for axis, (o, e, n, st) in enumerate(zip(offsets, extents, shape, strides)):
+            if o < 0 or o + e > n:  # said in the tensor's terms: indices and shape
+                raise SimMemoryError(
+                    "GM", min(offsets), max(o + e for o, e in zip(offsets, extents)),
+                    math.prod(shape), message=f"window {offsets}+{list(extents)} of tensor "
+                    f"{list(shape)}: axis {axis} spans [{o}, {o + e}) but the tensor has "
+                    f"{n} there")
             base += o * st
         return base, row_stride, col_stride
 

@@ -39,6 +39,12 @@ ALLOWED_LAYOUTS = {
 }
 
 
+def _name(v: Any) -> str:
+    """How a message names a tile operand: `a` for a variable, else "the tile"."""
+    name = getattr(v, "name", None)
+    return f"`{name}`" if isinstance(name, str) and not name.startswith("__") else "the tile"
+
+
 def _tile(ctx: ParseContext, v: Any, node: ast.AST, what: str) -> Expr:
     t = getattr(v, "type", None)
     if not isinstance(t, TileType):
@@ -296,6 +302,15 @@ def load(ctx: ParseContext, node: ast.Call, op: str) -> Any:
     if t.memory not in (M.Vec, M.Mat):
         raise ctx.error(InvalidOperationError, f"load: destination must be a Vec or Mat tile, "
                                                f"got {t.memory.value}", node)
+    home = {"vector": M.Vec, "cube": M.Mat}.get(ctx.section or "")
+    if home is not None and t.memory is not home:  # the first wrong use: the load itself
+        core = "AIV loads GM into its UB (Vec)" if home is M.Vec else \
+            "AIC loads GM into its L1 (Mat)"
+        raise ctx.error(InvalidOperationError,
+                        f"load into {_name(dst)}, a {t.memory.value} tile, in a {ctx.section} "
+                        f"section: the {core}", node,
+                        hint=f"declare {_name(dst)} with pl.MemorySpace.{home.value}, or load "
+                             f"it in a pl.section_{'cube' if home is M.Vec else 'vector'}()")
     rank = src.type.rank
     dims, transpose = _order_dims(ctx, kw.get("order"), rank, node)
     offs = _offsets(ctx, args[2], rank, node)
@@ -437,6 +452,12 @@ def arith(ctx: ParseContext, node: ast.Call, op: str) -> Any:
         return emit_op(ctx, f"block.{scalar}", args, {}, node)
     if len(args) == 3:
         _same_dtype(ctx, op, [_tile(ctx, a, node, f"pl.{op} operand") for a in args[1:]], node)
+    for a in args:
+        t = getattr(a, "type", None)
+        if isinstance(t, TileType) and t.memory is not M.Vec:
+            raise ctx.error(InvalidOperationError, f"pl.{op} works on Vec (UB) tiles; "
+                                                   f"{_name(a)} is a {t.memory.value} tile", node,
+                            hint="vector ops read and write the UB: move the data there first")
     return emit_op(ctx, f"block.{name}", args, {}, node)
 
 

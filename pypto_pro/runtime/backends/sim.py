@@ -169,7 +169,7 @@ class SimBackend:
         if self.timing_only:
             raise InvalidArgument("the sanitizer needs the values: it cannot run on a "
                                   "timing_only simulator", module="PRO_RUNTIME")
-        return sanitizer.Sanitizer(compiled.name)
+        return sanitizer.Sanitizer(compiled.name, getattr(compiled, "programs", None))
 
 
 #: env PYPTOPRO_SIM_SOC value → its SoC (the tables are immutable: `soc()` returns the same one)

@@ -116,7 +116,9 @@ def test_vector_add_double_buffered_order(cg):
     inner = body[loops[1]:]
     _ordered(inner, [
         r"^get_buf\(PIPE_MTE2, xs_mutex\[xs_cursor_\d+\], 0\);",
-        r"^x_gt\.SetShape<DIM_3, DIM_4>\(a\.GetValidRow\(\), a\.GetValidCol\(\)\);",
+        r"^x_gt\.SetShape<pto::GlobalTensorDim::DIM_3, pto::GlobalTensorDim::DIM_4>\("
+        r"static_cast<int64_t>\(a\.GetValidRow\(\)\), "
+        r"static_cast<int64_t>\(a\.GetValidCol\(\)\)\);",
         r"^TASSIGN\(x_gt, x_ptr \+ ",
         r"^TLOAD\(a, x_gt\);",
         r"^rls_buf\(PIPE_MTE2, xs_mutex",

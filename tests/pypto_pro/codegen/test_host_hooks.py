@@ -51,7 +51,7 @@ def test_element_access_and_gm_window_hooks(gen, cxx_check, cg):
     body = [cg.code(line) for line in cg.impl_body(art.kernel_cpp)]
     assert "float val = PYPTO_TILE_ELEM(c, 3);" in body and "PYPTO_GM_ELEM(y_ptr, 1) = val;" in body
     check = body.index('PYPTO_GM_CHECK("x", n, a.GetValidRow(), 32, 0, a.GetValidCol(), 16);')
-    assert body[check + 3] == "TASSIGN(x_gt, x_ptr + n * x_stride[0]);"
+    assert body[check + 2] == "TASSIGN(x_gt, x_ptr + n * x_stride[0]);"
     for macro in ("PYPTO_TILE_ELEM", "PYPTO_GM_ELEM", "PYPTO_GM_CHECK"):
         assert f"#ifndef {macro}" in art.kernel_cpp  # the NPU's plain definitions
     cxx_check(art)

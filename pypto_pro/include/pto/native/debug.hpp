@@ -114,16 +114,16 @@ inline void TPRINT(GlobalTensor<T, Sh, St, Lay>& gt,
 {
     using namespace pypto_native;
     record("TPRINT", loc);
-    const int64_t rows = gt.rows(), cols = gt.cols();
+    const int64_t rows = gm_rows(gt), cols = gm_cols(gt);
     uint64_t lo, hi;
-    gm_window_bounds(gt.ptr, rows, cols, gt.row_stride(), gt.col_stride(), lo, hi);
-    if (rows > 0 && cols > 0) check_gm("TPRINT", reinterpret_cast<uint64_t>(gt.ptr), lo, hi, loc.line);
+    gm_window_bounds(gt.data(), rows, cols, gm_row_stride(gt), gm_col_stride(gt), lo, hi);
+    if (rows > 0 && cols > 0) check_gm("TPRINT", reinterpret_cast<uint64_t>(gt.data()), lo, hi, loc.line);
     std::string out = std::string("GlobalTensor dtype=") + dtype_name<T>() + " layout=ND shape=[1, 1, "
                       "1, " + std::to_string(rows) + ", " + std::to_string(cols) + "]\n";
     for (int64_t r = 0; r < rows; ++r) {
         for (int64_t c = 0; c < cols; ++c) {
             T x;
-            std::memcpy(&x, gt.ptr + r * gt.row_stride() + c * gt.col_stride(), sizeof(T));
+            std::memcpy(&x, gt.data() + r * gm_row_stride(gt) + c * gm_col_stride(gt), sizeof(T));
             out += value_text(x) + " ";
         }
         out += "\n";
