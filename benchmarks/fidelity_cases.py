@@ -240,7 +240,7 @@ def _flash(s: int, published_us: float) -> Case:
         published_us, f"PTO-FA: S0=S1={s}, 910B2, PTO time {published_us} µs",
         "910B2 run on the 910B1 table; pto-isa prefetches Q/K/V into L2 before the launch (ours "
         "starts with an empty L2); one [32, 256] S load and P store per slice (pto-isa: two of "
-        "[32, 128])",
+        "[32, 128]); O updated and divided per 32-row slice (pto-isa: one [64, 128] op each)",
         pin_inputs=lambda: fk.fa_inputs(s, min(s, 1024 if s <= 4096 else 512)))
 
 
@@ -253,7 +253,8 @@ def _topk(rows: int, published_us: float, vec: float | None = None) -> Case:
                         "gm_to_ub"),
         published_us, f"PTO-TOPK: {rows} rows, 48 AIV, {published_us} µs"
         + (f" (vector busy {vec} %)" if vec else ""),
-        "index lanes int32 (uint32 on hardware); an MTE3 → V flag guards the result tiles' reuse",
+        "index lanes int32 (uint32 on hardware); rows loaded and stored one by one (pto-isa: "
+        "one TLOAD / TSTORE of two rows); an MTE3 → V flag guards the result rows' reuse",
         {"V": vec} if vec else {}, lambda: fk.topk_inputs(rows // 12))
 
 

@@ -27,6 +27,10 @@ references.
   per row `sort32` (value, index pairs), `mrgsort` of 4 lists of 64 then of 256 floats with a
   copy back each, a two-list `mrgsort2` of the 1024-float halves, the first `k` pairs copied out,
   values and indices separated by `gathermask` (patterns P0101 / P1010) and stored.
+
+Aliases (pto-isa's `TASSIGN` views) are written as views of one buffer — tile slices
+`t[r0:r1, :]`, `pl.reinterpret`, runtime-indexed tile-group slots — so `verify_memory` sees
+one owner, never two buffers sharing bytes.
 """
 from __future__ import annotations
 
@@ -290,14 +294,12 @@ _ACC = pl.TileType([FA_S0, FA_S1], pl.DT_FP32, pl.MemorySpace.Acc)  # 64 KiB
 _S_UB = pl.TileType([FA_SLICE, FA_TILE], pl.DT_FP32)  # 32 KiB: a slice of S, then P in place
 _P16_UB = pl.TileType([FA_SLICE, FA_TILE], pl.DT_FP16)  # 16 KiB
 _O_UB = pl.TileType([FA_HALF, FA_D], pl.DT_FP32)  # 32 KiB: the AIV's running O, or a P·V slot
-_O_SLICE = pl.TileType([FA_SLICE, FA_D], pl.DT_FP32)  # one slice's rows of those
 _ROW = pl.TileType([FA_SLICE, 1], pl.DT_FP32, layout=pl.DN)  # 128 B
-_ROW64 = pl.TileType([FA_HALF, 1], pl.DT_FP32, layout=pl.DN)  # 256 B: both slices' rows
 _TMP = pl.TileType([FA_SLICE, 64], pl.DT_FP32)  # reduction scratch (pto-isa: 1/8 of a slice)
-CORR = 4 * FA_PRELOAD  # ring of correction rows: two slices of the tiles in flight, and room
+CORR = 2 * FA_FIFO  # correction rows: two slices per FIFO slot
 _UB_ROWS = 0x28000  # the [rows, 1] tiles, after O, two S slots, the P·V slot and two P slots
 _M_GLOB = [_UB_ROWS, _UB_ROWS + 0x80]  # running row max of the two slices
-_L_GLOB = [_UB_ROWS + 0x100, _UB_ROWS + 0x180]  # running row sums (`_ROW64` covers both)
+_L_GLOB = [_UB_ROWS + 0x100, _UB_ROWS + 0x180]  # running row sums
 _CORR = [_UB_ROWS + 0x400 + 0x80 * i for i in range(CORR)]
 
 
@@ -382,19 +384,16 @@ def make_flash_attention_fifo():
             s_ub = pl.make_tile_group(type=_S_UB, addrs=[0x08000, 0x10000], mutex_ids=[0, 1])
             p16 = pl.make_tile_group(type=_P16_UB, addrs=[0x20000, 0x24000], mutex_ids=[2, 3])
             o_run = pl.make_tile(_O_UB, addr=0x00000)
-            o_rows = pl.make_tile_group(type=_O_SLICE, addrs=[0x00000, 0x04000], depth=2)
+            o_lo, o_hi = o_run[0:FA_SLICE, :], o_run[FA_SLICE:FA_HALF, :]  # the slices' rows
             pv = pl.make_tile(_O_UB, addr=0x18000)
-            pv_rows = pl.make_tile_group(type=_O_SLICE, addrs=[0x18000, 0x1C000], depth=2)
+            pv_lo, pv_hi = pv[0:FA_SLICE, :], pv[FA_SLICE:FA_HALF, :]
             tmp = pl.make_tile(_TMP, addr=_UB_ROWS + 0x1000)
-            m_glob = pl.make_tile_group(type=_ROW, addrs=_M_GLOB, depth=2)
+            m_glob = pl.make_tile_group(type=_ROW, addrs=_M_GLOB, depth=2)  # per slice
             l_glob = pl.make_tile_group(type=_ROW, addrs=_L_GLOB, depth=2)
-            l_all = pl.make_tile(_ROW64, addr=_UB_ROWS + 0x100)
             m_loc = pl.make_tile(_ROW, addr=_UB_ROWS + 0x200)
             l_loc = pl.make_tile(_ROW, addr=_UB_ROWS + 0x280)
-            # exp(m_old − m_new) per tile and slice, kept until that tile's O update: written
-            # and read in the same (tile, slice) order through two cursors on one ring
-            corr_w = pl.make_tile_group(type=_ROW, addrs=_CORR, depth=CORR)
-            corr_r = pl.make_tile_group(type=_ROW, addrs=_CORR, depth=CORR)
+            # exp(m_old − m_new) per FIFO slot and slice, kept until that tile's O update
+            corr = pl.make_tile_group(type=_ROW, addrs=_CORR, depth=CORR)
             sub = pl.get_subblock_idx()
             for _ in pl.range(FA_FIFO):  # every S and P·V slot starts free
                 pl.system.set_cross_core(pipe=_MTE2, event_id=QK_FREE)
@@ -407,8 +406,8 @@ def make_flash_attention_fifo():
                     for r in pl.range(FA_HALF // FA_SLICE):
                         s = s_ub.next()
                         pl.load(s, qk_fifo, [slot + r * FA_SLICE, 0])
-                        mg = m_glob.next()
-                        lg = l_glob.next()
+                        mg = m_glob[r]
+                        lg = l_glob[r]
                         if t == 0:
                             pl.row_max(mg, s, tmp)
                             pl.row_expand_sub(s, s, mg)
@@ -416,7 +415,7 @@ def make_flash_attention_fifo():
                             pl.exp(s, s)
                             pl.row_sum(lg, s, tmp)
                         else:
-                            c = corr_w.next()
+                            c = corr[(t % FA_FIFO) * 2 + r]
                             pl.row_max(m_loc, s, tmp)
                             pl.maximum(m_loc, m_loc, mg)
                             pl.sub(c, mg, m_loc)
@@ -449,12 +448,14 @@ def make_flash_attention_fifo():
                     pl.system.sync_src(set_pipe=_MTE2, wait_pipe=_V, event_id=1)
                     pl.system.sync_dst(set_pipe=_MTE2, wait_pipe=_V, event_id=1)
                     if u > 0:
-                        for _r in pl.range(FA_HALF // FA_SLICE):
-                            orow = o_rows.next()
-                            pl.row_expand_mul(orow, orow, corr_r.next())
-                            pl.add(orow, orow, pv_rows.next())
+                        c0 = (u % FA_FIFO) * 2
+                        pl.row_expand_mul(o_lo, o_lo, corr[c0])
+                        pl.add(o_lo, o_lo, pv_lo)
+                        pl.row_expand_mul(o_hi, o_hi, corr[c0 + 1])
+                        pl.add(o_hi, o_hi, pv_hi)
                     pl.system.sync_src(set_pipe=_V, wait_pipe=_MTE2, event_id=0)
-            pl.row_expand_div(o_run, o_run, l_all)
+            pl.row_expand_div(o_lo, o_lo, l_glob[0])
+            pl.row_expand_div(o_hi, o_hi, l_glob[1])
             pl.system.sync_src(set_pipe=_V, wait_pipe=_MTE3, event_id=2)
             pl.system.sync_dst(set_pipe=_V, wait_pipe=_MTE3, event_id=2)
             pl.store(o, o_run, [block * FA_S0 + sub * FA_HALF, 0])
@@ -486,40 +487,30 @@ TOPK_COLS = 1024  # the row's valid length (the GM row stride may be longer)
 TOPK_PAIR = 2 * TOPK_COLS  # sorted (value, index) records of a row, in fp32 elements
 TOPK_ROWS = 2  # rows per step (SINGLE_LOOP_ROW)
 _U32 = pl.DT_INT32  # index lanes (uint32 on the hardware; the values stay below 2^31)
-_SRC_T = pl.TileType([TOPK_ROWS, TOPK_COLS], pl.DT_FP32)  # 8 KiB
-_SRC_ROW = pl.TileType([1, TOPK_COLS], pl.DT_FP32)
+_SRC_ROW = pl.TileType([1, TOPK_COLS], pl.DT_FP32)  # 4 KiB
 _PAIR_ROW = pl.TileType([1, TOPK_PAIR], pl.DT_FP32)  # 8 KiB
 _IDX_T = pl.TileType([1, TOPK_COLS], _U32)
-# UB: indices, two source tiles, two sort tiles, two merge scratch rows, two result tiles
+# UB: the index row, then per row of the two double-buffered steps (4 rows): source, sorted
+# records, merge scratch (per step), the kept records, values and indices
 _TK_IDX, _TK_SRC, _TK_S32, _TK_TMP, _TK_MRG = 0x0000, 0x1000, 0x5000, 0xD000, 0x11000
 _TK_D, _TK_I = 0x19000, 0x1D000
-
-
-def _pair_rows(base: int, offset: int = 0) -> list[int]:
-    """The 4 row addresses of two double-buffered [2, 2048] fp32 tiles (buffer-major)."""
-    return [base + offset + 0x4000 * c + 0x2000 * r for c in range(2) for r in range(2)]
-
-
-_TK_SRC_ROWS = [_TK_SRC + 0x2000 * c + 0x1000 * r for c in range(2) for r in range(2)]
-_TK_S32_ROWS = _pair_rows(_TK_S32)
-_TK_S32_HI = _pair_rows(_TK_S32, 0x1000)  # the second 1024-element list of each row
-_TK_MRG_ROWS = _pair_rows(_TK_MRG)
+_TK_SRC_ROWS = [_TK_SRC + 0x1000 * i for i in range(2 * TOPK_ROWS)]
+_TK_PAIR_ROWS = [_TK_S32 + 0x2000 * i for i in range(2 * TOPK_ROWS)]
+_TK_MRG_ROWS = [_TK_MRG + 0x2000 * i for i in range(2 * TOPK_ROWS)]
+_TK_D_ROWS = [_TK_D + 0x1000 * i for i in range(2 * TOPK_ROWS)]
+_TK_I_ROWS = [_TK_I + 0x1000 * i for i in range(2 * TOPK_ROWS)]
 
 
 def make_topk(topk: int = 1000):
     """Top `topk` of each row's first 1024 fp32 values, sorted descending, with their column
     indices: x [rows, cols ≥ 1024], idx [1, 1024] int32 (0..1023), values [rows, topk] fp32,
     indices [rows, topk] int32; launched on `blocks` AIVs, rows a multiple of 4·blocks
-    (module docstring)."""
+    (module docstring). Buffers are per row (slot 2·step parity + row); the two 1024-record
+    lists of a row and the kept records' index lanes are views of its slot."""
     keep = 2 * topk  # records kept after the last merge, in fp32 elements
-    d_t = pl.TileType([TOPK_ROWS, topk], pl.DT_FP32)
-    i_t = pl.TileType([TOPK_ROWS, topk], _U32)
-    d_row = pl.TileType([1, topk], pl.DT_FP32)
-    i_row = pl.TileType([1, topk], _U32)
     kept = pl.TileType([1, TOPK_PAIR], pl.DT_FP32, valid_shape=[1, keep])
-    kept_u = pl.TileType([1, TOPK_PAIR], _U32, valid_shape=[1, keep])
-    out_rows = [_TK_D + 0x2000 * c + topk * 4 * r for c in range(2) for r in range(2)]
-    idx_rows = [_TK_I + 0x2000 * c + topk * 4 * r for c in range(2) for r in range(2)]
+    out_row = pl.TileType([1, topk], pl.DT_FP32)
+    idx_row = pl.TileType([1, topk], _U32)
     v, mte2, mte3 = pl.PipeType.V, pl.PipeType.MTE2, pl.PipeType.MTE3
 
     @pl.jit(arch="a5", name="topk")
@@ -529,60 +520,55 @@ def make_topk(topk: int = 1000):
                     indices: pl.Tensor[[pl.DYNAMIC, topk], _U32]):
         with pl.section_vector():
             index = pl.make_tile(_IDX_T, addr=_TK_IDX)
-            src = pl.make_tile_group(type=_SRC_T, addrs=[_TK_SRC, _TK_SRC + 0x2000], depth=2)
-            src_rows = pl.make_tile_group(type=_SRC_ROW, addrs=_TK_SRC_ROWS, depth=4)
-            sorted_rows = pl.make_tile_group(type=_PAIR_ROW, addrs=_TK_S32_ROWS, depth=4)
-            merged_rows = pl.make_tile_group(type=_PAIR_ROW, addrs=_TK_S32_ROWS, depth=4)
-            lists_lo = pl.make_tile_group(type=_SRC_ROW, addrs=_TK_S32_ROWS, depth=4)
-            lists_hi = pl.make_tile_group(type=_SRC_ROW, addrs=_TK_S32_HI, depth=4)
-            firsts = pl.make_tile_group(type=kept, addrs=_TK_S32_ROWS, depth=4)
+            src = pl.make_tile_group(type=_SRC_ROW, addrs=_TK_SRC_ROWS, depth=4)
+            pairs = pl.make_tile_group(type=_PAIR_ROW, addrs=_TK_PAIR_ROWS, depth=4)
             tmps = pl.make_tile_group(type=_PAIR_ROW, addrs=[_TK_TMP, _TK_TMP + 0x2000], depth=2)
-            mrg_rows = pl.make_tile_group(type=kept, addrs=_TK_MRG_ROWS, depth=4)
-            mrg_vals = pl.make_tile_group(type=kept, addrs=_TK_MRG_ROWS, depth=4)
-            mrg_idx = pl.make_tile_group(type=kept_u, addrs=_TK_MRG_ROWS, depth=4)
-            d_tiles = pl.make_tile_group(type=d_t, addrs=[_TK_D, _TK_D + 0x2000], depth=2)
-            i_tiles = pl.make_tile_group(type=i_t, addrs=[_TK_I, _TK_I + 0x2000], depth=2)
-            d_rows = pl.make_tile_group(type=d_row, addrs=out_rows, depth=4)
-            i_rows = pl.make_tile_group(type=i_row, addrs=idx_rows, depth=4)
+            kept_rows = pl.make_tile_group(type=kept, addrs=_TK_MRG_ROWS, depth=4)
+            d_rows = pl.make_tile_group(type=out_row, addrs=_TK_D_ROWS, depth=4)
+            i_rows = pl.make_tile_group(type=idx_row, addrs=_TK_I_ROWS, depth=4)
             per_core = x.shape[0] // pl.get_block_num()
             first = pl.get_block_idx() * per_core
             pl.load(index, idx, [0, 0])
-            for cur in pl.range(2):  # both source buffers and result tiles start free
+            for cur in pl.range(2):  # both steps' source rows and result rows start free
                 pl.system.sync_src(set_pipe=v, wait_pipe=mte2, event_id=cur)
                 pl.system.sync_src(set_pipe=mte3, wait_pipe=v, event_id=4 + cur)
             for step in pl.range(per_core // TOPK_ROWS):
                 cur = step % 2
                 row0 = first + step * TOPK_ROWS
-                s = src.next()
                 pl.system.sync_dst(set_pipe=v, wait_pipe=mte2, event_id=cur)
-                pl.load(s, x, [row0, 0])
+                for r in pl.range(TOPK_ROWS):
+                    pl.load(src[cur * TOPK_ROWS + r], x, [row0 + r, 0])
                 pl.system.sync_src(set_pipe=mte2, wait_pipe=v, event_id=cur)
                 pl.system.sync_dst(set_pipe=mte2, wait_pipe=v, event_id=cur)
-                for _r in pl.range(TOPK_ROWS):  # 32-element runs sorted, with their indices
-                    pl.sort32(sorted_rows.next(), src_rows.next(), index)
+                for r in pl.range(TOPK_ROWS):  # 32-element runs sorted, with their indices
+                    pl.sort32(pairs[cur * TOPK_ROWS + r], src[cur * TOPK_ROWS + r], index)
                 pl.system.sync_src(set_pipe=v, wait_pipe=mte2, event_id=cur)
-                tmp = tmps.next()
-                for _r in pl.range(TOPK_ROWS):  # 4-way merges of 64, then 256 elements
-                    row = merged_rows.next()
+                tmp = tmps[cur]
+                for r in pl.range(TOPK_ROWS):  # 4-way merges of 64, then 256 elements
+                    row = pairs[cur * TOPK_ROWS + r]
                     pl.mrgsort(tmp, row, block_len=64)
                     pl.move(row, tmp)
                     pl.mrgsort(tmp, row, block_len=256)
                     pl.move(row, tmp)
-                    pl.mrgsort2(lists_lo.next(), lists_hi.next(), row, tmp)  # the two halves
-                    pl.move(mrg_rows.next(), firsts.next())  # the first `topk` records
-                d = d_tiles.next()
-                i = i_tiles.next()
+                    lists = pl.reinterpret(row, shape=[2, TOPK_COLS])  # its two halves
+                    pl.mrgsort2(lists[0:1, :], lists[1:2, :], row, tmp)
+                    pl.move(kept_rows[cur * TOPK_ROWS + r], row)  # the first `topk` records
                 pl.system.sync_dst(set_pipe=mte3, wait_pipe=v, event_id=4 + cur)
-                for _r in pl.range(TOPK_ROWS):
-                    pl.gathermask(d_rows.next(), mrg_vals.next(), pattern_mode=1)  # P0101
+                for r in pl.range(TOPK_ROWS):
+                    pl.gathermask(d_rows[cur * TOPK_ROWS + r], kept_rows[cur * TOPK_ROWS + r],
+                                  pattern_mode=1)  # P0101: the values
                 pl.system.sync_src(set_pipe=v, wait_pipe=mte3, event_id=cur)
-                for _r in pl.range(TOPK_ROWS):
-                    pl.gathermask(i_rows.next(), mrg_idx.next(), pattern_mode=2)  # P1010
+                for r in pl.range(TOPK_ROWS):
+                    lanes = pl.reinterpret(kept_rows[cur * TOPK_ROWS + r], dtype=_U32)
+                    pl.set_validshape(lanes, [1, keep])
+                    pl.gathermask(i_rows[cur * TOPK_ROWS + r], lanes, pattern_mode=2)  # P1010
                 pl.system.sync_src(set_pipe=v, wait_pipe=mte3, event_id=2 + cur)
                 pl.system.sync_dst(set_pipe=v, wait_pipe=mte3, event_id=cur)
-                pl.store(values, d, [row0, 0])
+                for r in pl.range(TOPK_ROWS):
+                    pl.store(values, d_rows[cur * TOPK_ROWS + r], [row0 + r, 0])
                 pl.system.sync_dst(set_pipe=v, wait_pipe=mte3, event_id=2 + cur)
-                pl.store(indices, i, [row0, 0])
+                for r in pl.range(TOPK_ROWS):
+                    pl.store(indices, i_rows[cur * TOPK_ROWS + r], [row0 + r, 0])
                 pl.system.sync_src(set_pipe=mte3, wait_pipe=v, event_id=4 + cur)
             for cur in pl.range(2):
                 pl.system.sync_dst(set_pipe=v, wait_pipe=mte2, event_id=cur)
