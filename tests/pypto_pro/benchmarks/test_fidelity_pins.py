@@ -30,14 +30,14 @@ PINNED = {
     "gemm_fp16_3072": 48323,
     "gemm_fp16_7680": 288920,
     "gemm_ar_a2": 59394,
-    "flash_attention_1024": 35043,
-    "flash_attention_2048": 35078,
-    "flash_attention_4096": 70048,
-    "flash_attention_8192": 67921,
-    "flash_attention_16384": 134718,
-    "topk_2304": 4793,
-    "topk_3456": 6610,
-    "topk_4800": 8427,
+    "flash_attention_1024": 35073,
+    "flash_attention_2048": 35108,
+    "flash_attention_4096": 70108,
+    "flash_attention_8192": 68011,
+    "flash_attention_16384": 134898,
+    "topk_2304": 4895,
+    "topk_3456": 6712,
+    "topk_4800": 8529,
     "gemm_mxfp8_2048": 42103,
     "gemm_mxfp8_4096": 77311,
     "gemm_mxfp8_8192": 292303,
@@ -68,8 +68,11 @@ for _soc in (fc.A3, fc.A5):
 
 
 def _launch(kernel, blocks: int, args: tuple, soc: str = fc.A3) -> None:
+    """Launch on the functional simulator; the kernel compiles without a warning (its aliases
+    are views of one buffer, so verify_memory finds no two buffers sharing bytes)."""
     with use_backend(f"values-{soc}"):
         kernel[None, blocks](*args)
+    assert [w for c in kernel.compiled_variants.values() for w in c.warnings] == []
 
 
 def test_gemm_kernels_compute_the_product():
