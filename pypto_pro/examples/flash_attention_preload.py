@@ -12,8 +12,9 @@ O = softmax(Q·Kᵀ/√d)·V for Q [Sq, 128], K and V [Skv, 128], FP16 in and ou
 * `compute_p` (vector, Reg API): the online softmax works lane-wise on whole rows — the block
   max is `vf.max` over four interleaved register streams, then `vf.exp_sub` against the new
   running max, running sums, and P cast to FP16 two KV rows per register (`vf.astype` fills the
-  even FP16 lanes, `vf.de_interleave` of two rows keeps the even lanes of both); the FP16 rows are the columns of P, so two column-major [64, 64] views
-  of the buffer are P's halves, `pl.insert`ed into the cube's L1 P slot at row 64·subblock;
+  even FP16 lanes, `vf.de_interleave` of two rows keeps the even lanes of both); the FP16 rows
+  are the columns of P, so two column-major [64, 64] views of the buffer
+  are P's halves, `pl.insert`ed into the cube's L1 P slot at row 64·subblock;
 * `compute_pv` (cube): P·V → `move(pv_vec.next(), acc, DualModeSplitM)`: 64 rows per AIV;
 * `compute_gu` (vector): the first KV tile copies P·V into the running O, later ones (Reg API)
   rescale it by the exp correction (broadcast per row with `LoadDist.BRC_B32`) and add; the
