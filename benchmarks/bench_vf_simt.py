@@ -31,7 +31,7 @@ from pypto_pro.runtime.backends.sim import SimBackend
 from pypto_pro.runtime.kernel_def import Specialization
 from pypto_pro.sim.model.memory import CoreMemory, TileGeometry, TileRef
 from pypto_pro.sim.frontend.simt import SimtLaunch, compile_simt
-from pypto_pro.sim.soc import soc
+from pypto_pro.soc import soc
 
 Row = tuple[str, str, float, float | None]
 

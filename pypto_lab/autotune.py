@@ -115,17 +115,18 @@ class Autotuned:
 
     # -- the disk cache ------------------------------------------------------------------
     def _path(self, k: Any) -> Path:
-        from pypto_pro.runtime.cache import compiler_version, default_cache_dir
+        import pypto_pro
 
         try:
             source = inspect.getsource(self.make_kernel)
         except (OSError, TypeError):
             source = getattr(self.make_kernel, "__qualname__", repr(self.make_kernel))
         blob = json.dumps([source, _jsonable(self.space), repr(k), self.soc,
-                           compiler_version(), self.rtol, self.atol], sort_keys=True)
+                           pypto_pro.compiler_version(), self.rtol, self.atol],
+                          sort_keys=True)
         digest = hashlib.sha256(blob.encode()).hexdigest()[:24]
         name = getattr(self.make_kernel, "__name__", "kernel")
-        return default_cache_dir() / "autotune" / f"{name}-{digest}.json"
+        return pypto_pro.cache_dir() / "autotune" / f"{name}-{digest}.json"
 
     def _load(self, k: Any) -> dict | None:
         path = self._path(k)
@@ -136,7 +137,7 @@ class Autotuned:
             return None  # missing or damaged: tune again and rewrite it
 
     def _store(self, k: Any, result: SweepResult) -> dict:
-        from pypto_pro.trace.export.atomic import write_text
+        from pypto_pro.trace import write_text
 
         best = result.best()
         stored = {"best": {p: _plain(best[p]) for p in result.params},

@@ -2,14 +2,14 @@
 
 Owns `register_cell` (the cell text goes into IPython's compile cache / `linecache`, so Python
 tracebacks, `inspect.getsource` and every DSL span point at cell lines) and `run_cell`, the one
-function behind the magic, `pypto_lab.run_cell` and the CLI. The body runs in the caller's
-namespace on the chosen backend (`--backend`, `--soc`, else the default) with a `LaunchLog`
-observing every launch (`pypto_pro.runtime.profile.observe_launches`: request and result, and a
-progress stage while it runs) and every compile pass (`pypto_pro.compiler.observe_compile`);
-kernels of the cell that were not launched are compiled for their default specialisation (all
-passes), then code generation runs when `pypto_pro.codegen` is importable. Failures become
-`CellError`s. An interrupt (KeyboardInterrupt) propagates after the context managers undo their
-state: nothing is cached or bound from a run that did not finish.
+function behind the magic, `pypto_lab.run_cell` and the CLI. Uses only the public `pypto_pro`
+API: the body runs in the caller's namespace under `pypto_pro.use_backend` (`--backend`,
+`--soc`), `use_arch` (`--arch`), `sanitize` (`--sanitize`) and a `pypto_pro.profile` whose
+callbacks drive the progress line (a stage per launch, the running compiler pass); kernels of
+the cell that were not launched are compiled with `kernel.compile()` (all passes; the compile
+cache serves a kernel redefined with the same source), and `cell_records` turns it all into
+records. Failures become `CellError`s. An interrupt (KeyboardInterrupt) propagates after the
+context managers undo their state: nothing is cached or bound from a run that did not finish.
 """
 from __future__ import annotations
 
@@ -17,17 +17,19 @@ import ast
 import contextlib
 import hashlib
 import linecache
-import os
 import sys
 import time
 from collections.abc import Iterator
 from typing import Any
 
-from .cache import CompileCache, cache_key
+import pypto_pro
+
+from .cell_records import generate_code, kernel_records, launch_records, output_tensor
+from .check import ReferenceMismatch, check_reference
 from .errors import CellError
 from .options import CellOptions, OptionError
 from .progress import Progress
-from .records import ArgInfo, CheckResult, KernelRecord, LaunchRecord, SourceInfo
+from .records import SourceInfo
 
 
 def register_cell(body: str, magic_line: str | None = None, shell: Any = None
@@ -63,144 +65,93 @@ def cell_number(shell: Any) -> int:
 
 
 class LaunchLog:
-    """Launch observer of a cell run: a progress stage per launch, and (request, result)
-    pairs of the launches that finished, in order."""
+    """What a cell run reports while it runs: a progress stage per launch, the running pass,
+    and how many passes ran (a compile that ran none was served from the compile cache)."""
 
     def __init__(self, progress: Progress) -> None:
         self.progress = progress
-        self.calls: list[tuple[Any, Any]] = []
+        self.passes = 0
 
-    def launch_started(self, name: str, request: Any) -> None:
-        self.progress.begin(f"simulate {name}[None, {request.block_dim}]")
+    def on_launch(self, name: str, block_dim: int) -> None:
+        self.progress.begin(f"simulate {name}[None, {block_dim}]")
 
-    def launch_finished(self, name: str, request: Any, result: Any) -> None:
+    def on_launch_end(self, name: str) -> None:
         self.progress.end()
-        self.calls.append((request, result))
 
-    def compile_pass(self, kernel: str, target: str, pass_name: str, index: int,
-                     total: int) -> None:
+    def on_pass(self, kernel: str, target: str, pass_name: str, index: int,
+                total: int) -> None:
+        self.passes += 1
         self.progress.detail(f"{target}: pass {index}/{total} {pass_name}")
 
 
-def backend_name(options: CellOptions) -> str | None:
-    """The backend the cell's launches run on: `--soc` (a simulator on that SoC, registered
-    as `sim@<soc>`), `--backend`, else None (the default choice: `use_backend`, env
-    `PYPTOPRO_BACKEND`, detection). Checked here, so a bad value is a usage error."""
-    from pypto_pro.errors import PyptoError
-    from pypto_pro.runtime.backends import get_backend, register_backend
 
-    if options.soc:
-        if options.backend not in (None, "sim"):
+def _option_error(flag: str, error: Exception) -> OptionError:
+    return OptionError(f"{flag}: {getattr(error, 'message', error)}")
+
+
+@contextlib.contextmanager
+def _running(options: CellOptions, log: LaunchLog) -> Iterator[Any]:
+    """The cell's launches on the chosen backend and arch (sanitized with `--sanitize`),
+    recorded by a `pypto_pro.profile` that reports progress to `log`; yields the profile."""
+    from pypto_pro.errors import PyptoError
+
+    with contextlib.ExitStack() as stack:
+        if options.soc and options.backend not in (None, "sim"):
             raise OptionError(f"--soc selects a simulator SoC; it cannot be combined with "
                               f"--backend {options.backend}")
-        from pypto_pro.runtime.backends.sim import SimBackend
-
         try:
-            backend = SimBackend(soc_name=options.soc)
-        except ValueError as e:
-            raise OptionError(f"--soc: {e}") from None
-        name = f"sim@{backend.soc_name}"
-        register_backend(name, lambda: backend)
-        return name
-    if options.backend is None:
-        return None
-    try:
-        get_backend(options.backend)
-    except PyptoError as e:  # unknown name, or a backend that cannot be imported here
-        raise OptionError(f"--backend: {e.message}") from None
-    return options.backend
-
-
-@contextlib.contextmanager
-def _observing(options: CellOptions, log: LaunchLog) -> Iterator[None]:
-    """Launches on the chosen backend (sanitized with `--sanitize`), every launch and
-    compile pass reported to `log`."""
-    from pypto_pro.compiler import observe_compile
-    from pypto_pro.runtime.backends import use_backend
-    from pypto_pro.runtime.profile import observe_launches
-
-    name = backend_name(options)
-    with contextlib.ExitStack() as stack:
-        if name is not None:
-            stack.enter_context(use_backend(name))
-        stack.enter_context(observe_launches(log))
-        stack.enter_context(observe_compile(log.compile_pass))
+            if options.soc:
+                stack.enter_context(pypto_pro.use_backend("sim", soc=options.soc))
+            elif options.backend:
+                stack.enter_context(pypto_pro.use_backend(options.backend))
+        except PyptoError as e:
+            raise _option_error("--soc" if options.soc else "--backend", e) from None
+        if options.arch:
+            try:
+                stack.enter_context(pypto_pro.use_arch(options.arch))
+            except PyptoError as e:
+                raise _option_error("--arch", e) from None
         if options.sanitize:
-            stack.enter_context(_sanitizing())
-        yield
-
-
-def _sanitizing() -> Any:
-    try:
-        from pypto_pro.sanitizer import sanitize
-    except ImportError as e:
-        raise OptionError(f"--sanitize: the sanitizer is not available here ({e})") from None
-    return sanitize()
-
-
-@contextlib.contextmanager
-def _arch_env(arch: str | None) -> Iterator[None]:
-    """`--arch` for launches in the body: the runtime reads env PYPTOPRO_JIT_ARCH."""
-    from pypto_pro.runtime.arch import ENV_ARCH, normalize_arch
-
-    if arch is None:
-        yield
-        return
-    try:
-        normalize_arch(arch)
-    except ValueError as e:
-        raise OptionError(f"--arch: {e}") from None
-    old = os.environ.get(ENV_ARCH)
-    os.environ[ENV_ARCH] = arch
-    try:
-        yield
-    finally:
-        if old is None:
-            os.environ.pop(ENV_ARCH, None)
-        else:
-            os.environ[ENV_ARCH] = old
+            stack.enter_context(pypto_pro.sanitize())
+        yield stack.enter_context(pypto_pro.profile(log.on_launch, log.on_pass,
+                                                    log.on_launch_end))
 
 
 def _jit_kernels(namespace: dict) -> list[Any]:
-    from pypto_pro.runtime.jit import JitKernel
-
     seen: dict[int, Any] = {}
     for value in list(namespace.values()):
-        if isinstance(value, JitKernel):
+        if isinstance(value, pypto_pro.JitKernel):
             seen.setdefault(id(value), value)
     return list(seen.values())
 
 
-def _needs_launch(kernel: Any) -> bool:
-    """True when the kernel's specialisation comes from launch arguments."""
-    from pypto_pro.language.types import STATIC
-
-    if kernel.tiling_schema is not None or kernel.options.datatype:
-        return True
-    for p in kernel.kernel_def.params:
-        dims = getattr(p.spec, "dims", ()) if p.kind == "tensor" else ()
-        if any(d is STATIC or d is Ellipsis for d in dims):
-            return True
-    return False
+def _defined_in(kernel: Any, file: str) -> bool:
+    code = getattr(getattr(kernel, "__wrapped__", None), "__code__", None)
+    return code is not None and code.co_filename == file
 
 
 class CellRun:
     """State of one `run_cell` call (kept small: each step is a method)."""
 
     def __init__(self, options: CellOptions, namespace: dict, source: SourceInfo,
-                 shell: Any, progress: Progress, cache: CompileCache) -> None:
+                 shell: Any, progress: Progress) -> None:
         self.options = options
         self.namespace = namespace
         self.source = source
         self.shell = shell
         self.progress = progress
-        self.cache = cache
         self.notes: list[str] = []
-        self.cached: set[int] = set()
+        self.cached: set[int] = set()  # id() of the CompiledKernels served from the cache
         self.log = LaunchLog(progress)
+        self.profile: Any = None  # the pypto_pro.Profile of the run
 
     def fail(self, error: BaseException, stage: str) -> CellError:
         return CellError(error, self.source, stage, self.options.traceback, self.shell)
+
+    @property
+    def launches(self) -> list[Any]:
+        """The `pypto_pro.ProfiledLaunch`es of the cell so far."""
+        return self.profile.launches if self.profile is not None else []
 
     def execute(self, code: str) -> None:
         try:
@@ -215,47 +166,40 @@ class CellRun:
 
     def cell_kernels(self) -> list[Any]:
         """Kernels defined in this cell, plus kernels launched by it, in first-seen order."""
-        mine = [k for k in _jit_kernels(self.namespace)
-                if k.kernel_def.file == self.source.file]
-        launched = {id(r.compiled.kernel_def) for r, _ in self.log.calls}
-        others = [k for k in _jit_kernels(self.namespace)
-                  if id(k.kernel_def) in launched and k not in mine]
+        kernels = _jit_kernels(self.namespace)
+        mine = [k for k in kernels if _defined_in(k, self.source.file)]
+        launched = {id(launch.compiled.kernel) for launch in self.launches}
+        others = [k for k in kernels if k not in mine
+                  and any(id(v.kernel) in launched for v in k.variants)]
         return mine + others
 
     def compile_in_place(self, kernels: list[Any]) -> None:
-        from pypto_pro.runtime.arch import resolve_arch
-        from pypto_pro.runtime.kernel_def import Specialization
-
         for kernel in kernels:
-            if kernel.compiled_variants:
+            if kernel.variants:
                 continue
-            if _needs_launch(kernel):
-                self.notes.append(f"{kernel.kernel_def.name}: specialised by its launch "
-                                  f"arguments (STATIC dims, tiling key or datatype); launch it "
+            if kernel.needs_arguments or kernel.tiling_schema is not None or \
+                    kernel.options.datatype:
+                self.notes.append(f"{kernel.__name__}: specialised by its launch arguments "
+                                  f"(STATIC dims, tiling key or datatype); launch it "
                                   f"(--launch) to compile")
                 continue
-            self.compile(kernel, Specialization(arch=resolve_arch(kernel.options.arch)))
+            self.compile(kernel, (), {})
 
-    def compile(self, kernel: Any, spec: Any) -> Any:
-        key = cache_key(kernel, spec)
-        hit = None if self.options.force else self.cache.get(key)
-        if hit is not None and spec not in kernel.compiled_variants:
-            kernel.compiled_variants[spec] = hit
-            self.cached.add(id(hit))
-            return hit
-        with self.progress.stage(f"compile {kernel.kernel_def.name}"):
+    def compile(self, kernel: Any, args: tuple, kwargs: dict) -> Any:
+        """`kernel.compile(*args, **kwargs)` as a progress stage; notes a compile-cache hit."""
+        ran = self.log.passes
+        with self.progress.stage(f"compile {kernel.__name__}"):
             try:
-                compiled = kernel.compile(spec)
+                compiled = kernel.compile(*args, force=self.options.force, **kwargs)
             except Exception as e:  # noqa: BLE001
                 raise self.fail(e, "compile") from e
-        self.cache.put(key, compiled)
+        if self.log.passes == ran:
+            self.cached.add(id(compiled.kernel))
         return compiled
 
     def launch(self, expr: str) -> None:
         """`--launch 'kernel(args)'` (block dim from `--block-dim`, default 1) or a full
         `kernel[None, n](args)` expression."""
-        from pypto_pro.runtime.jit import JitKernel
-
         try:
             tree = ast.parse(expr.strip(), mode="eval")
         except SyntaxError as e:
@@ -265,14 +209,15 @@ class CellRun:
             raise OptionError(f"--launch takes a call such as 'add_kernel(x, y, z)', got {expr!r}")
         evaluate = self._evaluator()
         target = evaluate(call.func)
-        if isinstance(target, JitKernel):
+        if isinstance(target, pypto_pro.JitKernel):
             args: list = []
             for a in call.args:
                 args.extend(evaluate(a.value) if isinstance(a, ast.Starred) else [evaluate(a)])
             kwargs: dict = {}
             for k in call.keywords:
                 kwargs.update(evaluate(k.value) if k.arg is None else {k.arg: evaluate(k.value)})
-            self._precompile(target, args, kwargs)
+            if target.tiling_schema is None and not target.options.datatype:
+                self.compile(target, tuple(args), kwargs)  # through the compile cache
             launcher = target[None, self.options.block_dim or 1]
             self._guarded(lambda: launcher(*args, **kwargs))
         else:
@@ -296,169 +241,38 @@ class CellRun:
         except Exception as e:  # noqa: BLE001
             raise self.fail(e, "launch") from e
 
-    def _precompile(self, kernel: Any, args: list, kwargs: dict) -> None:
-        """Compile the `--launch` variant through the cache (plain kernels only)."""
-        if kernel.tiling_schema is not None or kernel.options.datatype:
-            return
-        from pypto_pro.runtime.arch import resolve_arch
-        from pypto_pro.runtime.binding import bind
-        from pypto_pro.runtime.kernel_def import Specialization
-
-        spec = Specialization(arch=resolve_arch(kernel.options.arch))
-        try:
-            bound = bind(kernel.kernel_def, tuple(args), kwargs, spec)
-        except Exception as e:  # noqa: BLE001
-            raise self.fail(e, "launch") from e
-        self.compile(kernel, bound.spec)
-
-
-def _arg_info(param: Any, value: Any) -> ArgInfo:
-    import torch
-
-    if isinstance(value, torch.Tensor):
-        dtype = str(value.dtype).replace("torch.", "")
-        return ArgInfo(param.name, param.kind, tuple(value.shape), dtype)
-    if value is None:
-        return ArgInfo(param.name, "none", value="None")
-    return ArgInfo(param.name, param.kind, value=repr(value)[:60])
-
-
-def output_tensor(request: Any) -> tuple[str, Any] | None:
-    """(name, tensor) of a launch's output: the `pl.Output` parameter, else the last tensor."""
-    import torch
-
-    pairs = [(p, v) for p, v in zip(request.compiled.kernel_def.params, request.args)
-             if isinstance(v, torch.Tensor)]
-    marked = [pv for pv in pairs if pv[0].direction == "output"]
-    chosen = (marked or pairs)[-1:]
-    return (chosen[0][0].name, chosen[0][1]) if chosen else None
-
-
-def launch_records(log: LaunchLog) -> list[LaunchRecord]:
-    """The cell's launches in order, with their arguments."""
-    out = []
-    for request, result in log.calls:
-        params = request.compiled.kernel_def.params
-        args = tuple(_arg_info(p, v) for p, v in zip(params, request.args))
-        out.append(LaunchRecord(request.compiled.name, request.block_dim, result.backend,
-                                result.wall_seconds, args, result.trace, dict(result.printed),
-                                compiled=request.compiled,
-                                sanitizer=getattr(result, "sanitizer", None)))
-    return out
-
-
-def check_reference(options: CellOptions, namespace: dict, log: LaunchLog,
-                    fail: Any) -> CheckResult | None:
-    """Compare the output with `--ref` (rtol/atol default by dtype: 1e-3 half, 1e-5 float)."""
-    import torch
-
-    if not options.ref:
-        return None
-    try:
-        expected = eval(options.ref, namespace)  # noqa: S307  (the user's own expression)
-        if options.out:
-            name, actual = options.out, eval(options.out, namespace)  # noqa: S307
-        else:
-            found = output_tensor(log.calls[-1][0]) if log.calls else None
-            if found is None:
-                raise OptionError("--ref: the cell made no launch with a tensor output; name "
-                                  "the value to compare with --out")
-            name, actual = found
-    except OptionError:
-        raise
-    except Exception as e:  # noqa: BLE001
-        raise fail(e, "check") from e
-    return compare_tensors(name, actual, torch.as_tensor(expected), options.rtol, options.atol)
-
-
-def compare_tensors(name: str, actual: Any, expected: Any, rtol: float | None,
-                    atol: float | None) -> CheckResult:
-    import torch
-
-    half = actual.dtype in (torch.float16, torch.bfloat16)
-    rtol = rtol if rtol is not None else (1e-3 if half else 1e-5)
-    atol = atol if atol is not None else rtol
-    if tuple(actual.shape) != tuple(expected.shape):
-        return CheckResult(False, name, rtol, atol, message=f"shape {tuple(actual.shape)} != "
-                                                            f"reference {tuple(expected.shape)}")
-    a, e = actual.detach().double().cpu(), expected.detach().double().cpu()
-    close = torch.isclose(a, e, rtol=rtol, atol=atol, equal_nan=True)
-    err = (a - e).abs().nan_to_num(nan=float("inf"))
-    max_err = float(err.max()) if err.numel() else 0.0
-    bad = int((~close).sum())
-    return CheckResult(bad == 0, name, rtol, atol, max_err, bad, int(close.numel()))
-
-
-def kernel_records(run: CellRun, kernels: list[Any]) -> list[KernelRecord]:
-    """One record per compiled variant of the cell's kernels (and of launched kernels)."""
-    records, seen = [], set()
-    compiled_of_launches = [r.compiled for r, _ in run.log.calls]
-    for kernel in kernels:
-        for compiled in kernel.compiled_variants.values():
-            seen.add(id(compiled))
-            records.append(_record(kernel, compiled, run))
-    for compiled in compiled_of_launches:
-        if id(compiled) not in seen:
-            seen.add(id(compiled))
-            records.append(_record(None, compiled, run))
-    return records
-
-
-def _record(kernel: Any, compiled: Any, run: CellRun) -> KernelRecord:
-    seconds = compiled.parse_seconds + sum(r.seconds for recs in compiled.passes.values()
-                                           for r in recs)
-    return KernelRecord(compiled.name, kernel, compiled, seconds, id(compiled) in run.cached)
-
-
-def generate_code(records: list[KernelRecord], source: SourceInfo, progress: Progress) -> bool:
-    """Run code generation on every record; False when `pypto_pro.codegen` is unavailable."""
-    try:
-        from pypto_pro.codegen import generate
-    except ImportError:
-        return False
-    for rec in records:
-        cached = getattr(rec.compiled, "_pypto_lab_artifacts", None)
-        if cached is not None:
-            rec.artifacts = cached
-            continue
-        with progress.stage(f"codegen {rec.name}"):
-            try:
-                rec.artifacts = generate(rec.compiled)
-                rec.compiled._pypto_lab_artifacts = rec.artifacts
-            except Exception as e:  # noqa: BLE001  (shown in the CCE view, not fatal)
-                rec.codegen_error = source.relabel(f"{type(e).__name__}: {e}")
-    return True
-
-
-def forget_compiles(namespace: dict) -> None:
-    """`--force`: drop the compiled variants of every kernel in the namespace."""
-    for kernel in _jit_kernels(namespace):
-        kernel.compiled_variants.clear()
-
 
 def run_cell(body: str, options: CellOptions, namespace: dict, source: SourceInfo,
-             code: str, *, shell: Any = None, progress: Progress | None = None,
-             cache: CompileCache | None = None) -> Any:
-    """Execute a registered cell and return its `CellResult` (raises `CellError`)."""
+             code: str, *, shell: Any = None, progress: Progress | None = None) -> Any:
+    """Execute a registered cell and return its `CellResult` (raises `CellError`; a `--ref`
+    FAIL raises one whose `result` is the finished `CellResult`, unless `keep_going`)."""
     from .workbench import CellResult
 
     progress = progress or Progress()
-    cache = cache if cache is not None else CompileCache()
     t0 = time.perf_counter()
     if options.force:
-        forget_compiles(namespace)
-    run = CellRun(options, namespace, source, shell, progress, cache)
-    with progress, _arch_env(options.arch), _observing(options, run.log):
+        for kernel in _jit_kernels(namespace):
+            kernel.forget()
+    run = CellRun(options, namespace, source, shell, progress)
+    with progress, _running(options, run.log) as prof:
+        run.profile = prof
         run.execute(code)
         run.compile_in_place(run.cell_kernels())
         if options.launch:
             run.launch(options.launch)
-        kernels = kernel_records(run, run.cell_kernels())
+        kernels = kernel_records(run.cell_kernels(), run.launches, run.cached)
         codegen = generate_code(kernels, source, progress)
-    launches = launch_records(run.log)
-    check = check_reference(options, namespace, run.log, run.fail)
+    launches = launch_records(run.launches)
+    output = output_tensor(run.launches[-1]) if run.launches else None
+    check = check_reference(options, namespace, output, run.fail)
     if check is not None and launches:
         launches[-1].check = check
-    return CellResult(source=source, options=options, kernels=kernels, launches=launches,
-                      notes=run.notes, stages=list(progress.stages), codegen_available=codegen,
-                      seconds=time.perf_counter() - t0, check=check)
+    result = CellResult(source=source, options=options, kernels=kernels, launches=launches,
+                        notes=run.notes, stages=list(progress.stages),
+                        codegen_available=codegen, seconds=time.perf_counter() - t0,
+                        check=check)
+    if check is not None and not check.ok and not options.keep_going:
+        error = run.fail(ReferenceMismatch(check), "check")
+        error.result = result
+        raise error
+    return result

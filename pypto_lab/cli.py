@@ -5,20 +5,26 @@ compiles its kernels (all passes, code generation when available) and, when `--a
 launches KERNEL with those arguments and `--block-dim` blocks, then writes the standalone HTML
 report (`-o report.html`) and optionally the Perfetto trace (`--trace out.json`). `--example
 NAME` does the same for a bundled example (`pypto_pro.examples`) with its own inputs, block
-dim and reference. Everything goes through `cell.run_cell`, exactly as a notebook cell does.
+dim and reference; `--ref` may name the kernel's parameters (`x + y`), bound to the launch
+arguments. A `--ref` FAIL still writes the report, then exits with status 1 and the first
+mismatches. Everything goes through `cell.run_cell`, exactly as a notebook cell does; the
+`examples` below are run as printed by the tests.
 """
 from __future__ import annotations
 
 import argparse
+import inspect
 import os
 import runpy
 import sys
 from pathlib import Path
 
+from .check import ReferenceMismatch
 from .errors import CellError
 from .options import CellOptions, OptionError, parse_tolerance
 
-USAGE_EXAMPLES = """examples:
+USAGE_EXAMPLES = """examples (kernels.py defines add_kernel(x, y, z), e.g. the README's add kernel,
+and make_inputs(rows, cols) returning x, y and an empty z):
   python -m pypto_lab report kernels.py::add_kernel --args "make_inputs(512, 512)" \\
       --block-dim 4 --ref "x + y" -o report.html
   python -m pypto_lab report --example vector_add -o add.html --trace add.json
@@ -40,8 +46,9 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--args", help="Python expression giving the launch arguments, evaluated "
                                     "in the module (a tuple, or one value)")
     rep.add_argument("--block-dim", help="block dim (an int or an expression; default 1)")
-    rep.add_argument("--ref", help="expected output expression (names of the module and "
-                                   "`args`)")
+    rep.add_argument("--ref", help="expected output expression: names of the module, the "
+                                   "kernel's parameters (bound to the launch arguments) and "
+                                   "`args`; a mismatch still writes the report and exits 1")
     rep.add_argument("--tol", help="RTOL[,ATOL] of --ref")
     rep.add_argument("--arch", help="a2 / a3 / a5")
     rep.add_argument("--soc", help="simulator SoC: 950PR, 950DT, 910B1, ...")
@@ -82,22 +89,30 @@ def run_report(args: argparse.Namespace) -> Path:
     namespace = runpy.run_path(file, run_name="__pypto_report__")
     launch = block_dim = None
     if kernel and extra["args"]:
+        if kernel not in namespace:
+            raise OptionError(f"{path} defines no kernel {kernel!r}")
         value = eval(extra["args"], namespace)  # noqa: S307  (the user's own expression)
-        namespace["args"] = value if isinstance(value, tuple) else (value,)
+        launch_args = value if isinstance(value, tuple) else (value,)
+        namespace["args"] = launch_args
+        # --ref and --block-dim may name the kernel's parameters: x, y, ... of this launch
+        params = inspect.signature(namespace[kernel]).parameters
+        namespace.update(zip(params, launch_args))
         block_dim = int(eval(str(extra["block_dim"] or 1), namespace))  # noqa: S307
         launch = f"{kernel}(*args)"
     rtol, atol = parse_tolerance(args.tol)
     options = CellOptions(arch=args.arch, soc=args.soc, backend=args.backend,
                           block_dim=block_dim, launch=launch,
                           ref=extra["ref"] if launch else None, rtol=rtol, atol=atol,
-                          sanitize=args.sanitize, interactive=False)
-    source = SourceInfo(file, file, path.read_text())
+                          keep_going=True, sanitize=args.sanitize, interactive=False)
+    source = SourceInfo(file, str(path), path.read_text(), cell=False)
     result = run_cell("", options, namespace, source, "")
     out = result.export(args.output)
     print(result.summary())
     print(f"report: {out}")
     if args.trace:
         print(f"trace: {result.export(args.trace)}")
+    if result.check is not None and not result.check.ok:
+        raise CellError(ReferenceMismatch(result.check), source, "check")
     return out
 
 

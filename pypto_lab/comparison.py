@@ -1,14 +1,17 @@
 """Comparisons behind `pypto_lab.compare(a, b)`: two runs side by side.
 
-Owns `Comparison`: the final IR of each side's kernel diffed with difflib, the per-pipe busy
-time of both launches with the change, the headline numbers (simulated µs, cycles, wall time,
-pass count), and both timelines on one shared time axis (two plotly subplots, `shared_xaxes`).
-Accepts `CellResult`s, Traces or jit kernels (their last launch). Renders as text, script-free
-HTML and plotly JSON like a `CellResult`.
+Owns `Comparison`: the final IR of each side's kernel diffed with difflib (concise, each
+kernel's own name written `KERNEL`, so a renamed copy differs only where its code does), the
+per-pipe busy time of both launches (summed over the cores of each kind, and per core) with the
+change, the headline numbers (simulated µs, cycles, wall time, pass count), and both timelines
+on one shared time axis (two plotly subplots, `shared_xaxes`). Accepts `CellResult`s, Traces or
+jit kernels (their last launch). Renders as text, script-free HTML and plotly JSON like a
+`CellResult`.
 """
 from __future__ import annotations
 
 import difflib
+import re
 from typing import Any
 
 import pandas as pd
@@ -31,18 +34,20 @@ def trace_of(obj: Any) -> Any:
 
 
 def _final_ir(obj: Any) -> tuple[str, str]:
+    """(kernel name, its final IR, concise, with the kernel's own name written `KERNEL`: a
+    diff of two versions then shows what changed in the code, not the rename)."""
     from .views.source import ir_spans
 
     kernels = getattr(obj, "kernels", None)
-    if kernels:  # the concise print: types off, so the diff shows what changed in the code
-        k = kernels[0]
-        return k.name, "\n".join(ir_spans(k.passes(t)[-1], concise=True)[0] for t in k.targets)
-    variants = getattr(obj, "compiled_variants", None)
-    if variants:
-        compiled = next(iter(variants.values()))
-        return compiled.name, "\n".join(ir_spans(r[-1], concise=True)[0]
-                                        for r in compiled.passes.values())
-    return "?", ""
+    variants = getattr(obj, "variants", None)
+    if kernels:
+        compiled = kernels[0].compiled
+    elif variants:
+        compiled = variants[0]
+    else:
+        return "?", ""
+    text = "\n".join(ir_spans(r[-1], concise=True)[0] for r in compiled.passes.values())
+    return compiled.name, re.sub(rf"\b{re.escape(compiled.name)}\b", "KERNEL", text)
 
 
 class Comparison:
@@ -73,14 +78,17 @@ class Comparison:
         return frame
 
     def pipe_table(self) -> pd.DataFrame:
-        """Per core kind and pipe: busy µs of A and B, B − A and B / A."""
+        """Per core kind and pipe: busy µs of A and B summed over the kind's cores (columns
+        named after the labels), per core (µs of the average core: `<label> per core`),
+        B − A and B / A of the sums."""
         frames = []
         for label, trace in zip(self.labels, self.traces):
             if trace is None:
                 continue
-            util = trace.pipe_utilization()
-            frames.append(util.groupby(["core_kind", "pipe"], observed=True, sort=False)
-                          ["busy_us"].sum().rename(label))
+            util = trace.pipe_utilization().groupby(["core_kind", "pipe"], observed=True,
+                                                    sort=False)[["busy_us", "cores"]].sum()
+            frames.append(pd.DataFrame({label: util["busy_us"],
+                                        f"{label} per core": util["busy_us"] / util["cores"]}))
         if len(frames) < 2:
             return pd.DataFrame()
         both = pd.concat(frames, axis=1).fillna(0.0).reset_index()
@@ -140,9 +148,13 @@ class Comparison:
                 "<h3>Headline</h3>", table(self.headline(), {"simulated_us": ",.3f",
                                                              "speedup_vs_A": ".2f"})]
         if not pipes.empty:
-            body += ["<h3>Busy time per pipe (us)</h3>",
-                     table(pipes, {self.labels[0]: ".3f", self.labels[1]: ".3f",
-                                   "delta_us": "+.3f", "ratio": ".2f"})]
+            a, b = self.labels
+            body += ["<h3>Busy time per pipe (µs)</h3><p class='note'>"
+                     f"<b>{esc(a)}</b>, <b>{esc(b)}</b>: summed over all cores of the kind; "
+                     "<i>per core</i>: the average core; delta and ratio of the sums</p>",
+                     table(pipes, {a: ".3f", b: ".3f", f"{a} per core": ".3f",
+                                   f"{b} per core": ".3f", "delta_us": "+.3f",
+                                   "ratio": ".2f"})]
         body += ["<h3>Final IR diff</h3>",
                  code_block(diff, DiffLexer(), "cmpdiff") if diff else
                  "<p class='note'>identical final IR</p>"]

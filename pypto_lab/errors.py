@@ -5,7 +5,9 @@ ordinary Python error in the cell body) and renders it through `_render_tracebac
 IPython calls instead of printing its own frames. A DSL error renders as its diagnostic (coded
 first line, pass name, the cell line with a caret, hint) with the cell's linecache name replaced
 by "Cell In[n]"; a Python error renders as a traceback that starts at the cell's frame, so the
-magic's own frames never show. `show_stack=True` (`--traceback`) adds the full Python stack.
+magic's own frames never show. A `--ref` FAIL (`check.ReferenceMismatch`) renders as the
+verdict with the first mismatches; its `result` is the finished `CellResult`, which the magic
+shows before the cell fails. `show_stack=True` (`--traceback`) adds the full Python stack.
 """
 from __future__ import annotations
 
@@ -29,6 +31,7 @@ class CellError(Exception):
         self.stage = stage
         self.show_stack = show_stack
         self._shell = shell
+        self.result: Any = None  # the finished CellResult when only the --ref check failed
         super().__init__(self.diagnostic())
 
     @property
@@ -37,8 +40,17 @@ class CellError(Exception):
 
         return isinstance(self.error, PyptoError)
 
+    @property
+    def is_mismatch(self) -> bool:
+        from .check import ReferenceMismatch
+
+        return isinstance(self.error, ReferenceMismatch)
+
     def diagnostic(self) -> str:
         """The plain-text diagnostic (no colours): what the cell output shows."""
+        if self.is_mismatch:
+            return (f"{self.error.check.describe()}\n(the Run tab shows where; --keep-going "
+                    f"shows the result without failing the cell)")
         if self.is_dsl_error:
             text = str(self.error)
             return self.source.relabel(text) if self.source else text
@@ -58,7 +70,7 @@ class CellError(Exception):
         if self.show_stack:
             lines += _format_stack(self.error, None, None)
             lines.append("")
-        if self.is_dsl_error:
+        if self.is_dsl_error or self.is_mismatch:
             lines.append(self._headline())
             lines += self.diagnostic().splitlines()
             return lines

@@ -3,7 +3,7 @@
 Owns the mimetype names, `figure_json` (a figure as the plain JSON the plotly mimetype carries),
 `FigureOutput` (a figure plus a text summary with its own `_repr_mimebundle_`, so a terminal
 shows text and never opens a browser) and `export_trace` (Perfetto JSON, msprof JSON or a
-standalone figure HTML with plotly.js embedded, chosen by the file extension). Files are written
+standalone figure page, `page.plotly_page`, chosen by the file extension). Files are written
 atomically with the trace package's `write_text`, re-exported here for the report.
 """
 from __future__ import annotations
@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from pypto_pro.trace.export.atomic import write_text
+from pypto_pro.trace import write_text
 
 PLOTLY_MIME = "application/vnd.plotly.v1+json"
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
@@ -74,17 +74,29 @@ def export_trace(trace: Any, path: str | os.PathLike[str], fig: Any = None) -> P
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     name = target.name.lower()
-    if name.endswith(".msprof.json"):
-        to_msprof_json(trace, target)
-    elif name.endswith(".json"):
-        to_chrome_json(trace, target)
+    if name.endswith(".json"):
+        (to_msprof_json if name.endswith(".msprof.json") else to_chrome_json)(trace, target)
+        _relabel_file(target)
     elif name.endswith((".html", ".htm")):
         if fig is None:
             from .views.timeline import timeline_figure
 
             fig = timeline_figure(trace)
-        write_text(target, fig.to_html(include_plotlyjs=True, full_html=True))
+        from .page import figure_slot, plotly_page
+
+        write_text(target, plotly_page(f"timeline: {trace.meta.kernel}",
+                                       figure_slot(fig, "pypto-timeline")))
     else:
         raise ValueError(f"cannot export a trace to {target.name!r}: use .json (Perfetto), "
                          ".msprof.json or .html")
     return target
+
+
+def _relabel_file(path: Path) -> None:
+    """Name notebook cells in an exported trace as "Cell In[n], line m" (`locations`)."""
+    from .locations import relabel
+
+    text = path.read_text()
+    new = relabel(text)
+    if new != text:
+        write_text(path, new)

@@ -3,9 +3,9 @@
 Thin by design (STYLE §4.14): options are declared with `magic_arguments` (so `%%pypto?`
 prints them), turned into a `CellOptions`, and everything else happens in plain functions
 (`cell.run_cell`, `compare.compare`, `report.export_result`). State lives on the `PyptoMagics`
-instance: the compile cache and the last result. Bad option values raise `UsageError`; compile,
-simulation and cell errors raise `CellError` (its `_render_traceback_` fails the cell with the
-DSL diagnostic).
+instance: the last result (compiles are cached by `pypto_pro` itself, `kernel.compile`). Bad
+option values raise `UsageError`; compile, simulation and cell errors raise `CellError` (its
+`_render_traceback_` fails the cell with the DSL diagnostic).
 """
 from __future__ import annotations
 
@@ -17,7 +17,6 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 from IPython.display import display
 from traitlets import Bool
 
-from .cache import CompileCache
 from .cell import register_cell, run_cell
 from .errors import CellError
 from .figures import under_kernel
@@ -45,7 +44,8 @@ def options_from_args(args: Any, interactive: bool = True) -> CellOptions:
     return CellOptions(
         show=show, arch=args.arch, soc=args.soc, backend=args.backend,
         block_dim=args.block_dim, launch=_unquote(args.launch), diff=parse_diff(args.diff),
-        ref=_unquote(args.ref), out=args.out, rtol=rtol, atol=atol, name=args.o,
+        ref=_unquote(args.ref), out=args.out, rtol=rtol, atol=atol,
+        keep_going=args.keep_going, name=args.o,
         force=args.force, sanitize=args.sanitize, export=_unquote(args.export),
         traceback=args.traceback,
         interactive=interactive and not args.static, cores=parse_cores(args.cores))
@@ -71,7 +71,6 @@ class PyptoMagics(Magics):
 
     def __init__(self, shell: Any = None) -> None:
         super().__init__(shell)
-        self.cache = CompileCache()
         self.last: Any = None
 
     @magic_arguments()
@@ -88,10 +87,15 @@ class PyptoMagics(Magics):
                    "--block-dim) or 'add_kernel[None, 8](x, y, z)'")
     @argument("--diff", metavar="PASS[,PASS]",
               help="show what one pass changed, or the diff between two passes")
-    @argument("--ref", metavar="EXPR", help="reference value of the output, e.g. 'x + y'")
+    @argument("--ref", metavar="EXPR", help="reference value of the output, e.g. 'x + y'; a "
+                                            "mismatch lists the first bad elements, draws where "
+                                            "they are (Run tab) and fails the cell")
     @argument("--out", metavar="NAME", help="value compared with --ref (default: the output "
                                             "tensor of the last launch)")
     @argument("--tol", metavar="RTOL[,ATOL]", help="tolerances of --ref (default by dtype)")
+    @argument("--keep-going", action="store_true",
+              help="on a --ref FAIL show the result without failing the cell (default: the "
+                   "result is shown, then the cell fails with the first mismatches)")
     @argument("--cores", metavar="LIST", help="core instances on the timeline, e.g. 0-3,8")
     @argument("-o", metavar="NAME", help="also bind the CellResult to NAME")
     @argument("-f", "--force", action="store_true",
@@ -116,21 +120,32 @@ class PyptoMagics(Magics):
 
         Example::
 
-            %%pypto --launch "add_kernel(x, y, z)" --block-dim 4 --ref "x + y"
+            %%pypto --launch "add_kernel(x, y, z)" --block-dim 4 --ref "x + y" -o single
             @pl.jit
             def add_kernel(x: pl.Tensor[[pl.DYNAMIC, pl.DYNAMIC], pl.DT_FP16], ...):
                 ...
+
+        Companion line magics: ``%pypto_compare A B`` puts two results (CellResults, Traces
+        or kernels; e.g. two ``-o`` names) side by side: headline numbers, busy time per pipe
+        (summed over cores and per core), the final IR diff and both timelines on one time
+        axis (``pypto_lab.compare(a, b)`` in Python); ``%pypto_trace [NAME]`` shows a
+        timeline; ``%pypto_export [NAME] PATH`` writes a report or trace.
         """
         try:
             options = options_from_args(parse_argstring(self.pypto, line), self.interactive)
         except OptionError as e:
             raise UsageError(str(e)) from None
         source, code = register_cell(cell, line, self.shell)
+        failed = None
         try:
             result = run_cell(cell, options, self.shell.user_ns, source, code, shell=self.shell,
-                              progress=Progress.for_shell(self.shell), cache=self.cache)
+                              progress=Progress.for_shell(self.shell))
         except OptionError as e:
             raise UsageError(str(e)) from None
+        except CellError as e:
+            if e.result is None:
+                raise
+            failed, result = e, e.result  # a --ref FAIL: show the result, then fail the cell
         self.last = result
         self.shell.user_ns["_pypto"] = result
         if options.name:
@@ -142,6 +157,10 @@ class PyptoMagics(Magics):
                 raise CellError(e, source, "export", options.traceback, self.shell) from e
         if options.show and options.interactive and under_kernel():
             display(result.fallback_bundle(), raw=True)
+        if failed is not None:
+            if options.show:
+                display(result)
+            raise failed
         return result if options.show else None
 
     @magic_arguments()

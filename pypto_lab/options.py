@@ -29,7 +29,8 @@ class CellOptions:
     blocks; `ref` an expression giving the expected output, compared with `out` (a name; by
     default the launch's output tensor) within `rtol`/`atol`; `diff` one or two pass names;
     `export` a path ending in `.html` (report) or `.json` (Perfetto trace); `sanitize` runs
-    the launches under the sanitizer (and shows its panel).
+    the launches under the sanitizer (and shows its panel). A `ref` that does not match fails
+    the cell (`ReferenceMismatch`) unless `keep_going`.
     """
 
     show: tuple[str, ...] = DEFAULT_SHOW
@@ -43,6 +44,7 @@ class CellOptions:
     out: str | None = None
     rtol: float | None = None
     atol: float | None = None
+    keep_going: bool = False
     name: str | None = None
     force: bool = False
     sanitize: bool = False

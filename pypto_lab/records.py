@@ -23,31 +23,40 @@ class SourceInfo:
     file: str
     label: str
     text: str
+    cell: bool = True  # a notebook cell (False: a file, e.g. the CLI's)
+
+    @property
+    def title(self) -> str:
+        """How a summary names it: "%%pypto Cell In[5]", or the file's path."""
+        return f"%%pypto {self.label}" if self.cell else self.label
 
     def line(self, number: int) -> str:
         lines = self.text.splitlines()
         return lines[number - 1] if 0 < number <= len(lines) else ""
 
     def relabel(self, message: str) -> str:
-        """`message` with the linecache name replaced by the label users know."""
-        if self.file == self.label:
-            return message
-        name = re.escape(self.file)
-        message = re.sub(name + r":(\d+):(\d+)", self.label + r", line \1, col \2", message)
-        message = re.sub(name + r":(\d+)", self.label + r", line \1", message)
-        return message.replace(self.file, self.label)
+        """`message` with the linecache name replaced by the label users know (and the names
+        of other cells by theirs, `locations.relabel`)."""
+        from .locations import relabel
+
+        if self.file != self.label:
+            name = re.escape(self.file)
+            message = re.sub(name + r":(\d+):(\d+)", self.label + r", line \1, col \2",
+                             message)
+            message = re.sub(name + r":(\d+)", self.label + r", line \1", message)
+            message = message.replace(self.file, self.label)
+        return relabel(message)
 
 
 @dataclass
 class KernelRecord:
-    """One compiled variant of a `@pl.jit` kernel seen by the cell."""
+    """One compiled variant of a `@pl.jit` kernel seen by the cell (a `pypto_pro.Compiled`)."""
 
     name: str
-    kernel: Any  # pypto_pro JitKernel
-    compiled: Any  # pypto_pro.compiler.CompiledKernel
+    compiled: Any  # pypto_pro.Compiled
     compile_seconds: float = 0.0
     cached: bool = False
-    artifacts: Any = None  # pypto_pro.codegen Artifacts, when codegen ran
+    artifacts: Any = None  # the generated sources with line maps, when codegen ran
     codegen_error: str | None = None
 
     @property
@@ -55,18 +64,20 @@ class KernelRecord:
         return self.compiled.kernel_type
 
     @property
+    def arch(self) -> str:
+        return self.compiled.arch
+
+    @property
     def targets(self) -> list[str]:
-        return list(self.compiled.passes)
+        return self.compiled.targets
 
     @property
     def file(self) -> str:
-        return self.compiled.kernel_def.file
+        return self.compiled.file
 
     def line_range(self) -> tuple[int, int]:
         """First (decorators included) and last source line of the kernel function."""
-        tree = self.compiled.kernel_def.tree
-        first = min([tree.lineno, *(d.lineno for d in tree.decorator_list)])
-        return first, tree.end_lineno or tree.lineno
+        return self.compiled.lines
 
     def source_lines(self) -> list[tuple[int, str]]:
         """(line number, text) of the kernel function in its file or cell."""
@@ -79,7 +90,7 @@ class KernelRecord:
 
     @property
     def pass_count(self) -> int:
-        return sum(len(records) - 1 for records in self.compiled.passes.values())
+        return self.compiled.pass_count
 
 
 @dataclass(frozen=True)
@@ -99,8 +110,24 @@ class ArgInfo:
 
 
 @dataclass(frozen=True)
+class Mismatch:
+    """One element where the output and the reference differ."""
+
+    index: tuple[int, ...]
+    actual: float
+    expected: float
+    error: float
+
+    def describe(self) -> str:
+        return (f"[{', '.join(map(str, self.index))}]: got {self.actual:.6g}, expected "
+                f"{self.expected:.6g} (|err| {self.error:.3g})")
+
+
+@dataclass(frozen=True)
 class CheckResult:
-    """The launch's output against a reference value."""
+    """The launch's output against a reference value (`first`: the first mismatches in
+    row-major order; `grid`: the share of mismatching elements per cell of `cell` elements,
+    the tensor folded to rows x last dim; see `pypto_lab.check`)."""
 
     ok: bool
     output: str
@@ -110,6 +137,10 @@ class CheckResult:
     mismatched: int = 0
     total: int = 0
     message: str = ""
+    shape: tuple[int, ...] = ()
+    first: tuple[Mismatch, ...] = ()
+    grid: tuple[tuple[float, ...], ...] = ()
+    cell: tuple[int, int] = (1, 1)
 
     def detail(self) -> str:
         return self.message or (f"max |err| {self.max_abs_error:.3g}, {self.mismatched:,} of "
@@ -117,7 +148,15 @@ class CheckResult:
                                 f"atol={self.atol:g}")
 
     def describe(self) -> str:
-        return f"{'PASS' if self.ok else 'FAIL'} {self.output} vs reference: {self.detail()}"
+        head = f"{'PASS' if self.ok else 'FAIL'} {self.output} vs reference: {self.detail()}"
+        if not self.first:
+            return head
+        more = self.mismatched - len(self.first)
+        lines = [head, "first mismatches (row-major):"]
+        lines += [f"  {self.output}{m.describe()}" for m in self.first]
+        if more > 0:
+            lines.append(f"  ... and {more:,} more")
+        return "\n".join(lines)
 
 
 @dataclass
@@ -132,7 +171,7 @@ class LaunchRecord:
     trace: Any = None  # pypto_pro.trace.Trace, or None (functional-only / no timing backend)
     printed: dict[int, str] = field(default_factory=dict)
     check: CheckResult | None = None
-    compiled: Any = None
+    compiled: Any = None  # pypto_pro.Compiled
     sanitizer: Any = None  # pypto_pro.sanitizer.SanitizerReport of a sanitized launch
 
     @property
@@ -146,9 +185,12 @@ class LaunchRecord:
     def describe(self) -> str:
         shapes = ", ".join(f"{a.name}={a.describe()}" for a in self.args)
         head = f"{self.kernel}[None, {self.block_dim}]({shapes}) on {self.backend}"
-        if self.trace is not None:
+        if self.trace is not None and len(self.trace.events):
             head += (f": {self.sim_us:.3f} us simulated ({self.cycles:,} cycles), "
                      f"wall {self.wall_seconds:.3f} s")
+        elif self.trace is not None:
+            head += (f": no pipe instruction to time (scalar work only), wall "
+                     f"{self.wall_seconds:.3f} s")
         else:
             head += f": wall {self.wall_seconds:.3f} s"
         return head

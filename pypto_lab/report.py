@@ -1,11 +1,12 @@
 """The standalone HTML report of a cell result, and result export by file extension.
 
-Owns `report_html` (one self-contained page: the static overview with every panel, then the
-timeline, blocks and roofline figures; plotly.js embedded once in the head, no `src=` and no
-stylesheet links, so it opens offline) and `export_result` (`.html` → report, `.json` →
-Perfetto trace, `.msprof.json` → msprof simulator JSON; files are written atomically). In the
-report, picking a kernel line highlights its IR and C++ lines (CSS) and its timeline events (a
-few lines of script restyling a halo trace), and clicking a timeline event picks its line.
+Owns `report_html` (one self-contained page, `page.plotly_page`: the static overview with every
+panel, then the timeline, blocks and roofline figures; plotly.js embedded once, compressed, no
+`src=` and no stylesheet links, so it opens offline) and `export_result` (`.html` → report,
+`.json` → Perfetto trace, `.msprof.json` → msprof simulator JSON; files are written
+atomically). In the report, picking a kernel line highlights its IR and C++ lines (CSS) and its
+timeline events (a few lines of script restyling a halo trace), and clicking a timeline event
+picks its line.
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from typing import Any
 
 from .figures import export_trace, write_text
 from .options import PANELS
-from .views.html import esc
+from .page import figure_slot, plotly_page
 from .views.timeline_click import CLICK_JS
 
 _LINK_SCRIPT = """
@@ -28,13 +29,16 @@ document.querySelectorAll('input[type=radio][data-halo]').forEach(function (radi
     if (gd && window.Plotly) { Plotly.restyle(gd, {x: [seg.x], y: [seg.y]}, [0]); }
   });
 });
-pyptoTimelineClicks(document.body, function (line) {
-  var radio = document.querySelector('input[type=radio][data-halo][data-line="' + line + '"]');
-  if (radio) {
-    radio.checked = true;
-    radio.dispatchEvent(new Event('change'));
-  }
-});
+window.pyptoPageReady = function () {
+  pyptoTimelineClicks(document.body, function (line) {
+    var radio = document.querySelector('input[type=radio][data-halo][data-line="' + line +
+                                       '"]');
+    if (radio) {
+      radio.checked = true;
+      radio.dispatchEvent(new Event('change'));
+    }
+  });
+};
 """
 
 
@@ -71,38 +75,32 @@ def _timeline_block(result: Any, div_id: str) -> str:
 
     lanes = len(prepare(result.trace, result.options.cores).lanes)
     width = max(3.0, lane_px(lanes) * 0.62) + 7
-    halo = go.Scattergl(x=[], y=[], mode="lines", name="selected line", hoverinfo="skip",
-                        line={"color": "#ffc400", "width": width})
+    kind = next((t.type for t in fig.data if t.type in ("scatter", "scattergl")), "scatter")
+    halo = {"type": kind, "x": [], "y": [], "mode": "lines", "name": "selected line",
+            "hoverinfo": "skip", "line": {"color": "#ffc400", "width": width}}
     fig = go.Figure(data=[halo, *fig.data], layout=fig.layout)
     lines = json.dumps(_halo_data(result, result.trace)).replace("</", "<\\/")
-    return ("<h2>Timeline</h2>"
-            + fig.to_html(full_html=False, include_plotlyjs=False, div_id=div_id)
+    return ("<h2>Timeline</h2>" + figure_slot(fig, div_id)
             + f"<script type='application/json' id='{div_id}-lines'>{lines}</script>")
 
 
 def report_html(result: Any, title: str | None = None) -> str:
     """The report page as one string (see the module docstring)."""
-    from plotly.offline import get_plotlyjs
-
     full = dataclasses.replace(result, options=dataclasses.replace(result.options, show=PANELS))
     body = full.to_html(report=True)
     timeline_id = "pypto-report-timeline"
     figures = [_timeline_block(full, timeline_id)]
     blocks, roof = full.blocks_figure(), full.roofline_figure()
     if blocks is not None:
-        figures.append("<h2>Blocks</h2>" + blocks.to_html(full_html=False,
-                                                          include_plotlyjs=False))
+        figures.append("<h2>Blocks</h2>" + figure_slot(blocks, "pypto-report-blocks"))
     if roof is not None:
-        figures.append("<h2>Roofline</h2>" + roof.to_html(full_html=False,
-                                                          include_plotlyjs=False))
+        figures.append("<h2>Roofline</h2>" + figure_slot(roof, "pypto-report-roofline"))
     body = _tag_radios(body, timeline_id)
     name = title or ", ".join(k.name for k in result.kernels) or result.source.label
-    return ("<!doctype html><html><head><meta charset='utf-8'>"
-            f"<title>PyPTO Pro report: {esc(name)}</title>"
-            f"<script type='text/javascript'>{get_plotlyjs()}</script>"
-            "<style>body{margin:16px 24px;font-family:system-ui,sans-serif}"
-            "h2{font:600 16px system-ui,sans-serif;margin:18px 0 6px}</style></head><body>"
-            f"{body}{''.join(figures)}<script>{CLICK_JS}{_LINK_SCRIPT}</script></body></html>")
+    return plotly_page(f"PyPTO Pro report: {name}", body + "".join(figures),
+                       CLICK_JS + _LINK_SCRIPT,
+                       "body{margin:16px 24px;font-family:system-ui,sans-serif}"
+                       "h2{font:600 16px system-ui,sans-serif;margin:18px 0 6px}")
 
 
 def _tag_radios(body: str, timeline_id: str) -> str:

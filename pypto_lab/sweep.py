@@ -115,7 +115,8 @@ class SweepResult:
         return self.specs[index]
 
     def workbench(self, index: int, show: str = "all") -> Any:
-        """Re-run point `index` in this process under the workbench (timeline, passes, CCE)."""
+        """Re-run point `index` in this process: its `CellResult`, shown as the full tabbed
+        Workbench (timeline, passes, CCE) under a Jupyter kernel."""
         from .sweep_drill import drill
 
         return drill(self.specs[index], show)
@@ -141,12 +142,13 @@ class SweepResult:
         return bundle
 
     def html(self) -> str:
-        """Script-free HTML: the summary and the main columns of the table."""
+        """Script-free HTML: the summary and the main columns of the table, formatted."""
         from .views.html import table
 
         cols = [c for c in ("point", *self.params, "status", "sim_us", "bottleneck", "roofline",
                             "footprint_bytes", "error") if c in self.table]
-        return f"<pre>{escape(self.summary())}</pre>" + table(self.table[cols])
+        return f"<pre>{escape(self.summary())}</pre>" + table(
+            self.table[cols], {"sim_us": ",.3f", "roofline": ".1%", "footprint_bytes": ","})
 
 
 def sweep(make_kernel: Callable[..., Any],

@@ -2,7 +2,8 @@
 
 The point's kernel is rebuilt with its parameters and launched as the body of a `run_cell`, so
 the result is an ordinary `CellResult`: passes, generated code, timeline, blocks, roofline, the
-check against the sweep's reference.
+check against the sweep's reference (a wrong point shows its mismatches, it does not raise).
+Displayed under a Jupyter kernel it is the full tabbed Workbench, like a `%%pypto` cell's.
 """
 from __future__ import annotations
 
@@ -29,5 +30,6 @@ def drill(spec: PointSpec, show: str = "all") -> Any:
         ref = "_expected"
     params = ", ".join(f"{k}={v!r}" for k, v in spec.params.items())
     source = f"# sweep point {spec.index}: {params}\n_launch(*_args)\n"
-    return run_cell(source, namespace, show=show, soc=spec.soc, ref=ref,
+    return run_cell(source, namespace, show=show, soc=spec.soc, ref=ref, keep_going=True,
+                    interactive=True,
                     out="_out" if ref else None, rtol=spec.rtol, atol=spec.atol)

@@ -2,8 +2,9 @@
 
 Every marker carries its point number in `customdata`, so a click (FigureWidget `on_click`, see
 `sweep_widget`) or a hover names the point to drill into with `SweepResult.workbench(point)`.
-Invalid points are drawn as grey crosses at the top of the axis with their error in the hover,
-so a failed region of the grid is visible rather than missing.
+Invalid points are grey crosses in their own strip above the plot (an "invalid" category axis,
+off the numeric one) with their error in the hover, so a failed region of the grid is visible
+rather than missing, and no time is made up for it.
 """
 from __future__ import annotations
 
@@ -27,9 +28,11 @@ def _hover(frame: pd.DataFrame, params: list[str]) -> list[str]:
     return out
 
 
-def _invalid_trace(bad: pd.DataFrame, x: str, y_top: float, params: list[str]) -> go.Scatter:
-    return go.Scatter(x=bad[x].astype(str), y=[y_top] * len(bad), mode="markers",
-                      name="invalid", marker={"symbol": "x", "color": "#999", "size": 9},
+def _invalid_trace(bad: pd.DataFrame, x: str, params: list[str]) -> go.Scatter:
+    """The invalid points on the strip's axis `y2` (one "invalid" row)."""
+    return go.Scatter(x=bad[x].astype(str), y=["invalid"] * len(bad), yaxis="y2",
+                      mode="markers", name="invalid",
+                      marker={"symbol": "x", "color": "#999", "size": 9},
                       customdata=bad["point"], hovertext=_hover(bad, params),
                       hoverinfo="text")
 
@@ -51,9 +54,12 @@ def grid_figure(result: Any, x: str | None, color: str | None, y: str) -> go.Fig
             name=f"{color}={value}" if color else y, customdata=best["point"],
             hovertext=_hover(best, params), hoverinfo="text"))
     bad = table[table["status"] != "ok"]
-    if not bad.empty and not ok.empty:
-        fig.add_trace(_invalid_trace(bad, x, float(ok[y].max()) * 1.05, params))
-    fig.update_layout(title=f"{y} over {x}" + (f" by {color}" if color else ""),
+    if not bad.empty:
+        fig.add_trace(_invalid_trace(bad, x, params))
+        fig.update_layout(yaxis={"domain": [0, 0.84]},
+                          yaxis2={"domain": [0.88, 1.0], "type": "category",
+                                  "showgrid": False, "fixedrange": True})
+    fig.update_layout(title=f"{_label(y)} over {x}" + (f" by {color}" if color else ""),
                       xaxis_title=x, yaxis_title=_label(y), height=380,
                       margin={"l": 60, "r": 20, "t": 40, "b": 40})
     fig.update_xaxes(type="category")

@@ -98,7 +98,6 @@ def _run(spec: PointSpec, row: dict[str, Any]) -> None:
     import torch
 
     import pypto_pro
-    from pypto_pro.runtime.backends import use_backend
 
     launch = Launch.of(spec.make_kernel(**spec.params))
     args = point_args(spec)
@@ -106,12 +105,12 @@ def _run(spec: PointSpec, row: dict[str, Any]) -> None:
     if spec.reference is not None:
         ref = spec.reference(*[a.clone() if isinstance(a, torch.Tensor) else a for a in args])
         expected = ref if isinstance(ref, tuple) else (ref,)
-    with use_backend(_sim_backend(spec.soc)), pypto_pro.profile() as prof:
+    with pypto_pro.use_backend("sim", soc=spec.soc), pypto_pro.profile() as prof:
         t0 = time.perf_counter()
         launch.launcher()(*args)
         row["sim_wall_s"] = time.perf_counter() - t0
     row["block_dim"] = launch.block_dim
-    compiled = next(iter(launch.kernel.compiled_variants.values()), None)
+    compiled = prof.launches[-1].compiled if prof.launches else None
     row.update(footprint(compiled))
     if prof.trace is not None:
         row.update(trace_summary(prof.trace))
@@ -123,25 +122,6 @@ def _run(spec: PointSpec, row: dict[str, Any]) -> None:
             row.update(status="wrong", error_kind="WrongResult",
                        error=f"output differs from the reference (max |err| {err[0]:.3g}, "
                              f"rtol {spec.rtol}, atol {spec.atol})")
-
-
-_BACKENDS: dict[str | None, str] = {}
-
-
-def _sim_backend(soc: str | None) -> str:
-    """The name of a registered simulator backend for `soc` (the default sim for None)."""
-    if soc is None:
-        return "sim"
-    name = _BACKENDS.get(soc)
-    if name is None:
-        from pypto_pro.runtime.backends import register_backend
-        from pypto_pro.runtime.backends.sim import SimBackend
-
-        SimBackend(soc_name=soc)  # fails here, with the SoC error, for an unknown name
-        name = f"sim-sweep-{soc}"
-        register_backend(name, lambda: SimBackend(soc_name=soc))
-        _BACKENDS[soc] = name
-    return name
 
 
 def _max_error(args: tuple, outputs: tuple[int, ...], expected: tuple, rtol: float,
@@ -164,8 +144,6 @@ def _max_error(args: tuple, outputs: tuple[int, ...], expected: tuple, rtol: flo
 def trace_summary(trace: Any) -> dict[str, Any]:
     """Simulated time, busy % per pipe (of the busiest core kind), stall cycles by reason,
     HBM bytes, roofline fraction and the bottleneck pipe of one launch's Trace."""
-    from .views.roofline import soc_peaks
-
     out: dict[str, Any] = {"sim_us": trace.duration_us, "cycles": trace.duration_cycles}
     util = trace.pipe_utilization()
     busiest: dict[str, float] = {}
@@ -177,37 +155,19 @@ def trace_summary(trace: Any) -> dict[str, Any]:
     stalls = trace.stalls()
     for reason, cycles in stalls.groupby("stall_reason")["cycles"].sum().items():
         out[f"stall_{reason}"] = int(cycles)
-    peaks = soc_peaks(trace.meta.soc)
-    roof = trace.roofline(peaks)
+    roof = trace.roofline()
     out.update(hbm_bytes=roof.hbm_bytes, roofline=roof.fraction_of_roof, bound=roof.bound)
     return out
 
 
 def footprint(compiled: Any) -> dict[str, int]:
-    """On-chip bytes the kernel places, per memory space and in total (union of its tile and
-    group-slot placements per core kind)."""
+    """On-chip bytes the kernel places, per memory space and in total (`Compiled.footprint`:
+    the union of its tile and group-slot placements per core kind)."""
     if compiled is None:
         return {}
-    from pypto_pro.passes.verify_memory import allocations
-
-    spaces: dict[str, list[tuple[int, int]]] = {}
-    for program in compiled.programs.values():
-        for a in allocations(program):
-            if a.space.name != "DDR":
-                spaces.setdefault(a.space.name, []).append((a.start, a.end))
-    out = {f"bytes_{s}": _union(iv) for s, iv in spaces.items()}
-    out["footprint_bytes"] = sum(out.values())
-    return out
-
-
-def _union(intervals: list[tuple[int, int]]) -> int:
-    total, end = 0, -1
-    for lo, hi in sorted(intervals):
-        if hi <= end:
-            continue
-        total += hi - max(lo, end)
-        end = hi
-    return total
+    spaces = dict(compiled.footprint)
+    total = spaces.pop("total")
+    return {**{f"bytes_{s}": v for s, v in spaces.items()}, "footprint_bytes": total}
 
 
 def _first_line(e: BaseException) -> str:

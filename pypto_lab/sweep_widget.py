@@ -3,8 +3,9 @@
 `sweep_widget(make_kernel, space, inputs, reference, **sweep_options)` shows one multi-select
 per parameter (every value selected at first), a Run button, a progress bar with the running
 count of invalid points, then the table, the time-over-grid figure and the Pareto figure. A
-click on any marker opens that point's full workbench (timeline, passes, CCE) below. The kernel's
-interrupt button stops a running sweep; the points that finished stay in the table.
+click on any marker opens that point's full tabbed Workbench (timeline, passes, CCE) below.
+The kernel's interrupt button stops a running sweep; the points that finished stay in the
+table.
 """
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ from .sweep import SweepResult, expand_space, sweep
 def sweep_widget(make_kernel: Callable[..., Any], space: Mapping[str, Iterable[Any]],
                  inputs: Any, reference: Callable[..., Any] | None = None,
                  **options: Any) -> Any:
+    from html import escape
+
     import ipywidgets as w
     from IPython.display import HTML, display
 
@@ -40,10 +43,11 @@ def sweep_widget(make_kernel: Callable[..., Any], space: Mapping[str, Iterable[A
         if not points.point_inds:
             return
         index = int(trace.customdata[points.point_inds[0]])
+        params = ", ".join(f"{k}={v!r}" for k, v in state["result"].specs[index].params.items())
         drill.clear_output()
         with drill:
-            print(f"point {index}: {state['result'].specs[index].params}")
-            display(state["result"].workbench(index))
+            display(HTML(f"<h4>point {index}: {escape(params)}</h4>"))
+            display(state["result"].workbench(index).workbench().widget)
 
     def start(_button: Any) -> None:
         import plotly.graph_objects as go

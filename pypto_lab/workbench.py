@@ -10,8 +10,10 @@ Workbench (or the bundle's own `text/html`) is on the page; a notebook exported 
 state but opened without the widget JavaScript (nbconvert HTML offline) still shows it.
 
 `Workbench` is the tabbed ipywidgets UI (Source, Passes, CCE, Run, Blocks, Timeline, Sanitizer,
-Roofline) with a kernel picker and a source-line picker whose selection (or a click on a
-timeline event) highlights the line's IR ops, C++ lines and timeline events in every tab.
+Roofline) with a kernel picker, a source-line picker whose selection (or a click on a source
+line, on an IR or C++ line's "L24" note, or on a timeline event) highlights the line's IR ops,
+C++ lines and timeline events in every tab, and a "wrap long lines" switch for the code panes
+(each pane scrolls on its own otherwise).
 """
 from __future__ import annotations
 
@@ -56,6 +58,20 @@ class CellResult:
         same = [r for r in self.launches if r.compiled is kernel.compiled]
         same = same or [r for r in self.launches if r.kernel == kernel.name]
         return same[-1] if same else None
+
+    @property
+    def panels(self) -> list[str]:
+        """The panels this result shows, in order: asked for and with something to show
+        (Blocks, Timeline and Roofline need a launch that timed pipe instructions)."""
+        timed = any(r.trace is not None and len(r.trace.events) for r in self.launches)
+        needs = {"blocks": timed, "timeline": timed, "roofline": timed,
+                 **{p: bool(self.kernels) for p in ("source", "passes", "ir", "cce")}}
+        return [p for p in PANELS if self.shows(p) and needs.get(p, True)]
+
+    @property
+    def tabs(self) -> list[str]:
+        """The Workbench's tab titles (e.g. ["Source", "Passes", "CCE", "Run"])."""
+        return [TAB_TITLES[p] for p in self.panels]
 
     def shows(self, panel: str) -> bool:
         """Whether `panel` is shown: asked for (`--show`), or the Sanitizer panel of a cell
@@ -122,7 +138,7 @@ class CellResult:
         """A text summary for terminals, logs and `text/plain`."""
         from .views.html import fmt_seconds
 
-        lines = [f"%%pypto {self.source.label}: {len(self.kernels)} kernel(s), "
+        lines = [f"{self.source.title}: {len(self.kernels)} kernel(s), "
                  f"{len(self.launches)} launch(es) in {fmt_seconds(self.seconds)}"]
         for k in self.kernels:
             changed = sum(r.changed for recs in k.compiled.passes.values() for r in recs[1:])
@@ -130,7 +146,7 @@ class CellResult:
                     if k.artifacts is not None else
                     "; codegen failed" if k.codegen_error else "")
             how = "cached" if k.cached else fmt_seconds(k.compile_seconds)
-            lines.append(f"  {k.name} [{k.kernel_type}, {k.compiled.spec.arch}] "
+            lines.append(f"  {k.name} [{k.kernel_type}, {k.arch}] "
                          f"{'+'.join(k.targets)}: {k.pass_count} passes ({changed} changed) "
                          f"{how}{code}")
         for rec in self.launches:
@@ -156,7 +172,7 @@ class CellResult:
 
     def to_json(self) -> dict:
         """Machine-readable summary: kernels, passes, launches, timings, check."""
-        kernels = [{"name": k.name, "kernel_type": k.kernel_type, "arch": k.compiled.spec.arch,
+        kernels = [{"name": k.name, "kernel_type": k.kernel_type, "arch": k.arch,
                     "targets": k.targets, "cached": k.cached,
                     "compile_seconds": k.compile_seconds,
                     "passes": {t: k.passes(t).rows() for t in k.targets},
@@ -241,13 +257,14 @@ class Workbench:
     def __init__(self, result: CellResult, tab: str | None = None) -> None:
         import ipywidgets as w
 
-        from .views.overview import header_html
         from .views.html import STYLE
+        from .views.overview import header_html
+        from .views.timeline_click import timeline_clicks
 
         self.result = result
         self.kernel_index = 0
         self.line: int | None = None
-        self.panels = [p for p in PANELS if result.shows(p) and self._has(p)]
+        self.panels = result.panels
         self.kernel_pick = w.Dropdown(
             options=[(f"{k.name} [{k.kernel_type}]", i) for i, k in enumerate(result.kernels)],
             description="kernel", layout=w.Layout(width="300px",
@@ -260,9 +277,16 @@ class Workbench:
         self.tabs.titles = tuple(TAB_TITLES[p] for p in self.panels)
         self._built: dict[str, Any] = {}
         self.header = w.HTML(f"<div class='pypto-wb'>{STYLE}{header_html(result)}</div>")
-        self.widget = w.VBox([self.header, w.HBox([self.kernel_pick, self.line_pick]),
-                              self.tabs], layout=w.Layout(width="100%"))
-        self.widget.add_class(f"{result.dom_class}-live")
+        self.wrap = w.Checkbox(value=False, description="wrap long lines", indent=False,
+                               layout=w.Layout(width="150px"))
+        scope = f"{result.dom_class}-live"
+        self.clicks = timeline_clicks(scope, self._pick_line)
+        self.widget = w.VBox([self.header,
+                              w.HBox([self.kernel_pick, self.line_pick, self.wrap]),
+                              self.tabs, *([self.clicks] if self.clicks else [])],
+                             layout=w.Layout(width="100%"))
+        self.widget.add_class(scope)
+        self.wrap.observe(self._on_wrap, "value")
         self._fill_lines()
         self.kernel_pick.observe(self._on_kernel, "value")
         self.line_pick.observe(self._on_line, "value")
@@ -283,17 +307,18 @@ class Workbench:
         found = self.result.launch_for(k) if k is not None else None
         return found or (self.result.launches[-1] if self.result.launches else None)
 
-    def _has(self, panel: str) -> bool:
-        timed = any(r.trace is not None and len(r.trace.events) for r in self.result.launches)
-        if panel in ("blocks", "timeline", "roofline"):
-            return timed
-        if panel in ("source", "passes", "ir", "cce"):
-            return bool(self.result.kernels)
-        return True
-
     def select_line(self, line: int | None) -> None:
         """Highlight kernel source line `line` (None clears) in every tab."""
         self.line_pick.value = line or 0
+
+    def _pick_line(self, line: int) -> None:
+        """A click on a source line, an "L24" note or a timeline event: select that line if
+        the line picker offers it."""
+        if line in {value for _, value in self.line_pick.options}:
+            self.select_line(line)
+
+    def _on_wrap(self, change: Any) -> None:
+        (self.widget.add_class if change["new"] else self.widget.remove_class)("pypto-wrap")
 
     # -- events ---------------------------------------------------------------------------
     def _fill_lines(self) -> None:

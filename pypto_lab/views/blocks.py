@@ -3,9 +3,10 @@ the work was.
 
 Owns `block_spans` (one row per block unit from `Trace.block_detail` with its wave and unit
 label), `imbalance` (per unit: slowest and fastest block, mean, max/mean − 1, waves, and how
-much of the last wave's time the cores sat idle), `blocks_figure` (plotly bars from each unit's
-start to end, one colour per unit, waves shaded behind) and `blocks_html` (the static table
-and summary).
+much of the last wave's time the cores sat idle), `idle_blocks` (launched blocks that issued no
+pipe work: the trace has no event of theirs), `blocks_figure` (plotly bars from each unit's
+start to end, one colour per unit, waves shaded behind, idle blocks as grey ticks) and
+`blocks_html` (the static table and summary).
 """
 from __future__ import annotations
 
@@ -55,10 +56,34 @@ def tail_idle(spans: pd.DataFrame) -> float:
     return float(((end - last["end_us"]) / (end - start)).mean())
 
 
-def summary_lines(spans: pd.DataFrame) -> list[str]:
-    if spans.empty:
-        return []
+def idle_blocks(trace: Any, spans: pd.DataFrame) -> dict[int, list[int]]:
+    """Launch → the blocks it launched (its `block_dim`) that issued no pipe work."""
+    out = {}
+    for launch, meta in trace.launch_metas.items():
+        busy = set(spans.loc[spans["launch"] == launch, "block"].astype(int))
+        idle = [b for b in range(int(meta.block_dim)) if b not in busy]
+        if idle:
+            out[launch] = idle
+    return out
+
+
+def _ranges(blocks: list[int]) -> str:
+    parts, start = [], blocks[0]
+    for a, b in zip(blocks, [*blocks[1:], None]):
+        if b != a + 1:
+            parts.append(f"{start}" if start == a else f"{start}–{a}")
+            start = b
+    return ", ".join(parts)
+
+
+def summary_lines(spans: pd.DataFrame, idle: dict[int, list[int]] | None = None) -> list[str]:
     lines = []
+    for launch, blocks in (idle or {}).items():
+        where = f"launch {launch}: " if len(idle) > 1 else ""
+        lines.append(f"{where}{len(blocks)} block(s) issued no pipe work (blocks "
+                     f"{_ranges(blocks)}): the kernel gave them nothing to do")
+    if spans.empty:
+        return lines
     for r in imbalance(spans).itertuples():
         lines.append(f"{r.unit}: {r.blocks} blocks in {r.waves} wave(s); duration "
                      f"{r.min_us:.3f}–{r.max_us:.3f} us (mean {r.mean_us:.3f}); slowest "
@@ -72,7 +97,8 @@ def summary_lines(spans: pd.DataFrame) -> list[str]:
 
 def blocks_figure(trace: Any, max_blocks: int = 256) -> go.Figure:
     spans = block_spans(trace)
-    blocks = sorted(spans["block"].unique())[:max_blocks]
+    idle = sorted({b for bs in idle_blocks(trace, spans).values() for b in bs})
+    blocks = sorted(set(spans["block"].unique()) | set(idle))[:max_blocks]
     spans = spans[spans["block"].isin(blocks)]
     fig = go.Figure()
     for wave, g in spans.groupby("wave"):
@@ -87,11 +113,22 @@ def blocks_figure(trace: Any, max_blocks: int = 256) -> go.Figure:
         fig.add_trace(go.Bar(y=g["block"], x=g["duration_us"], base=g["start_us"],
                              orientation="h", name=unit, marker_color=UNIT_COLORS.get(unit),
                              hovertext=text, hoverinfo="text"))
+    shown_idle = [b for b in idle if b in set(blocks)]
+    if shown_idle:  # a grey tick at time 0: launched, never busy
+        fig.add_trace(go.Scatter(y=shown_idle, x=[0.0] * len(shown_idle), mode="markers",
+                                 name="idle (no pipe work)",
+                                 marker={"symbol": "line-ew-open", "size": 10,
+                                         "color": "#8c959f"},
+                                 hovertext=[f"block {b}: issued no pipe work"
+                                            for b in shown_idle], hoverinfo="text"))
     label = f"first {max_blocks} of " if len(blocks) == max_blocks else ""
+    busy = len(set(spans["block"]) & set(blocks))
+    what = (f"{busy} busy + {len(shown_idle)} idle blocks" if shown_idle
+            else f"{len(blocks)} blocks")
     fig.update_layout(
         barmode="group", template="plotly_white", bargap=0.25,
         height=int(min(1400, 140 + 18 * len(blocks) * max(1, spans["unit"].nunique()) / 1.6)),
-        title={"text": f"{label}{len(blocks)} blocks per unit (shaded: odd waves)",
+        title={"text": f"{label}{what} per unit (shaded: odd waves)",
                "font": {"size": 13}, "x": 0.01},
         margin={"l": 10, "r": 10, "t": 60, "b": 40},
         legend={"orientation": "h", "y": 1.0, "yanchor": "bottom", "x": 0.6})
@@ -103,9 +140,11 @@ def blocks_figure(trace: Any, max_blocks: int = 256) -> go.Figure:
 
 def blocks_html(trace: Any, max_rows: int = 64) -> str:
     spans = block_spans(trace)
+    lines = summary_lines(spans, idle_blocks(trace, spans))
     if spans.empty:
-        return "<p class='note'>no block ran</p>"
-    items = "".join(f"<li>{esc(line)}</li>" for line in summary_lines(spans))
+        return "<p class='note'>no block issued pipe work</p>" + "".join(
+            f"<p class='note'>{esc(line)}</p>" for line in lines)
+    items = "".join(f"<li>{esc(line)}</li>" for line in lines)
     cols = ["block", "unit", "wave", "start_us", "end_us", "duration_us", "duration_cycles"]
     ratios = [c for c in spans.columns if c.endswith("_ratio") and spans[c].max() > 0]
     shown = spans[cols + ratios].head(max_rows)

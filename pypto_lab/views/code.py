@@ -14,7 +14,7 @@ from typing import Any
 from pygments.lexers import CppLexer
 
 from ..records import KernelRecord
-from .html import code_block, esc, excerpt
+from .html import code_block, esc, excerpt, line_note
 from .source import cpp_line_map, cpp_lines_for
 
 
@@ -29,16 +29,36 @@ def artifact_files(artifacts: Any) -> dict[str, str]:
 
 def code_html(kernel: KernelRecord, name: str, prefix: str,
               highlight_line: int | None = None) -> str:
-    """One generated file; each mapped line ends with a link-like "L<n>" note."""
+    """One generated file; each mapped line ends with a link-like "L<n>" note. The lines
+    before the kernel's body (includes, scalar helpers) come folded, so the pane opens at
+    the code the kernel became."""
     text = artifact_files(kernel.artifacts)[name]
-    notes = {cpp: f"L{line}" for cpp, file, line in cpp_line_map(kernel.artifacts, name)
-             if file == kernel.file}
+    mapping = [(cpp, line) for cpp, file, line in cpp_line_map(kernel.artifacts, name)
+               if file == kernel.file]
+    notes = {cpp: line_note(line) for cpp, line in mapping}
     marked = cpp_lines_for(kernel.artifacts, name, kernel.file, highlight_line) \
         if highlight_line else []
     # the generator's own "// file:line" trailer says the same as the note: drop it in the view
     base = os.path.basename(kernel.file)
-    text = "\n".join(_strip_trailer(ln, base) for ln in text.splitlines())
-    return code_block(text, CppLexer(), prefix, marked, notes, max_height=520)
+    lines = [_strip_trailer(ln, base) for ln in text.splitlines()]
+    body = body_start(lines, min((cpp for cpp, _ in mapping), default=1))
+    if body <= 1:
+        return code_block("\n".join(lines), CppLexer(), prefix, marked, notes, max_height=520)
+    prelude = code_block("\n".join(lines[:body - 1]), CppLexer(), f"{prefix}-pre", marked,
+                         notes, max_height=300)
+    return (f"<details><summary class='muted'>lines 1&ndash;{body - 1}: includes and helpers"
+            f"</summary>{prelude}</details>"
+            + code_block("\n".join(lines[body - 1:]), CppLexer(), prefix, marked, notes,
+                         max_height=520, start=body))
+
+
+def body_start(lines: list[str], first_mapped: int) -> int:
+    """The line the kernel's code starts on: after the last blank line before the first line
+    that came from the kernel (1 when nothing comes before it)."""
+    for n in range(first_mapped - 1, 0, -1):
+        if not lines[n - 1].strip():
+            return n + 1
+    return 1
 
 
 def line_excerpt(kernel: KernelRecord, name: str, prefix: str, line: int | None) -> str:

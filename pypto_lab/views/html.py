@@ -59,7 +59,17 @@ STYLE = """<style>
 .pypto-wb table.t td.num{text-align:right}
 .pypto-wb .code{font-family:ui-monospace,'SFMono-Regular',Menlo,Consolas,monospace;
   font-size:12px;line-height:1.45;max-height:460px;overflow:auto;border:1px solid #d8dee4;
-  border-radius:6px;background:#fbfcfd}
+  border-radius:6px;background:#fbfcfd;max-width:100%;box-sizing:border-box}
+.pypto-wrap .pypto-wb .code pre,.pypto-wb:has(.pypto-wrap-toggle:checked) .code pre{
+  white-space:pre-wrap;overflow-wrap:anywhere}
+.pypto-wb [data-pypto-line]{cursor:pointer}
+.pypto-wb .src[data-pypto-line]:hover{text-decoration:underline}
+.pypto-wb table.diff{font-family:ui-monospace,monospace;font-size:12px;border-collapse:collapse}
+.pypto-wb table.diff td{padding:0 6px;white-space:pre;vertical-align:top}
+.pypto-wb table.diff .diff_header{color:#8c959f;text-align:right}
+.pypto-wb table.diff .diff_next{display:none}
+.pypto-wb .diff_add{background:#dafbe1}.pypto-wb .diff_chg{background:#fff8c5}
+.pypto-wb .diff_sub{background:#ffebe9}
 .pypto-wb .code pre{margin:0;padding:4px 0;background:transparent;white-space:pre}
 .pypto-wb .code .ln{display:block;padding:0 8px 0 0}
 .pypto-wb .code label.ln{cursor:pointer}
@@ -86,10 +96,11 @@ STYLE = """<style>
 
 def code_block(text: str, lexer: Lexer, prefix: str, highlight_lines: Iterable[int] = (),
                annotations: dict[int, str] | None = None, max_height: int = 460,
-               start: int = 1, radios: str | None = None) -> str:
+               start: int = 1, radios: str | None = None, pick_lines: bool = False) -> str:
     """Highlighted code, one `<span class="ln" id="{prefix}-{n}">` per line (numbered from
     `start`), the `highlight_lines` marked with class `sel`, an optional note per line (HTML).
-    With `radios` each line is a `<label>` for the radio `{radios}-r{n}` (see `links`)."""
+    With `radios` each line is a `<label>` for the radio `{radios}-r{n}` (see `links`); with
+    `pick_lines` each line carries `data-pypto-line` (the Workbench selects it on a click)."""
     body = highlight(text, lexer, HtmlFormatter(nowrap=True, style="friendly"))
     marked = set(highlight_lines)
     notes = annotations or {}
@@ -98,6 +109,8 @@ def code_block(text: str, lexer: Lexer, prefix: str, highlight_lines: Iterable[i
         cls = "ln sel" if n in marked else "ln"
         note = f"<span class='src'>{notes[n]}</span>" if n in notes else ""
         tag, extra = ("label", f" for='{radios}-r{n}'") if radios else ("span", "")
+        if pick_lines:
+            extra += f" data-pypto-line='{n}'"
         lines.append(f"<{tag} class='{cls}' id='{prefix}-{n}'{extra}><span class='no'>{n}</span>"
                      f"{line}{note}</{tag}>")
     return (f"<div class='code hl' style='max-height:{max_height}px'><pre>"
@@ -137,11 +150,42 @@ def table(frame: Any, formats: dict[str, str] | None = None, numeric: Iterable[s
     for values in frame.itertuples(index=False):
         cells = []
         for col, value in zip(frame.columns, values):
-            text = format(value, formats[col]) if col in formats else str(value)
+            text = _cell(value, formats.get(col))
             cls = " class='num'" if col in numeric else ""
             cells.append(f"<td{cls}>{esc(text) if escape else text}</td>")
         rows.append("<tr>" + "".join(cells) + "</tr>")
     return f"<table class='t'><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+
+
+def line_note(line: int) -> str:
+    """The "L24" note of a generated line: a click on it selects kernel line 24."""
+    return f"<span data-pypto-line='{line}'>L{line}</span>"
+
+
+def side_by_side(a: str, b: str, names: tuple[str, str]) -> str:
+    """Two texts side by side, changed lines coloured and only the changes with three lines
+    of context shown (difflib's `HtmlDiff`, styled by `STYLE`)."""
+    import difflib
+
+    if a == b:
+        return "<p class='note'>no differences</p>"
+    table_html = difflib.HtmlDiff(tabsize=4).make_table(
+        a.splitlines(), b.splitlines(), esc(names[0]), esc(names[1]), context=True, numlines=3)
+    return f"<div class='code' style='max-height:520px'>{table_html}</div>"
+
+
+def _cell(value: Any, spec: str | None) -> str:
+    """A table cell's text: `spec` applied to numbers, "–" for a missing value."""
+    import pandas as pd
+
+    if not isinstance(value, (str, list, tuple, dict)) and pd.isna(value):
+        return "–"
+    if spec is None:
+        return str(value)
+    try:
+        return format(value, spec)
+    except (TypeError, ValueError):
+        return str(value)
 
 
 def chip(text: str, kind: str = "") -> str:

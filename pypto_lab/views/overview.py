@@ -21,7 +21,7 @@ from .passes import passes_html
 from .roofline import roofline_html
 from .run import run_html
 from .source import cpp_lines_for, ir_lines_for, ir_spans, source_html
-from .timeline import utilization_table
+from .timeline import UTILIZATION_FORMATS, utilization_table
 
 
 def header_html(result: Any) -> str:
@@ -84,7 +84,7 @@ def kernel_html(result: Any, kernel: Any, prefix: str, box: str,
     trace = launch.trace if launch is not None else None
     radios = f"{prefix}-lnk"
     parts = [f"<h3>{esc(kernel.name)} <span class='muted'>[{kernel.kernel_type}, "
-             f"{esc(kernel.compiled.spec.arch)}]</span></h3>"]
+             f"{esc(kernel.arch)}]</span></h3>"]
     links = _link_map(kernel, prefix)
     if opts.shows("source"):
         src = source_html(kernel, trace, f"{prefix}-s", highlight, radios=radios)
@@ -124,8 +124,7 @@ def result_html(result: Any, highlight: int | None = None, report: bool = False)
         parts.append(_section("Blocks", blocks_html(timed[-1].trace)))
     if opts.shows("timeline") and timed:
         util = utilization_table(timed[-1].trace)
-        body = table(util, {"busy_us": ".3f", "ratio": ".1%", "max_core_ratio": ".1%"},
-                     numeric=("cores", "busy_cycles"))
+        body = table(util, UTILIZATION_FORMATS, numeric=("cores",))
         if not report:
             body += ("<p class='note'>The interactive per-pipe timeline is in the Workbench "
                      "(JupyterLab / VS Code) and in the HTML report (<code>--export "

@@ -4,8 +4,9 @@ Owns `pass_rows` (one row per pass record: time, changed or not, lines added/rem
 `diff_text` (a unified diff between any two pass records, difflib through `PassRecord.diff`),
 `ir_html` / `diff_html` (pygments-highlighted, IR lines annotated with the kernel line they came
 from), `passes_html` (the static section: table, requested diffs, final IR) and
-`passes_widget` (pass list with hide-unchanged, IR after the selected pass, diff against the
-previous or any chosen pass). Reads `PassRecords` only.
+`passes_widget` (pass list with hide-unchanged, IR after the selected pass — concise, without
+assignment types, unless unticked — and its diff against the previous or any chosen pass,
+unified or side by side). Reads `PassRecords` only.
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import pandas as pd
 from pygments.lexers import DiffLexer, PythonLexer
 
 from ..records import KernelRecord
-from .html import chip, code_block, esc, excerpt, table
+from .html import chip, code_block, esc, excerpt, side_by_side, table
 from .source import ir_lines_for, ir_source_notes, ir_spans
 
 
@@ -64,6 +65,11 @@ def pass_rows(records: Any) -> pd.DataFrame:
         rows.append({"#": i, "pass": rec.name, "ms": rec.seconds * 1e3, "state": state,
                      "+": added, "-": removed, "warnings": len(rec.warnings)})
     return pd.DataFrame(rows)
+
+
+#: what the marks of the pass list mean (shown under it)
+MARKER_KEY = ("◆ the IR as parsed · ● the pass changed the IR (+added/−removed lines) · "
+              "○ no change · ✗ the pass failed")
 
 
 def pass_label(row: Any) -> str:
@@ -120,8 +126,10 @@ def passes_html(kernel: KernelRecord, prefix: str, diff: tuple[str, ...] = (),
         parts.append(table(rows, {"ms": ".2f"}, numeric=("#", "+", "-", "warnings")))
         parts.append(_warnings_html(records))
         parts.append(_diffs_html(records, f"{prefix}-{target}", diff))
-        final = ir_html(records[-1], kernel.file, f"{prefix}-{target}-ir", highlight_line)
-        parts.append(f"<details><summary>IR after the last pass ({esc(records[-1].name)})"
+        final = ir_html(records[-1], kernel.file, f"{prefix}-{target}-ir", highlight_line,
+                        concise=True)
+        parts.append(f"<details><summary>IR after the last pass ({esc(records[-1].name)}, "
+                     f"concise: <code>kernel.compile().ir</code> has the types)"
                      f"</summary>{final}</details>")
     return "".join(parts)
 
@@ -155,8 +163,9 @@ class PassBrowser:
         self.target = w.ToggleButtons(options=kernel.targets, value=kernel.targets[0],
                                       layout=w.Layout(display=shown))
         self.hide = w.Checkbox(value=False, description="hide unchanged", indent=False)
-        self.concise = w.Checkbox(value=False, description="concise (no assignment types)",
+        self.concise = w.Checkbox(value=True, description="concise (no assignment types)",
                                   indent=False)
+        self.split = w.Checkbox(value=False, description="diff side by side", indent=False)
         self.passes = w.Select(rows=16, layout=w.Layout(width="350px"))
         self.passes.add_class("pypto-mono")
         self.mode = w.ToggleButtons(options=["IR", "diff vs previous", "diff vs"], value="IR",
@@ -166,10 +175,11 @@ class PassBrowser:
         self._busy = False
         for control in (self.target, self.hide):
             control.observe(self.refill, "value")
-        for control in (self.passes, self.mode, self.against, self.concise):
+        for control in (self.passes, self.mode, self.against, self.concise, self.split):
             control.observe(self.render, "value")
         self.refill()
-        left = w.VBox([self.target, self.hide, self.concise, self.passes],
+        key = w.HTML("<div class='pypto-wb'><div class='note'>" + esc(MARKER_KEY) + "</div></div>")
+        left = w.VBox([self.target, self.hide, self.concise, self.split, self.passes, key],
                       layout=w.Layout(width="360px", flex="0 0 auto"))
         self.widget = w.VBox([w.HBox([self.mode, self.against]), w.HBox([left, self.view])])
         self.widget.refresh = self.render
@@ -201,8 +211,14 @@ class PassBrowser:
             title = f"IR after <b>{esc(recs[i].name)}</b>"
         else:
             base = max(0, i - 1) if self.mode.value == "diff vs previous" else self.against.value
-            body = diff_html(_record_diff(recs[base], recs[i], self.concise.value),
-                             f"{self.prefix}-diff")
+            if self.split.value:
+                concise = self.concise.value
+                body = side_by_side(ir_spans(recs[base], concise)[0],
+                                    ir_spans(recs[i], concise)[0],
+                                    (recs[base].name, recs[i].name))
+            else:
+                body = diff_html(_record_diff(recs[base], recs[i], self.concise.value),
+                                 f"{self.prefix}-diff")
             title = f"diff <b>{esc(recs[base].name)}</b> → <b>{esc(recs[i].name)}</b>"
         self.view.value = f"<div class='pypto-wb'><div class='note'>{title}</div>{body}</div>"
 

@@ -1,11 +1,9 @@
 """The Roofline view: achieved HBM bandwidth and FLOP/s against the SoC's roofs.
 
-Owns `soc_peaks` (chip HBM bytes/s, cube and vector FLOP/s at FP16 from the simulator's SoC
-table: cube = AIC cores × 2 × MACs per cycle × clock, vector = AIV cores × 128 FP16 lanes per
-cycle (256 B repeat, 1 cycle per unary repeat) × clock), `roofline_rows` (per launch the
-`Trace.roofline` point: bytes, FLOPs, intensity, achieved vs peak, bound), `roofline_figure`
-(log-log plotly chart: memory roof, cube and vector roofs, ridge points, one marker per launch)
-and `roofline_html` (the static table).
+Owns `roofline_rows` (per launch the `Trace.roofline` point against its SoC's peaks,
+`pypto_pro.trace.soc_peaks`: bytes, FLOPs, intensity, achieved vs peak, bound),
+`roofline_figure` (log-log plotly chart: memory roof, cube and vector roofs, ridge points, one
+marker per launch) and `roofline_html` (the static table).
 """
 from __future__ import annotations
 
@@ -16,18 +14,9 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from pypto_pro.trace import soc_peaks
+
 from .html import table
-
-
-def soc_peaks(soc_name: str) -> dict[str, float]:
-    """HBM bytes/s and FP16 cube / vector FLOP/s of the SoC table `soc_name`."""
-    from pypto_pro.sim.soc import soc
-
-    s = soc(soc_name)
-    lanes = s.vector_repeat_bytes / 2 / s.vector_cycles_per_repeat["unary"]
-    return {"hbm_bytes_per_s": float(s.hbm_bytes_per_s),
-            "cube_flops_per_s": s.aic_cores * 2 * s.cube_macs_per_cycle["FP16"] * s.clock_hz,
-            "vector_flops_per_s": s.aiv_cores * lanes * s.clock_hz}
 
 
 def roofline_rows(launches: list[Any]) -> pd.DataFrame:

@@ -3,7 +3,8 @@
 Owns `launch_rows` (one row per launch: kernel, block dim, backend, SoC, argument shapes, wall
 time, simulated µs and cycles, check verdict), `compile_rows` (one row per compiled kernel:
 type, targets, passes, compile time, cached, codegen) and `run_html` (both tables, the
-reference comparison and the printf output of each block). Static HTML, no widgets.
+reference comparison with the first mismatches and a heatmap of where they are, and the printf
+output of each block). Static HTML, no widgets.
 """
 from __future__ import annotations
 
@@ -19,12 +20,15 @@ def launch_rows(launches: list[LaunchRecord]) -> pd.DataFrame:
     rows = []
     for i, rec in enumerate(launches):
         meta = rec.trace.meta if rec.trace is not None else None
+        timed = rec.trace is not None and len(rec.trace.events) > 0
         rows.append({
             "#": i, "kernel": rec.kernel, "block_dim": rec.block_dim, "backend": rec.backend,
             "soc": meta.soc if meta else "-",
             "args": ", ".join(f"{a.name}: {a.describe()}" for a in rec.args),
-            "wall": fmt_seconds(rec.wall_seconds), "simulated": fmt_us(rec.sim_us),
-            "cycles": "-" if rec.cycles is None else f"{rec.cycles:,}",
+            "wall": fmt_seconds(rec.wall_seconds),
+            "simulated": fmt_us(rec.sim_us) if timed or rec.trace is None
+            else "no pipe instruction to time",
+            "cycles": f"{rec.cycles:,}" if timed else "-",
             "check": "-" if rec.check is None else ("PASS" if rec.check.ok else "FAIL"),
         })
     return pd.DataFrame(rows)
@@ -36,7 +40,7 @@ def compile_rows(kernels: list[KernelRecord], codegen_available: bool) -> pd.Dat
         codegen = ("unavailable" if not codegen_available else
                    "failed" if k.codegen_error else
                    f"{len(k.artifacts.kernel_cpp.splitlines())} lines" if k.artifacts else "-")
-        rows.append({"kernel": k.name, "type": k.kernel_type, "arch": k.compiled.spec.arch,
+        rows.append({"kernel": k.name, "type": k.kernel_type, "arch": k.arch,
                      "targets": ", ".join(k.targets), "passes": k.pass_count,
                      "compile": "cached" if k.cached else fmt_seconds(k.compile_seconds),
                      "kernel.cpp": codegen})
@@ -57,9 +61,12 @@ def printed_html(launch: LaunchRecord) -> str:
 def check_html(check: Any) -> str:
     if check is None:
         return ""
+    from .mismatch import mismatch_html
+
     kind = "ok" if check.ok else "bad"
     return (f"<h4>Correctness</h4><p>{chip('PASS' if check.ok else 'FAIL', kind)} "
-            f"{esc(check.output)} vs reference: {esc(check.detail())}</p>")
+            f"{esc(check.output)} vs reference: {esc(check.detail())}</p>"
+            + mismatch_html(check))
 
 
 def run_html(kernels: list[KernelRecord], launches: list[LaunchRecord], codegen_available: bool,

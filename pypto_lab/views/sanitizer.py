@@ -9,9 +9,11 @@ marks in red), the other instruction of a race or pairing bug, the message and t
 from __future__ import annotations
 
 import linecache
+import re
 from collections.abc import Iterable
 from typing import Any
 
+from ..locations import cell_label, relabel, where
 from .html import chip, esc, wrap
 
 
@@ -47,14 +49,23 @@ def _row(i: int, f: Any) -> str:
     hits = f" <span class='muted'>×{f.count}</span>" if f.count > 1 else ""
     source = _code(f.site) + (_code(f.other) if f.other is not None and f.other.line else "")
     other = _where(f.other) if f.other is not None else "<span class='muted'>-</span>"
-    hint = f"<div class='note'>Hint: {esc(f.hint)}</div>" if f.hint else ""
+    hint = f"<div class='note'>Hint: {esc(_cell_lines(f.hint, f.site.file))}</div>" \
+        if f.hint else ""
+    message = esc(_cell_lines(f.message, f.site.file))
     return (f"<tr><td class='num'>{i}</td><td>{kind}{hits}</td><td>{source}</td>"
-            f"<td>{_where(f.site)}</td><td>{other}</td><td>{esc(f.message)}{hint}</td></tr>")
+            f"<td>{_where(f.site)}</td><td>{other}</td><td>{message}{hint}</td></tr>")
+
+
+def _cell_lines(text: str, file: str) -> str:
+    """"line 15" of a kernel in a notebook cell written as "Cell In[5], line 15"."""
+    cell = cell_label(file)
+    text = relabel(text)
+    return re.sub(r"(?<!, )\bline (\d+)", f"{cell}, line \\1", text) if cell else text
 
 
 def _code(site: Any) -> str:
     text = linecache.getline(site.file, site.line).strip() if site.line else ""
-    return (f"<div><span class='muted'>{esc(site.short)}</span> "
+    return (f"<div><span class='muted'>{esc(where(site.file, site.line))}</span> "
             f"<code>{esc(text) or '?'}</code></div>")
 
 
@@ -64,4 +75,5 @@ def _where(site: Any) -> str:
         parts.append(f"pipe {site.pipe}")
     if site.cycle >= 0:
         parts.append(f"cycle {site.cycle:,}")
-    return f"<div>{esc(', '.join(parts))}</div><div class='muted'>line {site.line}</div>"
+    return (f"<div>{esc(', '.join(parts))}</div>"
+            f"<div class='muted'>{esc(where(site.file, site.line))}</div>")

@@ -13,7 +13,7 @@ from typing import Any
 from pygments.lexers import PythonLexer
 
 from ..records import KernelRecord
-from .html import code_block, esc
+from .html import code_block, esc, line_note
 
 
 def line_stats(kernel: KernelRecord, trace: Any) -> dict[int, tuple[int, int]]:
@@ -40,7 +40,7 @@ def source_html(kernel: KernelRecord, trace: Any = None, prefix: str = "src",
                        f"&middot; {count} instr")
     text = "\n".join(t for _, t in lines)
     return code_block(text, PythonLexer(), prefix, [highlight] if highlight else (), notes,
-                      start=lines[0][0], radios=radios)
+                      start=lines[0][0], radios=radios, pick_lines=radios is None)
 
 
 def source_choices(kernel: KernelRecord, trace: Any = None) -> list[tuple[str, int]]:
@@ -57,16 +57,9 @@ def source_choices(kernel: KernelRecord, trace: Any = None) -> list[tuple[str, i
 
 
 def ir_spans(record: Any, concise: bool = False) -> tuple[str, list[Any]]:
-    """(IR text, span per line) of a pass record, printed once and kept on the record;
+    """(IR text, span per line) of a pass record (`PassRecord.lines`, printed once);
     `concise` drops assignment types (the printer's concise form)."""
-    attr = "_pypto_lab_concise" if concise else "_pypto_lab_spans"
-    cached = getattr(record, attr, None)
-    if cached is None:
-        from pypto_pro.ir.printer import python_print
-
-        cached = python_print(record.program, concise=concise, line_map=True)
-        object.__setattr__(record, attr, cached)
-    return cached
+    return record.lines(concise)
 
 
 def ir_lines_for(record: Any, file: str, line: int, concise: bool = False) -> list[int]:
@@ -82,7 +75,7 @@ def ir_source_notes(record: Any, file: str, concise: bool = False) -> dict[int, 
     notes, last = {}, None
     for n, span in enumerate(spans, start=1):
         if span is not None and span.file == file and span.line > 0 and span.line != last:
-            notes[n] = f"L{span.line}"
+            notes[n] = line_note(span.line)
             last = span.line
     return notes
 

@@ -38,7 +38,11 @@ from .timeline_lod import (
 SEGMENT_BUDGET = 16_000
 #: arrows drawn at most (the rest are counted in the title)
 MAX_ARROWS = 200
-#: core instances shown when none are chosen
+#: drawn segments up to which the timeline is SVG (beyond: WebGL)
+SVG_SEGMENTS = 3000
+#: more arrows of a kind than this start hidden (a click on their legend entry shows them)
+SHOWN_ARROWS = 40
+#: core instances shown when none are chosen (whole blocks: at least one block)
 DEFAULT_MAX_CORES = 8
 #: name of the hover layers (one transparent heatmap per lane and band)
 HOVER_NAME = "details"
@@ -98,11 +102,26 @@ class Prepared:
         return f[(f["file"].astype(str) == file) & (f["line"] == line)]
 
 
+def default_cores(lanes: pd.DataFrame, max_cores: int = DEFAULT_MAX_CORES) -> list[int]:
+    """The core instances shown when none are chosen: whole blocks (a mix block's AIC, AIV0
+    and AIV1 together) in lane order, as many as fit in `max_cores`, at least one block."""
+    units = lanes.drop_duplicates("core")
+    chosen: list[int] = []
+    for _, block in units.groupby(["launch", "block"], sort=False):
+        cores = block["core"].tolist()
+        if chosen and len(chosen) + len(cores) > max_cores:
+            break
+        chosen += cores
+    return chosen
+
+
 def prepare(trace: Any, cores: tuple[int, ...] | None = None,
             max_cores: int = DEFAULT_MAX_CORES) -> Prepared:
     events = trace.events
-    all_cores = list(dict.fromkeys(lane_table(events)["core"]))
-    chosen = [c for c in all_cores if c in set(cores)] if cores else all_cores[:max_cores]
+    table = lane_table(events)
+    all_cores = list(dict.fromkeys(table["core"]))
+    chosen = [c for c in all_cores if c in set(cores)] if cores else \
+        default_cores(table, max_cores)
     frame = events[events["core"].isin(chosen)]
     lanes = lane_table(frame)
     frame = frame.assign(lane=_lanes_of(frame, lanes), cat=categorize(frame))
@@ -115,7 +134,7 @@ def prepare(trace: Any, cores: tuple[int, ...] | None = None,
 def timeline_data(trace: Any, cores: tuple[int, ...] | None = None,
                   max_cores: int = DEFAULT_MAX_CORES, budget: int = SEGMENT_BUDGET,
                   highlight: tuple[str, int] | None = None,
-                  prepared: Prepared | None = None) -> TimelineData:
+                  prepared: Prepared | None = None, arrows: bool = True) -> TimelineData:
     """Lanes and segments of `trace` for the chosen core instances (default: the first
     `max_cores`); `highlight` = (file, line) whose events get a halo; the instructions of
     `trace.findings` (a sanitized launch) are marked."""
@@ -128,7 +147,8 @@ def timeline_data(trace: Any, cores: tuple[int, ...] | None = None,
     segments, lod = level_of_detail(ops, share, span)
     stall_segments, _ = level_of_detail(stalls, budget // 4, span)
     hold_segments, _ = level_of_detail(holds, budget // 8, span)
-    arrows = pd.concat([flag_arrows(frame), xcore_arrows(frame)], ignore_index=True)
+    arrows = (pd.concat([flag_arrows(frame), xcore_arrows(frame)], ignore_index=True)
+              if arrows else pd.DataFrame(columns=["kind", "x0", "y0", "x1", "y1", "text"]))
     lit = frame.iloc[:0] if highlight is None else p.line_events(*highlight)
     lit_segments, _ = level_of_detail(lit, budget // 4, span)
     findings = getattr(trace, "findings", None)
@@ -169,9 +189,10 @@ def _segment_xy(seg: pd.DataFrame, offset: float = 0.0) -> tuple[np.ndarray, np.
 def _bar_trace(seg: pd.DataFrame, name: str, color: str, width: float, row_kw: dict,
                offset: float = 0.0, opacity: float = 1.0, legend: bool = True,
                group: str | None = None) -> dict:
-    """A trace of thick line segments (its hover is carried by `_hover_layers`)."""
+    """A trace of thick line segments (its hover is carried by `_hover_layers`); `row_kw`
+    carries the trace type (`line_type`) besides the subplot axes."""
     x, y = _segment_xy(seg, offset)
-    return {"type": "scattergl", "x": x, "y": y, "mode": "lines", "name": name,
+    return {"x": x, "y": y, "mode": "lines", "name": name,
             "legendgroup": group or name, "showlegend": legend, "hoverinfo": "skip",
             "opacity": opacity, "line": {"color": color, "width": width}, **row_kw}
 
@@ -233,8 +254,9 @@ def timeline_traces(data: TimelineData, row: int | None = None, legend: bool = T
                     lane_px: float = 20.0) -> list[dict]:
     """The plotly traces (as dicts) drawing `data`: halo, stalls, syncs, op kinds, mutex
     holds, one hover layer, arrows, stall labels."""
-    row_kw = {} if row is None else {"xaxis": f"x{row if row > 1 else ''}",
-                                     "yaxis": f"y{row if row > 1 else ''}"}
+    axes = {} if row is None else {"xaxis": f"x{row if row > 1 else ''}",
+                                   "yaxis": f"y{row if row > 1 else ''}"}
+    row_kw = {**axes, "type": line_type(data)}
     width = max(3.0, lane_px * 0.62)
     traces: list[Any] = []
     bar = (-_BAR_HALF, _BAR_HALF)
@@ -259,11 +281,18 @@ def timeline_traces(data: TimelineData, row: int | None = None, legend: bool = T
         traces.append(_bar_trace(data.holds, "mutex hold", "#d4a72c", max(2.0, width * 0.18),
                                  row_kw, offset=0.36, legend=legend))
         hover.append((data.holds, _HOLD_BAND))
-    traces += _hover_layers(hover, row_kw)
-    traces += _arrow_traces(data.arrows, row_kw, legend)
+    traces += _hover_layers(hover, axes)
+    traces += _arrow_traces(data.arrows, axes, legend)
     traces += _finding_links(data.findings, row_kw)
-    traces += _stall_labels(data.stalls, row_kw)
+    traces += _stall_labels(data.stalls, axes)
     return traces
+
+
+def line_type(data: TimelineData) -> str:
+    """"scatter" (SVG) for a timeline of up to `SVG_SEGMENTS` segments, else "scattergl":
+    a browser has few WebGL contexts (a page of small timelines must not use them up)."""
+    drawn = len(data.segments) + len(data.stalls) + len(data.holds)
+    return "scattergl" if drawn > SVG_SEGMENTS else "scatter"
 
 
 def _finding_links(marks: pd.DataFrame, row_kw: dict) -> list[dict]:
@@ -276,8 +305,8 @@ def _finding_links(marks: pd.DataFrame, row_kw: dict) -> list[dict]:
         x += [*((m["t0"] + m["t1"]) / 2), None]
         y += [*m["lane"], None]
         text += [*m["text"], ""]
-    # scattergl: drawn on the WebGL layer, above the op bars (an SVG scatter sits beneath them)
-    return [{"type": "scattergl", "x": x, "y": y, "mode": "lines+markers", "name": FINDING_NAME,
+    # the op bars' own type (row_kw): drawn after them, so above them
+    return [{"x": x, "y": y, "mode": "lines+markers", "name": FINDING_NAME,
              "legendgroup": FINDING_NAME, "showlegend": False, "hovertext": text,
              "hoverinfo": "text", "line": {"color": FINDING_COLOR, "width": 1.5, "dash": "dash"},
              "marker": {"symbol": "x", "size": 11, "color": FINDING_COLOR,
@@ -292,9 +321,13 @@ def _arrow_traces(arrows: pd.DataFrame, row_kw: dict, legend: bool) -> list[Any]
         sub = arrows[arrows["kind"] == kind]
         if sub.empty:
             continue
-        if len(sub) > MAX_ARROWS:  # evenly spread over the run, not just its start
+        total = len(sub)
+        if total > MAX_ARROWS:  # evenly spread over the run, not just its start
             sub = sub.sort_values("x0").iloc[np.linspace(0, len(sub) - 1, MAX_ARROWS).astype(int)]
-            name = f"{name} ({MAX_ARROWS} of {len(arrows[arrows['kind'] == kind]):,})"
+            name = f"{name} ({MAX_ARROWS} of {total:,})"
+        hidden = total > SHOWN_ARROWS
+        if hidden:
+            name += " · click to show"
         n = len(sub)
         x = np.full(3 * n, np.nan)
         y = np.full(3 * n, np.nan)
@@ -307,7 +340,8 @@ def _arrow_traces(arrows: pd.DataFrame, row_kw: dict, legend: bool) -> list[Any]
                     "showlegend": legend, "line": {"color": color, "width": 1.2, "dash": dash},
                     "marker": {"symbol": symbols, "size": sizes, "angleref": "previous",
                                "color": color},
-                    "hovertext": text, "hoverinfo": "text", **row_kw})
+                    "hovertext": text, "hoverinfo": "text",
+                    **({"visible": "legendonly"} if hidden else {}), **row_kw})
     return out
 
 
@@ -332,9 +366,11 @@ def lane_px(lanes: int) -> float:
 
 def timeline_figure(trace: Any, cores: tuple[int, ...] | None = None,
                     highlight: tuple[str, int] | None = None, max_cores: int = DEFAULT_MAX_CORES,
-                    budget: int = SEGMENT_BUDGET, title: str | None = None) -> go.Figure:
-    """The timeline of `trace` as a plotly figure (see the module docstring)."""
-    data = timeline_data(trace, cores, max_cores, budget, highlight)
+                    budget: int = SEGMENT_BUDGET, title: str | None = None,
+                    arrows: bool = True) -> go.Figure:
+    """The timeline of `trace` as a plotly figure (see the module docstring); `arrows=False`
+    leaves out the flag and cross-core arrows."""
+    data = timeline_data(trace, cores, max_cores, budget, highlight, arrows=arrows)
     px = lane_px(len(data.lanes))
     fig = go.Figure(data=timeline_traces(data, lane_px=px))
     head = title or f"{trace.meta.kernel}: {trace.duration_us:,.3f} us simulated"
@@ -348,7 +384,9 @@ def style_timeline(fig: go.Figure, lanes: pd.DataFrame, px: float, title: str,
                    row: int | None = None) -> None:
     axis = {"tickvals": lanes["lane"].tolist(), "ticktext": lanes["label"].tolist(),
             "autorange": "reversed", "showgrid": True, "gridcolor": "#eef1f4",
-            "zeroline": False, "tickfont": {"size": 10, "family": "monospace"}}
+            "zeroline": False, "tickfont": {"size": 10, "family": "monospace"},
+            "automargin": True, "ticklabelposition": "outside", "ticks": "outside",
+            "ticklen": 4, "tickcolor": "rgba(0,0,0,0)"}
     if row is None:
         fig.update_yaxes(**axis)
         fig.update_xaxes(title_text="time (us)", showgrid=True, gridcolor="#eef1f4",
@@ -366,8 +404,17 @@ def style_timeline(fig: go.Figure, lanes: pd.DataFrame, px: float, title: str,
         hoverlabel={"font": {"family": "monospace", "size": 11}})
 
 
+#: PipeUtilization columns as the tables label them: what is summed over cores says so
+UTILIZATION_LABELS = {"busy_us": "busy µs (sum over cores)",
+                      "ratio": "busy (all cores)", "max_core_ratio": "busy (busiest core)"}
+UTILIZATION_FORMATS = {"busy µs (sum over cores)": ".3f", "busy (all cores)": ".1%",
+                       "busy (busiest core)": ".1%"}
+
+
 def utilization_table(trace: Any) -> pd.DataFrame:
-    """PipeUtilization summary: per core kind and pipe, busy µs and ratios."""
+    """PipeUtilization summary: per core kind and pipe, busy µs summed over the kind's cores,
+    the share of all those cores' time and of the busiest one's."""
     util = trace.pipe_utilization()
-    cols = ["core_kind", "pipe", "cores", "busy_cycles", "busy_us", "ratio", "max_core_ratio"]
-    return util[cols] if len(trace.launch_metas) == 1 else util
+    cols = ["core_kind", "pipe", "cores", "busy_us", "ratio", "max_core_ratio"]
+    util = util[cols] if len(trace.launch_metas) == 1 else util.drop(columns=["busy_cycles"])
+    return util.rename(columns=UTILIZATION_LABELS)

@@ -1,9 +1,12 @@
-"""Click on a timeline event → select its source line, in the Workbench and in the HTML report.
+"""Click on a timeline event or a source line → select that line, in the Workbench and in the
+HTML report.
 
 Owns `CLICK_JS` (the browser side, shared by both: attach a `plotly_click` handler to every
 plotly graph inside a container, read the clicked hover-layer cell's source line from its
-`customdata` and hand it to a callback) and `TimelineClicks`, a tiny anywidget that runs it next
-to the Workbench's timeline `Output` and syncs the clicked line back to Python (`on_line`).
+`customdata` and hand it to a callback; and report clicks on any element with
+`data-pypto-line`: the Source tab's lines, the "L24" notes of IR and C++ lines) and
+`TimelineClicks`, a tiny anywidget that runs both on the Workbench and syncs the clicked line
+back to Python (`on_line`).
 The figure itself stays a plain plotly-mimetype output, so the large plotly bundle is never
 part of the widget state; without anywidget the timeline simply has no click-to-line.
 """
@@ -43,6 +46,14 @@ function pyptoTimelineClicks(container, onLine) {
   observer.observe(container, {childList: true, subtree: true});
   return function () { observer.disconnect(); };
 }
+function pyptoLineClicks(container, onLine) {
+  function click(ev) {
+    var el = ev.target.closest ? ev.target.closest('[data-pypto-line]') : null;
+    if (el && container.contains(el)) { onLine(Number(el.dataset.pyptoLine)); }
+  }
+  container.addEventListener('click', click);
+  return function () { container.removeEventListener('click', click); };
+}
 """.replace("HOVER_NAME", HOVER_NAME)
 
 _WIDGET_ESM = CLICK_JS + """
@@ -52,10 +63,12 @@ function render({ model, el }) {
   function start() {
     var box = document.querySelector('.' + scope);
     if (!box) { setTimeout(start, 200); return; }
-    stop = pyptoTimelineClicks(box, function (line) {
+    function pick(line) {
       model.set('clicked', {line: line, at: Date.now()});
       model.save_changes();
-    });
+    }
+    var stops = [pyptoTimelineClicks(box, pick), pyptoLineClicks(box, pick)];
+    stop = function () { stops.forEach(function (s) { s(); }); };
   }
   start();
   return function () { if (stop) { stop(); } };

@@ -19,7 +19,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from pypto_pro.trace.events import pipe_rank
+from pypto_pro.trace import pipe_rank
+
+from ..locations import cell_label
 
 CATEGORY_COLORS = {
     "GM load": "#4C78A8", "GM store": "#72B7B2", "on-chip move": "#54A24B", "cube": "#E45756",
@@ -36,10 +38,10 @@ PIXEL_FRACTION = 1 / 2000
 
 @functools.cache
 def _family(ir_op: str) -> str:
-    from pypto_pro.ir.ops import REGISTRY
+    from pypto_pro.trace import op_family
 
-    spec = REGISTRY.get(ir_op)
-    return _FAMILY_CATEGORY.get(spec.family, "vector") if spec else "scalar"
+    family = op_family(ir_op)
+    return _FAMILY_CATEGORY.get(family, "vector") if family else "scalar"
 
 
 def categorize(frame: pd.DataFrame) -> np.ndarray:
@@ -76,12 +78,25 @@ def _thousands(values: pd.Series) -> pd.Series:
     return values.map("{:,}".format)
 
 
+def _us(values: Any) -> pd.Series:
+    return pd.Series(np.asarray(values, dtype=float)).map("{:,.3f}".format)
+
+
+def source_labels(f: pd.DataFrame) -> pd.Series:
+    """Each event's source line as users know it: "Cell In[5], line 15" (`locations.where`)."""
+    files = f["file"].astype(str)
+    names = {}
+    for name in files.unique():
+        cell = cell_label(name)
+        names[name] = f"{cell}, line " if cell else name.rsplit("/", 1)[-1] + ":"
+    return files.map(names).astype(str) + f["line"].astype(int).astype(str)
+
+
 def _raw_text(f: pd.DataFrame) -> pd.Series:
-    dur = f["end"] - f["start"]
     text = ("<b>" + f["op"].astype(str) + "</b> " + f["ir_op"].astype(str)
-            + "<br>L" + f["line"].astype(str) + " · " + _thousands(dur) + " cyc · "
-            + _thousands(f["bytes"]) + " B<br>@" + _thousands(f["start"]) + "–"
-            + _thousands(f["end"]))
+            + "<br>" + source_labels(f).to_numpy() + " · "
+            + _us(f["t1"] - f["t0"]).to_numpy() + " µs · " + _thousands(f["bytes"]) + " B<br>@"
+            + _us(f["t0"]).to_numpy() + "–" + _us(f["t1"]).to_numpy() + " µs")
     ids = f["sync_ids"].astype(str)
     return text + np.where(ids != "", "<br>" + ids, "")
 
@@ -95,21 +110,20 @@ def _segments(f: pd.DataFrame, text: pd.Series) -> pd.DataFrame:
 
 
 def _grouped(f: pd.DataFrame, gid: np.ndarray) -> pd.DataFrame:
-    dur = (f["end"] - f["start"]).to_numpy()
     g = pd.DataFrame({"gid": gid, "lane": f["lane"].to_numpy(), "cat": f["cat"].to_numpy(),
-                      "t0": f["t0"].to_numpy(), "t1": f["t1"].to_numpy(), "busy": dur,
+                      "t0": f["t0"].to_numpy(), "t1": f["t1"].to_numpy(),
+                      "busy": (f["t1"] - f["t0"]).to_numpy(),
                       "op": f["op"].astype(str).to_numpy(), "line": f["line"].to_numpy(),
-                      "start": f["start"].to_numpy(), "end": f["end"].to_numpy(),
+                      "where": source_labels(f).to_numpy(),
                       "reason": f["stall_reason"].astype(str).to_numpy()})
     agg = g.groupby("gid", sort=False).agg(
         lane=("lane", "first"), cat=("cat", "first"), t0=("t0", "min"), t1=("t1", "max"),
         busy=("busy", "sum"), count=("busy", "size"), op=("op", "first"),
-        line=("line", "first"), start=("start", "min"), end=("end", "max"),
-        reason=("reason", "first"))
+        line=("line", "first"), where=("where", "first"), reason=("reason", "first"))
     text = ("<b>" + agg["op"] + "</b> ×" + agg["count"].astype(str) + " merged<br>busy "
-            + _thousands(agg["busy"]) + "/" + _thousands(agg["end"] - agg["start"])
-            + " cyc · from L" + agg["line"].astype(str) + "<br>@"
-            + _thousands(agg["start"]) + "–" + _thousands(agg["end"]))
+            + _us(agg["busy"]).to_numpy() + " of " + _us(agg["t1"] - agg["t0"]).to_numpy()
+            + " µs · from " + agg["where"] + "<br>@"
+            + _us(agg["t0"]).to_numpy() + "–" + _us(agg["t1"]).to_numpy() + " µs")
     return agg.assign(text=text)[["lane", "cat", "t0", "t1", "reason", "line", "text"]
                                  ].reset_index(drop=True)
 

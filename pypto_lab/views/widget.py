@@ -12,8 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .html import STYLE, esc, table, uid
-from .timeline_click import timeline_clicks
+from .html import STYLE, esc, table
 
 
 def _html(body: str) -> str:
@@ -53,17 +52,21 @@ def _ir_panel(wb: Any) -> Any:
 
     from .passes import ir_html, line_excerpt
 
-    view = w.HTML()
+    view = w.HTML(layout=w.Layout(width="100%"))
+    concise = w.Checkbox(value=True, description="concise (no assignment types)",
+                         indent=False)
 
-    def refresh() -> None:
-        k = wb.kernel
+    def refresh(*_: Any) -> None:
+        k, short = wb.kernel, concise.value
         parts = [f"<h4>{t}: IR after {esc(k.passes(t)[-1].name)}</h4>"
-                 + line_excerpt(k.passes(t)[-1], k.file, f"wbirx-{t}", wb.line)
-                 + ir_html(k.passes(t)[-1], k.file, f"wbir-{t}", wb.line) for t in k.targets]
+                 + line_excerpt(k.passes(t)[-1], k.file, f"wbirx-{t}", wb.line, short)
+                 + ir_html(k.passes(t)[-1], k.file, f"wbir-{t}", wb.line, short)
+                 for t in k.targets]
         view.value = _html("".join(parts))
 
+    concise.observe(refresh, "value")
     refresh()
-    box = w.VBox([view])
+    box = w.VBox([concise, view])
     box.refresh = refresh
     return box
 
@@ -97,51 +100,47 @@ def _timeline_panel(wb: Any) -> Any:
     import ipywidgets as w
 
     from .timeline import (
-        DEFAULT_MAX_CORES,
+        UTILIZATION_FORMATS,
         core_choices,
+        default_cores,
         timeline_figure,
         utilization_table,
     )
+    from .timeline_lod import lane_table
 
     trace = wb.launch.trace
     choices = core_choices(trace)
-    cores = w.SelectMultiple(options=choices,
-                             value=tuple(c for _, c in choices[:DEFAULT_MAX_CORES]),
-                             rows=min(3, len(choices)), description="cores",
+    cores = w.SelectMultiple(options=choices, value=tuple(default_cores(lane_table(
+                                 trace.events))),
+                             rows=min(8, len(choices)), description="cores",
                              style={"description_width": "40px"},
-                             layout=w.Layout(width="280px",
+                             layout=w.Layout(width="300px",
                                              display="flex" if len(choices) > 1 else "none"))
     cores.add_class("pypto-mono")
+    arrows = w.Checkbox(value=True, description="flow arrows", indent=False,
+                        layout=w.Layout(width="110px"))
     out = w.Output(layout=w.Layout(width="100%"))
     util = utilization_table(trace)
     summary = w.HTML(_html("<h4>PipeUtilization</h4>" + table(
-        util, {"busy_us": ".3f", "ratio": ".1%", "max_core_ratio": ".1%"},
-        numeric=("cores", "busy_cycles"))))
+        util, UTILIZATION_FORMATS, numeric=("cores",))))
 
     def refresh(*_: Any) -> None:
         highlight = (wb.kernel.file, wb.line) if wb.line and wb.kernel else None
-        fig = timeline_figure(trace, tuple(cores.value) or None, highlight)
+        fig = timeline_figure(trace, tuple(cores.value) or None, highlight,
+                              arrows=arrows.value)
         show_figure(out, fig, "timeline")
 
     cores.observe(refresh, "value")
+    arrows.observe(refresh, "value")
     refresh()
-    scope = uid("pypto-tl")
-    clicks = timeline_clicks(scope, lambda line: _pick_line(wb, line))
-    how = "click an event" if clicks is not None else "pick a kernel line above"
+    how = "click an event" if wb.clicks is not None else "pick a kernel line above"
     hint = w.HTML(_html("<div class='note' style='margin-left:12px'>Drag to zoom, "
                         "double-click to reset, hover a bar for op, IR op, line, bytes and "
-                        f"cycles. Ctrl/shift-click cores to choose lanes; {how} to select "
+                        f"µs. Ctrl/shift-click cores to choose lanes; {how} to select "
                         "its source line (its IR, C++ and events light up).</div>"))
-    box = w.VBox([w.HBox([cores, hint]), out, summary, *([clicks] if clicks else [])])
-    box.add_class(scope)
+    box = w.VBox([w.HBox([cores, w.VBox([arrows, hint])]), out, summary])
     box.refresh = refresh
     return box
-
-
-def _pick_line(wb: Any, line: int) -> None:
-    """Select kernel line `line` (a clicked timeline event) if the line picker offers it."""
-    if line in {value for _, value in wb.line_pick.options}:
-        wb.select_line(line)
 
 
 def _sanitizer_panel(wb: Any) -> Any:

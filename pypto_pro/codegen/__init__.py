@@ -12,6 +12,24 @@ op tables), `types` (C++ spelling), `scopes` (names, declaration places), `tilin
 """
 from __future__ import annotations
 
-from .cce import Artifacts, generate
+from typing import Any
+
+from ..errors import CodegenInner, PyptoError
+from ..ir.blame import span_of_failure
+from . import cce
+from .cce import Artifacts
+
+
+def generate(compiled: Any) -> Artifacts:
+    """`cce.generate`, with a failure of ours reported as a `CodegenInner` at the kernel line
+    being emitted (never a bare Python exception)."""
+    try:
+        return cce.generate(compiled)
+    except PyptoError:
+        raise
+    except Exception as e:  # noqa: BLE001  (an internal failure: typed, with its line)
+        raise CodegenInner(f"{type(e).__name__}: {e}", span_of_failure(e.__traceback__),
+                           module="PRO_COMPILE") from e
+
 
 __all__ = ["Artifacts", "generate"]

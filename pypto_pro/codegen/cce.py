@@ -17,13 +17,13 @@ from typing import Any
 
 from ..errors import CodegenInner
 from ..ir.attrs import CrossCoreSyncMode
-from ..ir.nodes import Call, Program
-from ..ir.types import StructType
+from ..ir.nodes import Program
+from ..ir.types import ArrayType, StructType
 from .context import KernelFlags
 from .function import emit_impl, emit_simt, impl_params, make_ctx
 from .launcher import call_kernel_cpp
 from .prelude import HELPERS, header
-from .scopes import CPP_KEYWORDS, bodies_of, own_exprs, stmts_of, sub_exprs
+from .scopes import CPP_KEYWORDS, calls_in
 from .simt import simt_functions
 from .tiling_header import class_lines, header_name, tiling_header, tiling_params
 from .writer import CodeWriter, source_label
@@ -105,16 +105,7 @@ def generate(compiled: Any) -> Artifacts:
 
 def _calls(program: Program):
     for fn in program.functions:
-        yield from _body_calls(fn.body)
-
-
-def _body_calls(body):
-    for s in stmts_of(body):
-        for e in sub_exprs(own_exprs(s)):
-            if isinstance(e, Call):
-                yield e
-        for inner in bodies_of(s):
-            yield from _body_calls(inner)
+        yield from calls_in(fn.body)
 
 
 def _scan(programs: dict[str, Program], arch: str) -> KernelFlags:
@@ -166,9 +157,11 @@ def _struct_types(program: Program) -> list[StructType]:
     """Classes of `pl.struct` values (TilingData classes come from their headers)."""
     out: list[StructType] = []
     for call in _calls(program):
-        if call.op == "struct.create" and isinstance(call.type, StructType) and all(
-                s.name != call.type.name for s in out):
-            out.append(call.type)
+        if call.op != "struct.create":
+            continue
+        st = call.type.elem if isinstance(call.type, ArrayType) else call.type  # struct_array
+        if isinstance(st, StructType) and all(s.name != st.name for s in out):
+            out.append(st)
     return out
 
 

@@ -2,7 +2,7 @@
 
 `FnCtx` is built per generated C++ function (a target's kernel impl or a SIMT function). It
 holds the `CodeWriter`, the `FunctionScopes` (names, hoisted Vars), the GM tensor views
-(`TensorView`: base pointer, GlobalTensor instance, stride array), the tile-type aliases in
+(`TensorView`: base pointer, GlobalTensor instances, stride array), the tile-type aliases in
 use and the flags the kernel as a whole needs (print support, FFTS address, a5 custom sync
 header). Imports only the IR and the codegen helpers.
 """
@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from ..ir.dtype import DataType
 from ..ir.nodes import Function, Var
 from ..ir.types import TileLayout, TileType
+from .gm_views import GtInstance
 from .scopes import FunctionScopes
 from .types import tile_alias, tile_key
 from .writer import CodeWriter
@@ -23,17 +24,20 @@ class TensorView:
     """How a GM tensor Var is reached in C++."""
 
     ptr: str  # the `__gm__ T*` base pointer expression
-    gt: str  # the GlobalTensor instance re-pointed at every access
-    alias: str  # its type alias
     stride: str  # name of the int64_t stride array (elements, one per axis)
     shape: tuple[str, ...]  # C++ expressions of the dims
     dtype: DataType
-    layout: TileLayout = TileLayout.ND
-    transposed_gt: str | None = None  # a DN view for transposed accesses, when needed
+    layout: TileLayout  # the tensor type's layout
+    instances: dict[TileLayout, GtInstance]  # its GlobalTensor instances per access layout
 
     @property
     def rank(self) -> int:
         return len(self.shape)
+
+    @property
+    def gt(self) -> str:
+        """The first GlobalTensor instance (the one a tensor-valued expression names)."""
+        return next(iter(self.instances.values())).gt
 
 
 @dataclass
@@ -62,6 +66,7 @@ class FnCtx:
     simt: bool = False  # a SIMT function body: tiles are raw UB pointers
     simt_functions: dict[str, Function] = field(default_factory=dict)
     hoisted_storage: dict[int, str] = field(default_factory=dict)  # id(declaration) → obj
+    gm_accesses: dict = field(default_factory=dict)  # `gm_views.plan` of the function
 
     def name(self, var: Var) -> str:
         return self.scopes.names.name(var)

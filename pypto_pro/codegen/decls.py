@@ -19,11 +19,9 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from ..errors import NotSupported
-from ..ir.nodes import AssignStmt, Call, Expr, Var
+from ..ir.nodes import AssignStmt, Call, Expr, MakeTuple, Var
 from ..ir.types import (
-    MaskType,
     PtrType,
-    RegType,
     ScalarType,
     StructType,
     TensorType,
@@ -31,17 +29,19 @@ from ..ir.types import (
     TileLayout,
     TileType,
 )
+from . import gm_views
 from .context import TensorView
 from .types import (
-    ctype, gt_template, has_runtime_valid, scalar_ctype, tile_ctor_args, tile_key,
+    ctype, gt_template, has_runtime_valid, scalar_ctype, set_valid_shape, tile_ctor_args,
+    tile_key,
 )
 
 
 def assign(body, s: AssignStmt) -> None:
     v, e = s.var, s.value
-    if isinstance(v.type, (RegType, MaskType)):
-        from .vf import assign_register
+    from .vf import assign_register, is_register
 
+    if is_register(v.type):
         assign_register(body, s)
         return
     if isinstance(e, Call) and e.op in DECLARATIONS:
@@ -120,7 +120,7 @@ def _make_tile(body, s: AssignStmt) -> None:
     storage = body.ctx.hoisted_storage.get(id(s.value))
     if storage is not None:  # hoisted: fresh valid shape, then point at the prologue storage
         if has_runtime_valid(t):
-            body.w.line(f"{storage}.SetValidShape({t.shape[0]}, {t.shape[1]});", s.span)
+            body.w.line(set_valid_shape(storage, t, *map(str, t.shape)), s.span)
         body.w.line(f"{name} = &{storage};", s.span)
         return
     alias = body.ctx.alias(t)
@@ -128,7 +128,7 @@ def _make_tile(body, s: AssignStmt) -> None:
     if first is not None:  # the same tile as an earlier make_tile: one object, valid shape reset
         body.w.line(f"{alias}& {name} = {body.ctx.name(first)};", s.span)
         if has_runtime_valid(t):
-            body.w.line(f"{name}.SetValidShape({t.shape[0]}, {t.shape[1]});", s.span)
+            body.w.line(set_valid_shape(name, t, *map(str, t.shape)), s.span)
         return
     body.w.line(f"{alias} {name}{tile_ctor_args(t)};", s.span)
     body.w.line(f"TASSIGN({name}, {t.addr:#x});", s.span)
@@ -224,19 +224,19 @@ def _base_addr(src: str, byte_offset: str | None = None) -> str:
 
 
 def _subview(body, name: str, call: Call, span) -> None:
-    """Whole rows of an ND tile from row r0: valid rows clipped to the parent's (simulator)."""
-    parent, offsets = call.args[0], call.args[1]
-    sub: TileType = call.type
+    """`t[r0:r1, c0:c1]` as the real code generator emits it: a tile of `t`'s type with a
+    run-time valid shape, assigned at the window's first element, its valid shape set."""
+    parent, starts, sizes = call.args
     pt: TileType = parent.type
-    r0, c0 = body.x.ints(offsets)
-    if pt.layout is not TileLayout.ND or c0 != "0" or sub.shape[1] != pt.shape[1]:
-        raise NotSupported("codegen: tile slices must keep whole rows of an ND tile",
-                           span, module="PRO_COMPILE")
+    r0, c0 = body.x.ints(starts)
+    rows, cols = body.x.ints(sizes)
+    first = f"({c0}) * {pt.shape[0]} + ({r0})" if pt.layout is TileLayout.DN else \
+        f"({r0}) * {pt.shape[1]} + ({c0})"
     src = _source(body, parent, span)
-    dyn = replace(sub, valid_shape=(None, None))
-    rows = f"pypto_min<int64_t>({src}.GetValidRow() - {r0}, {sub.shape[0]})"
-    offset = f"{r0} * {pt.shape[1] * pt.dtype.itemsize}" if r0 != "0" else None
-    _view_of_tile(body, name, span, dyn, (rows, str(sub.shape[1])), _base_addr(src, offset))
+    dyn = replace(pt, valid_shape=(None, None))
+    _view_of_tile(body, name, span, dyn, (rows, cols),
+                  _base_addr(src, f"({first}) * {pt.dtype.itemsize}"),
+                  extra=f"{{name}}.SetValidShape({rows}, {cols});")
 
 
 def _reinterpret(body, name: str, call: Call, span) -> None:
@@ -265,19 +265,35 @@ def _make_tensor(body, s: AssignStmt) -> None:
     base = ctx.tensors[src].ptr if isinstance(src.type, TensorType) else x.emit(src)
     shape = x.ints(call.args[1])
     strides = x.ints(call.args[2]) if len(call.args) > 2 else row_major(shape)
-    view = TensorView(f"{name}_ptr", f"{name}_gt", f"{name}_GT", f"{name}_stride",
-                      tuple(shape), t.dtype, t.layout)
+    view = new_view(ctx, s.var, name, tuple(shape), t)
     body.w.line(f"__gm__ {ctype(t.dtype)}* {view.ptr} = "
                 f"reinterpret_cast<__gm__ {ctype(t.dtype)}*>({base});", s.span)
     declare_view(body, view, strides, s.span)
     ctx.tensors[s.var] = view
 
 
+def new_view(ctx, var: Var, name: str, shape: tuple[str, ...], t: TensorType) -> TensorView:
+    """The view of tensor `var` (C++ names from `name`), with the GlobalTensor instances its
+    accesses need (`gm_views`)."""
+    return TensorView(f"{name}_ptr", f"{name}_stride", shape, t.dtype, t.layout,
+                      gm_views.instances(name, len(shape), t.layout, ctx.gm_accesses.get(var)))
+
+
 def declare_view(body, view: TensorView, strides: list[str], span) -> None:
-    """Stride array, GlobalTensor alias and instance of a GM tensor view."""
+    """Stride array, then per GlobalTensor instance its alias and the instance, constructed
+    with the strides of the tensor axes its windows run along (`GtInstance.axes`), as
+    pto-isa's GlobalTensor takes them."""
     body.w.line(f"int64_t {view.stride}[{len(strides)}] = {{{', '.join(strides)}}};", span)
-    body.w.line(f"using {view.alias} = {gt_template(view.dtype, view.layout)};", span)
-    body.w.line(f"{view.alias} {view.gt}({view.ptr});", span)
+    for inst in view.instances.values():
+        rs, cs = window_strides(view, inst.axes)
+        body.w.line(f"using {inst.alias} = {gt_template(view.dtype, inst.layout)};", span)
+        body.w.line(f"{inst.alias} {inst.gt}({view.ptr}, {inst.alias}::Shape(), "
+                    f"{inst.alias}::Stride(1, 1, 1, {rs}, {cs}));", span)
+
+
+def window_strides(view: TensorView, axes: tuple[int, int]) -> tuple[str, str]:
+    """(row stride, column stride) of a window along tensor `axes` (-1: a virtual axis)."""
+    return tuple("0" if a < 0 else f"{view.stride}[{a}]" for a in axes)
 
 
 def row_major(shape: list[str]) -> list[str]:
@@ -290,19 +306,26 @@ def row_major(shape: list[str]) -> list[str]:
 
 
 def _struct(body, s: AssignStmt) -> None:
+    """`pl.struct`: an object of its class, fields set one by one (array fields element by
+    element); `pl.struct_array`: an array of them, each set in a loop."""
     call: Call = s.value
-    st: StructType = call.type
-    name = body.ctx.name(s.var)
     size = call.kwarg("array_size")
-    body.w.line(f"{st.name} {name}{{}};", s.span)
+    st: StructType = call.type.elem if size else call.type
+    name = body.ctx.name(s.var)
+    body.w.line(f"{st.name} {name}{f'[{size}]' if size else ''}{{}};", s.span)
+    target = name
+    if size:
+        k = body.ctx.fresh("k")
+        body.w.open(f"for (int64_t {k} = 0; {k} < {size}; ++{k})", s.span)
+        target = f"{name}[{k}]"
     for (field, _), value in zip(st.fields, call.args):
-        v = body.x.emit(value)
-        if size:
-            k = body.ctx.fresh("k")
-            body.w.line(f"for (int64_t {k} = 0; {k} < {size}; ++{k}) {{ {name}.{field}[{k}] = "
-                        f"{v}; }}", s.span)
+        if isinstance(value, MakeTuple):
+            for j, elem in enumerate(value.elements):
+                body.w.line(f"{target}.{field}[{j}] = {body.x.emit(elem)};", s.span)
         else:
-            body.w.line(f"{name}.{field} = {v};", s.span)
+            body.w.line(f"{target}.{field} = {body.x.emit(value)};", s.span)
+    if size:
+        body.w.close()
 
 
 #: declarations a hoisted Var may be bound to (their storage lives in the function prologue)
@@ -317,4 +340,5 @@ DECLARATIONS: dict[str, Callable] = {
 }
 
 __all__ = ["DECLARATIONS", "HOISTABLE", "assign", "declare_group_pointer",
-           "declare_group_storage", "declare_tile_storage", "declare_view", "row_major"]
+           "declare_group_storage", "declare_tile_storage", "declare_view", "new_view",
+           "row_major", "window_strides"]

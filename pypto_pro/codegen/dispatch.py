@@ -20,6 +20,7 @@ UNLOWERED = ("tile_group.next", "tile_group.current", "tile_group.previous")
 
 @functools.lru_cache(maxsize=1)
 def effects() -> dict[str, Callable]:
+    from ..ir import ops as opreg
     from . import ops, simt, sync, vf
 
     table: dict[str, Callable] = {}
@@ -28,7 +29,7 @@ def effects() -> dict[str, Callable]:
     table.update(ops.special_ops())
     table.update(sync.SYNC_OPS)
     table.update(simt.SIMT_EFFECTS)
-    table.update({f"vf.{n}": vf.emit_statement for n in vf.VF_INTRINSICS})
+    table.update({f"vf.{n}": vf.emit_statement for n in opreg.VF_NAMES})
     return table
 
 

@@ -1,8 +1,9 @@
 """Scalar and tile expressions → C++ expressions with the simulator's exact meaning.
 
 `Exprs(ctx).emit(e)` returns the C++ text of an IR expression. Python semantics are kept where
-C++ differs: `//` and `%` call `pypto_floordiv` / `pypto_floormod` (floor, not truncation),
-`**` calls `pypto_pow`, `/` converts integer operands to the result's float type, `min`, `max`
+C++ differs, and the real toolchain's meaning where it does not: `//` and `%` are C++ `/` and
+`%` (truncation, `ir/scalar_semantics.py`) on operands of the result's type, `**` calls
+`pypto_pow`, `/` converts integer operands to the result's float type, `min`, `max`
 and `abs` call typed helpers; system registers are read as signed int64. Parentheses follow
 C++ precedence, and every binary operand of a comparison, logical or bitwise operator is
 parenthesised (the build uses -Werror). Value-producing calls go through `VALUE_CALLS`, a table
@@ -51,18 +52,18 @@ PRIMARY, UNARY, MUL, ADD, SHIFT, REL, EQ, BAND, BXOR, BOR, LAND, LOR, COND = (
 #: binary operators spelled as C++ operators: op → (text, precedence)
 _INFIX: dict[BinOp, tuple[str, int]] = {
     BinOp.Add: ("+", ADD), BinOp.Sub: ("-", ADD), BinOp.Mul: ("*", MUL),
-    BinOp.FloatDiv: ("/", MUL), BinOp.Eq: ("==", EQ), BinOp.Ne: ("!=", EQ),
+    BinOp.FloatDiv: ("/", MUL), BinOp.FloorDiv: ("/", MUL), BinOp.FloorMod: ("%", MUL),
+    BinOp.Eq: ("==", EQ), BinOp.Ne: ("!=", EQ),
     BinOp.Lt: ("<", REL), BinOp.Le: ("<=", REL), BinOp.Gt: (">", REL), BinOp.Ge: (">=", REL),
     BinOp.And: ("&&", LAND), BinOp.Or: ("||", LOR), BinOp.BitAnd: ("&", BAND),
     BinOp.BitOr: ("|", BOR), BinOp.BitXor: ("^", BXOR), BinOp.Shl: ("<<", SHIFT),
     BinOp.Shr: (">>", SHIFT),
 }
-#: binary operators spelled as typed helper calls (Python semantics)
+#: binary operators spelled as typed helper calls
 _HELPERS: dict[BinOp, str] = {
-    BinOp.FloorDiv: "pypto_floordiv", BinOp.FloorMod: "pypto_floormod", BinOp.Pow: "pypto_pow",
-    BinOp.Min: "pypto_min", BinOp.Max: "pypto_max",
+    BinOp.Pow: "pypto_pow", BinOp.Min: "pypto_min", BinOp.Max: "pypto_max",
 }
-_ARITH = {BinOp.Add, BinOp.Sub, BinOp.Mul, BinOp.FloatDiv}
+_ARITH = {BinOp.Add, BinOp.Sub, BinOp.Mul, BinOp.FloatDiv, BinOp.FloorDiv, BinOp.FloorMod}
 _UNARY = {UnOp.Neg: "-", UnOp.Not: "!", UnOp.BitNot: "~"}
 
 Emitted = tuple[str, int]
@@ -132,6 +133,8 @@ class Exprs:
         rhs = self._operand(e.rhs, prec, strict, right=True)
         if e.op is BinOp.FloatDiv:
             lhs, rhs = (self._as_float(x, s, e) for x, s in ((e.lhs, lhs), (e.rhs, rhs)))
+        elif e.op in (BinOp.FloorDiv, BinOp.FloorMod):
+            lhs, rhs = (self._as_result(x, s, e) for x, s in ((e.lhs, lhs), (e.rhs, rhs)))
         return f"{lhs} {text} {rhs}", prec
 
     def _operand(self, e: Expr, prec: int, strict: bool, right: bool) -> str:
@@ -147,6 +150,15 @@ class Exprs:
             return text
         target = dtype_of(whole) or DataType.FP32
         return f"static_cast<{ctype(target)}>({text})"
+
+    def _as_result(self, e: Expr, text: str, whole: BinaryExpr) -> str:
+        """An integer operand of `/` or `%` converted to the result's type (as the real IR casts
+        both operands before dividing): C++'s own conversions would divide an `int32_t` by a
+        `uint32_t` unsigned."""
+        want, have = dtype_of(whole), dtype_of(e)
+        if want is None or have is None or have.ctype == want.ctype or isinstance(e, ConstInt):
+            return text
+        return f"static_cast<{ctype(want)}>({text})"
 
     def _helper_call(self, helper: str, e: BinaryExpr) -> str:
         dt = dtype_of(e) or DataType.INDEX
@@ -233,15 +245,9 @@ class Exprs:
 # ---------------------------------------------------------------- value calls
 
 
-def _sysvar(cube: str, vector: str, mix_vector: str | None = None) -> Callable:
+def _sysvar(cube: str, vector: str) -> Callable:
     def emit(x: Exprs, e: Call) -> str:
-        ctx = x.ctx
-        if ctx.target == "cube":
-            text = cube
-        elif mix_vector is not None and ctx.kernel_type == "mix":
-            text = mix_vector
-        else:
-            text = vector
+        text = cube if x.ctx.target == "cube" else vector
         return text if text.isdigit() else f"static_cast<int64_t>({text})"
 
     return emit
@@ -318,7 +324,7 @@ def _ctrl_read(name: str) -> Callable:
 
 
 VALUE_CALLS: dict[str, Callable[[Exprs, Call], str]] = {
-    "get_block_idx": _sysvar("get_block_idx()", "get_block_idx()",
+    "get_block_idx": _sysvar("get_block_idx()",
                              "get_block_idx() * get_subblockdim() + get_subblockid()"),
     "get_block_num": _sysvar("get_block_num()", "get_block_num()"),
     "get_subblock_idx": _sysvar("get_subblockid()", "get_subblockid()"),

@@ -16,10 +16,11 @@ from ..ir.nodes import AssignStmt, Call, Function, Var
 from ..ir.types import (
     PtrType, ScalarType, StructType, TensorType, TileGroupType, TileType,
 )
-from .context import FnCtx, KernelFlags, TensorView
+from . import gm_views
+from .context import FnCtx, KernelFlags
 from .decls import (
     HOISTABLE, declare_group_pointer, declare_group_storage, declare_tile_storage, declare_view,
-    row_major,
+    new_view, row_major,
 )
 from .scopes import analyze, stmts_of, bodies_of
 from .stmts import Body
@@ -60,6 +61,7 @@ def make_ctx(fn: Function, target: str, arch: str, kernel_type: str, writer: Cod
     scopes = analyze(fn, reserved_names())
     ctx = FnCtx(fn, target, arch, kernel_type, scopes, writer, flags, simt=simt)
     if not simt:
+        ctx.gm_accesses = gm_views.plan(fn)
         _register_param_views(ctx)
     return ctx
 
@@ -68,10 +70,8 @@ def _register_param_views(ctx: FnCtx) -> None:
     for p in ctx.fn.params:
         t = p.type
         if isinstance(t, TensorType):
-            name = ctx.name(p)
             shape = tuple(str(d.value) if hasattr(d, "value") else ctx.name(d) for d in t.shape)
-            ctx.tensors[p] = TensorView(f"{name}_ptr", f"{name}_gt", f"{name}_GT",
-                                        f"{name}_stride", shape, t.dtype, t.layout)
+            ctx.tensors[p] = new_view(ctx, p, ctx.name(p), shape, t)
 
 
 def emit_impl(ctx: FnCtx, impl_name: str) -> None:

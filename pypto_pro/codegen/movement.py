@@ -1,13 +1,15 @@
 """Data movement: GM ↔ tile through a GlobalTensor view, tile ↔ tile moves (spec §2.6, §4.1).
 
-Every GM access re-points the tensor's one GlobalTensor instance at the window it touches:
-`SetShape<DIM_3, DIM_4>(valid rows, valid cols)`, `SetStride<DIM_3, DIM_4>(row stride, column
-stride)` (strides of the tensor axes the tile's rows / columns run along: the last two, or
-`tile_dims`, or swapped for a transposed access; a 1-D tensor is one row), then
-`TASSIGN(gt, ptr + Σ offset_k · stride_k)` and `TLOAD` / `TSTORE` — the window the simulator
-reads. `PYPTO_GM_CHECK` before it hands a host build the window per axis for bounds checks.
-Fixpipe stores take their options as template arguments and the scale as a UINT64 deq
-word (`pypto_deq_word` for run-time FP32 scales).
+Every GM access re-points one GlobalTensor instance of the tensor's view at the window it
+touches, as the real code generator does: `SetShape<pto::GlobalTensorDim::DIM_3,
+pto::GlobalTensorDim::DIM_4>(valid rows, valid cols)`, then `TASSIGN(gt, ptr + Σ offset_k ·
+stride_k)` and `TLOAD` / `TSTORE`. Which instance (ND, or DN for a transposed load or a
+one-column tile) and whether the access re-sets its strides (`SetStride<...>`) is planned per
+function (`gm_views`); the instance's constructor holds the strides otherwise.
+`PYPTO_GM_CHECK` before it hands a host build the window per axis for bounds checks.
+Fixpipe moves and stores spell their options as pto-isa's template arguments (destination and
+source tile types first) and the scale as a UINT64 deq word (`pypto_deq_word` for run-time FP32
+scales).
 """
 from __future__ import annotations
 
@@ -15,9 +17,11 @@ from ..errors import NotSupported
 from ..ir.dtype import DataType
 from ..ir.nodes import Call, ConstFloat, ConstInt, Expr, MakeTuple, Var
 from ..ir.span import Span
-from ..ir.types import MemorySpace, ScalarType
+from ..ir.types import ScalarType
 from .ops import check_kwargs, is_zero, kwarg_text
-from .types import attr_value, ctype, fp32_bits
+from .decls import window_strides
+from .gm_views import GtInstance, access_layout, check_pair, window_axes
+from .types import GT_DIMS, attr_value, ctype, fp32_bits
 
 _ATOMIC_SUFFIX = {DataType.FP32: "f32", DataType.FP16: "f16", DataType.BF16: "bf16",
                   DataType.INT32: "s32", DataType.INT16: "s16", DataType.INT8: "s8"}
@@ -29,17 +33,6 @@ def _view(body, tensor: Expr, span: Span | None):
         raise NotSupported("codegen: GM accesses need a tensor parameter or a pl.make_tensor "
                            "view", span, module="PRO_COMPILE")
     return view
-
-
-def _axes(call: Call, rank: int) -> tuple[int, int]:
-    """Tensor axes the tile's rows and columns run along (the simulator's window rule)."""
-    dims = call.kwarg("tile_dims")
-    if rank == 1:
-        return -1, 0
-    if dims:
-        return int(dims[0]) % rank, int(dims[1]) % rank
-    rows, cols = rank - 2, rank - 1
-    return (cols, rows) if call.kwarg("is_transpose") else (rows, cols)
 
 
 def _offset(body, view, offsets: Expr) -> str:
@@ -70,26 +63,61 @@ def _bounds(body, view, offsets: Expr, t: str, ra: int, ca: int) -> str | None:
     return f'PYPTO_GM_CHECK("{name}", {", ".join(", ".join(a) for a in axes)});'
 
 
-def point_view(body, call: Call, view, tile: Expr, offsets: Expr, span: Span | None) -> None:
-    """The lines that re-point `view` at the window of `tile` at `offsets` (after the
-    per-axis bounds hook)."""
+def instance(call: Call, view) -> GtInstance:
+    """The GlobalTensor instance of `view` that GM access `call` goes through."""
+    return view.instances[access_layout(call, view.layout)]
+
+
+def point_view(body, call: Call, view, tile: Expr, offsets: Expr, span: Span | None
+               ) -> GtInstance:
+    """The lines that re-point the access's instance of `view` at the window of `tile` at
+    `offsets` (after the per-axis bounds hook); the instance."""
     w, t = body.w, body.x.paren(tile, 16)
-    ra, ca = _axes(call, view.rank)
-    rs = "0" if ra < 0 else f"{view.stride}[{ra}]"
+    inst = instance(call, view)
+    check_pair(call, tile.type, inst.layout, span)
+    ra, ca = window_axes(call, view.rank)
     check = _bounds(body, view, offsets, t, ra, ca)
     if check is not None:
         w.line(check, span)
-    w.line(f"{view.gt}.SetShape<DIM_3, DIM_4>({t}.GetValidRow(), {t}.GetValidCol());", span)
-    w.line(f"{view.gt}.SetStride<DIM_3, DIM_4>({rs}, {view.stride}[{ca}]);", span)
-    w.line(f"TASSIGN({view.gt}, {_offset(body, view, offsets)});", span)
+    w.line(f"{inst.gt}.SetShape<{GT_DIMS}>(static_cast<int64_t>({t}.GetValidRow()), "
+           f"static_cast<int64_t>({t}.GetValidCol()));", span)
+    if inst.per_access:
+        rs, cs = window_strides(view, (ra, ca))
+        w.line(f"{inst.gt}.SetStride<{GT_DIMS}>({rs}, {cs});", span)
+    w.line(f"TASSIGN({inst.gt}, {_offset(body, view, offsets)});", span)
+    return inst
 
 
 def load(body, call: Call, span: Span | None) -> None:
-    check_kwargs(call, {"is_transpose", "tile_dims"}, span)
+    check_kwargs(call, {"is_transpose", "tile_dims", "mx_scale"}, span)
     dst, src, offsets = call.args
     view = _view(body, src, span)
-    point_view(body, call, view, dst, offsets, span)
-    body.w.line(f"TLOAD({body.x.tile(dst)}, {view.gt});", span)
+    if call.kwarg("mx_scale"):
+        _mx_load(body, call, view, span)
+        return
+    inst = point_view(body, call, view, dst, offsets, span)
+    body.w.line(f"TLOAD({body.x.tile(dst)}, {inst.gt});", span)
+
+
+def _mx_load(body, call: Call, view, span: Span | None) -> None:
+    """An MX scale load as the real code generator emits it: its own GlobalTensor of layout
+    MX_{A,B}_{ND,DN} over the packed [.., G/2, 2] tensor, shaped by the tile's valid shape,
+    strided by the tensor axes the tile runs along (the lower one first)."""
+    dst, _, offsets = call.args
+    t = body.x.tile(dst)
+    lo, hi = sorted(int(d) for d in call.kwarg("tile_dims"))
+    layout = f"Layout::MX_{call.kwarg('mx_scale')}_{'DN' if call.kwarg('is_transpose') else 'ND'}"
+    name, elem = body.ctx.fresh("mx_load"), ctype(dst.type.dtype)
+    for line in (
+            f"using {name}Shape = pto::TileShape2D<{elem}, pto::DYNAMIC, pto::DYNAMIC, {layout}>;",
+            f"using {name}Stride = pto::Stride<pto::DYNAMIC, pto::DYNAMIC, pto::DYNAMIC, "
+            f"pto::DYNAMIC, 1>;",
+            f"using {name}Type = GlobalTensor<{elem}, {name}Shape, {name}Stride, {layout}>;",
+            f"{name}Type {name}({_offset(body, view, offsets)}, {name}Shape(static_cast<int64_t>("
+            f"{t}.GetValidRow()), static_cast<int64_t>({t}.GetValidCol())), {name}Stride(1, 1, "
+            f"{view.stride}[{lo}], {view.stride}[{hi}], 1));",
+            f"TLOAD({t}, {name});"):
+        body.w.line(line, span)
 
 
 # ---------------------------------------------------------------- stores and fixpipe options
@@ -112,13 +140,29 @@ def deq_word(body, scale: object, dst_dtype: DataType) -> str:
     return f"static_cast<uint64_t>({body.x.emit(scale)})"
 
 
-def _store_template(body, call: Call, src: Expr, view) -> list[str]:
+def tile_type(body, tile: Expr) -> str:
+    """The C++ type of a tile operand, for an instruction's explicit template arguments."""
+    return f"std::remove_reference_t<decltype({body.x.tile(tile)})>"
+
+
+def _kwarg(body, call: Call, key: str) -> str | None:
+    """The C++ spelling of an option kwarg the user gave (None: left to the default)."""
+    return kwarg_text(body, call, key, None)
+
+
+def _store_template(body, call: Call, src: Expr, inst: GtInstance, scaled: bool) -> str:
+    """TSTORE's template arguments, as the real code generator spells them: `[STPhase,]
+    TileData, GlobalData[, AtomicType::AtomicNone, ReluPreMode]` (atomic add is set around the
+    store with `set_atomic_*`), none for a plain store."""
     phase = call.kwarg("phase")
-    parts = [attr_value(phase)] if phase is not None and int(phase) != 0 else []
-    parts += [body.ctx.alias(src.type), view.alias,
-              kwarg_text(body, call, "atomic", "AtomicType::AtomicNone"),
-              kwarg_text(body, call, "relu_pre_mode", "ReluPreMode::NoRelu")]
-    return parts
+    phase = attr_value(phase) if phase is not None and int(phase) != 0 else None
+    relu = _kwarg(body, call, "relu_pre_mode")
+    if relu is None and not scaled and phase is None:
+        return ""
+    parts = ([phase] if phase else []) + [tile_type(body, src), inst.alias]
+    if relu is not None:
+        parts += ["AtomicType::AtomicNone", relu]
+    return f"<{', '.join(parts)}>"
 
 
 def _atomic(call: Call, dst_dtype: DataType, span: Span | None) -> str | None:
@@ -132,19 +176,17 @@ def _atomic(call: Call, dst_dtype: DataType, span: Span | None) -> str | None:
     return suffix
 
 
-def _store(body, call: Call, span: Span | None, name: str, extra: list[str]) -> None:
+def _store(body, call: Call, span: Span | None, line) -> None:
+    """Point the view at the window, then `line(instance)` (the store) between the atomic-add
+    mode switches when the store accumulates."""
     dst, src, offsets = call.args[:3]
     view = _view(body, dst, span)
-    point_view(body, call, view, src, offsets, span)
-    options = any(call.kwarg(k) is not None for k in ("atomic", "relu_pre_mode", "phase",
-                                                      "scale")) or extra
-    args = [view.gt, body.x.tile(src), *extra]
-    template = f"<{', '.join(_store_template(body, call, src, view))}>" if options else ""
+    inst = point_view(body, call, view, src, offsets, span)
     atomic = _atomic(call, view.dtype, span)
     if atomic:
         body.w.line(f"set_atomic_{atomic}();", span)
         body.w.line("set_atomic_add();", span)
-    body.w.line(f"{name}{template}({', '.join(args)});", span)
+    body.w.line(line(inst), span)
     if atomic:
         body.w.line("set_atomic_none();", span)
 
@@ -153,14 +195,30 @@ def store(body, call: Call, span: Span | None) -> None:
     check_kwargs(call, {"relu_pre_mode", "atomic", "phase", "scale", "is_transpose",
                         "tile_dims"}, span)
     scale = call.args[3] if len(call.args) > 3 else call.kwarg("scale")
-    dst_dtype = call.args[0].type.dtype
-    extra = [deq_word(body, scale, dst_dtype)] if scale is not None else []
-    _store(body, call, span, "TSTORE", extra)
+    dst, src = call.args[:2]
+    extra = f", {deq_word(body, scale, dst.type.dtype)}" if scale is not None else ""
+    tile = body.x.tile(src)
+
+    def line(inst: GtInstance) -> str:
+        template = _store_template(body, call, src, inst, scale is not None)
+        return f"TSTORE{template}({inst.gt}, {tile}{extra});"
+    _store(body, call, span, line)
 
 
 def store_fp(body, call: Call, span: Span | None) -> None:
-    check_kwargs(call, {"relu_pre_mode", "atomic", "phase", "is_transpose", "tile_dims"}, span)
-    _store(body, call, span, "TSTORE_FP", [body.x.tile(call.args[3])])
+    """`TSTORE_FP(gt, tile, fp)`; a relu option: `TSTORE_FP<TileData, GlobalData, FpTileData,
+    AtomicType::AtomicNone, ReluPreMode>`."""
+    check_kwargs(call, {"relu_pre_mode", "atomic", "is_transpose", "tile_dims"}, span)
+    src, fp = call.args[1], call.args[3]
+    relu = _kwarg(body, call, "relu_pre_mode")
+    tile, fp_tile = body.x.tile(src), body.x.tile(fp)
+
+    def line(inst: GtInstance) -> str:
+        template = "" if relu is None else (
+            f"<{tile_type(body, src)}, {inst.alias}, {tile_type(body, fp)}, "
+            f"AtomicType::AtomicNone, {relu}>")
+        return f"TSTORE_FP{template}({inst.gt}, {tile}, {fp_tile});"
+    _store(body, call, span, line)
 
 
 def init_output(body, call: Call, span: Span | None) -> None:
@@ -201,47 +259,67 @@ def set_stride(body, call: Call, span: Span | None) -> None:
 # ---------------------------------------------------------------- tile → tile
 
 
-def _fixpipe_template(body, call: Call) -> str:
-    mode = kwarg_text(body, call, "acc_to_vec_mode", "AccToVecMode::SingleModeVec0")
-    relu = kwarg_text(body, call, "relu_pre_mode", "ReluPreMode::NoRelu")
-    return f"<{mode}, {relu}>"
+def _fixpipe_options(body, call: Call) -> list[str]:
+    """The AccToVecMode and ReluPreMode template arguments the user gave (pto-isa's
+    overloads take the mode, then the relu option; either may be left out)."""
+    return [t for t in (_kwarg(body, call, "acc_to_vec_mode"),
+                        _kwarg(body, call, "relu_pre_mode")) if t is not None]
+
+
+def _typed(body, name: str, tiles: list[Expr], options: list[str]) -> str:
+    """`name<Dst, Src, ..., options>` when there are options, else the bare name (the tile
+    types are deduced)."""
+    if not options:
+        return name
+    return f"{name}<{', '.join([*(tile_type(body, t) for t in tiles), *options])}>"
 
 
 def move(body, call: Call, span: Span | None) -> None:
+    """`TEXTRACT` (with an offset) or `TMOV`, options as template arguments after the tile
+    types and a scale as the trailing deq word (pto-isa's forms)."""
     check_kwargs(call, {"acc_to_vec_mode", "relu_pre_mode", "scale"}, span)
     x = body.x
     dst, src = call.args[:2]
+    options = _fixpipe_options(body, call)
     args = [x.tile(dst), x.tile(src)]
-    if len(call.args) > 2:
-        body.w.line(f"TEXTRACT({', '.join(args + x.ints(call.args[2]))});", span)
-        return
-    fixpipe = src.type.memory is MemorySpace.Acc or any(
-        call.kwarg(k) is not None for k in ("acc_to_vec_mode", "relu_pre_mode", "scale"))
-    if not fixpipe:
-        body.w.line(f"TMOV({', '.join(args)});", span)
-        return
     scale = call.kwarg("scale")
+    if len(call.args) > 2:
+        if scale is not None:
+            raise NotSupported("codegen: a scaled move with a sub-tile offset", span,
+                               module="PRO_COMPILE")
+        if options and call.kwarg("acc_to_vec_mode") is None:
+            options = ["AccToVecMode::SingleModeVec0", *options]
+        name = _typed(body, "TEXTRACT", [dst, src], options)
+        body.w.line(f"{name}({', '.join(args + x.ints(call.args[2]))});", span)
+        return
     if scale is not None:
         args.append(deq_word(body, scale, dst.type.dtype))
-    body.w.line(f"TMOV{_fixpipe_template(body, call)}({', '.join(args)});", span)
+    body.w.line(f"{_typed(body, 'TMOV', [dst, src], options)}({', '.join(args)});", span)
 
 
 def move_fp(body, call: Call, span: Span | None) -> None:
+    """`TMOV_FP(dst, src, fp)`; with a mode `TMOV<Dst, Src, Fp, AccToVecMode[, ReluPreMode]>`,
+    with only a relu option `TMOV_FP<Dst, Src, Fp, ReluPreMode>` (the real code generator's
+    choice of pto-isa overload)."""
     check_kwargs(call, {"acc_to_vec_mode", "relu_pre_mode"}, span)
-    x = body.x
-    args = [x.tile(a) for a in call.args[:3]]
     if len(call.args) > 3:
-        args += x.ints(call.args[3])
-    body.w.line(f"TMOV_FP{_fixpipe_template(body, call)}({', '.join(args)});", span)
+        raise NotSupported("codegen: move_fp with a sub-tile offset", span, module="PRO_COMPILE")
+    tiles = list(call.args[:3])
+    args = ", ".join(body.x.tile(a) for a in tiles)
+    options = _fixpipe_options(body, call)
+    name = "TMOV" if call.kwarg("acc_to_vec_mode") is not None else "TMOV_FP"
+    body.w.line(f"{_typed(body, name, tiles, options)}({args});", span)
 
 
 def insert(body, call: Call, span: Span | None) -> None:
+    """`TINSERT(dst, src[, deq], row, col)`, a relu option as `TINSERT<Dst, Src, ReluPreMode>`."""
     check_kwargs(call, {"scale", "relu_pre_mode"}, span)
     x = body.x
     dst, src, offset = call.args
-    args = [x.tile(dst), x.tile(src), *x.ints(offset)]
+    args = [x.tile(dst), x.tile(src)]
     scale = call.kwarg("scale")
     if scale is not None:
         args.append(deq_word(body, scale, dst.type.dtype))
-    body.w.line(f"TINSERT({', '.join(args)});", span)
-
+    relu = _kwarg(body, call, "relu_pre_mode")
+    name = _typed(body, "TINSERT", [dst, src], [relu] if relu is not None else [])
+    body.w.line(f"{name}({', '.join(args + x.ints(offset))});", span)

@@ -5,9 +5,12 @@ Most ops are a plain call `INSTR(out, in0, ...)`: `TILE_OPS` maps the IR op to a
 as trailing arguments and the kwargs given as template arguments). Tile operands are emitted as
 lvalues, offset tuples expand to their elements, enum kwargs are spelled `Class::MEMBER`. A kwarg
 the table does not list (other than `pipe` / `guard`) is refused rather than dropped. Data
-movement with GM (`load`, `store`, `store_fp`, `init_output`) and the few ops with their own
-shape (`move`, `mrgsort2`, `setval`, `set_validshape`, ...) have emitter functions in
-`SPECIAL_OPS`, most of them in `movement`.
+movement with GM (`load`, `store`, `store_fp`, `init_output`), tile moves and the few ops with
+their own shape (`setval`, `set_validshape`, ...) have emitter functions (`special_ops`), in
+`movement` and here; ops pto-isa spells differently from the IR call (fused ops lowered to
+instruction sequences, kwarg-selected instructions, explicit template arguments) in `lowered`.
+Every instruction is spelled as pto-isa declares it (`pypto_pro/include` mirrors those
+declarations).
 """
 from __future__ import annotations
 
@@ -18,7 +21,7 @@ from ..errors import NotSupported
 from ..ir.nodes import Call, ConstInt, Expr, MakeTuple
 from ..ir.span import Span
 from ..ir.types import TileType
-from .types import attr_value, ctype
+from .types import attr_value, ctype, set_valid_shape
 
 #: kwargs every op may carry that never become C++ arguments
 IGNORED_KWARGS = frozenset({"pipe", "guard"})
@@ -41,67 +44,47 @@ def _table(names: str, instr: str, **kw) -> dict[str, Instr]:
 
 
 _CMP = (("cmp_mode", "CmpMode::EQ"),)
-_ROUND_RINT = (("mode", "RoundMode::CAST_RINT"),)
-_TARGET = (("target_type", None),)
 _PHASE = (("phase", None),)
 
 TILE_OPS: dict[str, Instr] = {
     # element-wise, tile ∘ tile (spec §2.7)
     **_table("add sub mul div and or shl shr rem partadd partmax partmin partmul", "T{N}"),
     "block.maximum": Instr("TMAX"), "block.minimum": Instr("TMIN"),
-    "block.add_relu": Instr("TADDRELU"), "block.sub_relu": Instr("TSUBRELU"),
     "block.xor": Instr("TXOR"), "block.xors": Instr("TXORS"),
     # element-wise, tile ∘ scalar
     **_table("adds subs muls divs maxs mins ands ors shls shrs rems", "T{N}"),
     # unary
     **_table("neg abs exp log sqrt rsqrt recip relu not", "T{N}"),
-    "block.transpose": Instr("TTRANS"),
     "block.cast": Instr("TCVT", kwargs=(("mode", "RoundMode::CAST_ROUND"),)),
-    "block.add_relu_cast": Instr("TADDRELUCAST", kwargs=_ROUND_RINT, template=_TARGET),
-    "block.sub_relu_cast": Instr("TSUBRELUCAST", kwargs=_ROUND_RINT, template=_TARGET),
-    "block.mul_cast": Instr("TMULCAST", kwargs=_ROUND_RINT, template=_TARGET),
     # fills
     "block.expands": Instr("TEXPANDS"), "block.full": Instr("TEXPANDS"),
-    "block.fill_index": Instr("TCI"),
     "block.fillpad": Instr("TFILLPAD"), "block.fillpad_expand": Instr("TFILLPAD_EXPAND"),
     "block.fillpad_inplace": Instr("TFILLPAD_INPLACE"),
     # fused / ternary
     **_table("addc subc addsc subsc axpy", "T{N}"),
-    "block.mul_add_dst": Instr("TMULADDDST"), "block.fused_mul_add": Instr("TFUSEDMULADD"),
-    "block.fused_mul_add_relu": Instr("TFUSEDMULADDRELU"),
     # compare / select
     "block.cmp": Instr("TCMP", kwargs=_CMP), "block.cmps": Instr("TCMPS", 1, kwargs=_CMP),
-    "block.sel": Instr("TSEL"), "block.sels": Instr("TSELS", 2),
-    # reductions (out, src, tmp)
-    **_table("row_sum row_max row_min row_prod col_sum col_max col_min col_prod row_argmax "
-             "row_argmin col_argmax col_argmin", "T{N}"),
-    "block.row_reduce": Instr("TROWREDUCE", kwargs=(("op|mode", "ReduceOp::SUM"),)),
-    "block.col_reduce": Instr("TCOLREDUCE", kwargs=(("op|mode", "ReduceOp::SUM"),)),
+    "block.sel": Instr("TSEL"),
+    # reductions (out, src, tmp); the column ones have their own forms (`_col_reduction`)
+    **_table("row_sum row_max row_min row_prod row_argmax row_argmin col_argmax col_argmin",
+             "T{N}"),
     # broadcast-binary (out, src, scalar tile)
     **_table("row_expand row_expand_add row_expand_sub row_expand_mul row_expand_div "
              "row_expand_max row_expand_min row_expand_expdif col_expand col_expand_add "
              "col_expand_sub col_expand_mul col_expand_div col_expand_max col_expand_min "
              "col_expand_expdif", "T{N}"),
-    "block.row_expand_binop": Instr("TROWEXPANDBINOP", kwargs=(("op|binop", None),)),
-    "block.col_expand_binop": Instr("TCOLEXPANDBINOP", kwargs=(("op|binop", None),)),
     # gather / scatter
-    "block.gather": Instr("TGATHER", kwargs=(("cmp_mode", "CmpMode::EQ"), ("offset", "0"))),
     "block.gatherb": Instr("TGATHERB"),
-    "block.gathermask": Instr("TGATHERMASK", kwargs=(("pattern_mode", None),)),
     "block.scatter": Instr("TSCATTER"),
     # sort / histogram
     "block.sort32": Instr("TSORT32"),
     "block.mrgsort": Instr("TMRGSORT", kwargs=(("block_len", None),)),
-    "block.histogram": Instr("THISTOGRAM", kwargs=(("is_msb", "false"),)),
     # quantisation
-    "block.quant": Instr("TQUANT", None, kwargs=(("mode", "QuantMode::SYM"), ("offset", None))),
     "block.dequant": Instr("TDEQUANT", None, kwargs=(("offset", None),)),
     # cube (spec §2.9); `phase` selects the unit-flag handshake
     "block.matmul": Instr("TMATMUL", template=_PHASE),
     "block.matmul_acc": Instr("TMATMUL_ACC", template=_PHASE),
     "block.matmul_bias": Instr("TMATMUL_BIAS", template=_PHASE),
-    "block.matmul_mx": Instr("TMATMUL_MX", template=_PHASE),
-    "block.matmul_mx_acc": Instr("TMATMUL_MX_ACC", template=_PHASE),
     "block.gemv": Instr("TGEMV", template=_PHASE),
     "block.gemv_acc": Instr("TGEMV_ACC", template=_PHASE),
     "block.gemv_bias": Instr("TGEMV_BIAS", template=_PHASE),
@@ -166,8 +149,23 @@ def _template_arg(body, call: Call, key: str) -> str | None:
     return attr_value(value)
 
 
+#: ops whose pto-isa instruction requires the IR op's optional scratch tile
+SCRATCH_REQUIRED = {"block.xor": 4, "block.xors": 4, "block.sel": 5, "block.sels": 5,
+                    "block.gather": 4}
+
+
+def check_scratch(call: Call, span: Span | None) -> None:
+    """A typed error when the call leaves out a scratch tile pto-isa's instruction requires."""
+    need = SCRATCH_REQUIRED.get(call.op)
+    if need is not None and len(call.args) < need:
+        raise NotSupported(f"codegen: {call.op} needs its scratch tile operand here: pto-isa's "
+                           "instruction takes one", span, module="PRO_COMPILE",
+                           hint="pass the tmp tile (a tile of the output's shape)")
+
+
 def emit_instr(body, call: Call, spec: Instr, span: Span | None) -> None:
     check_kwargs(call, _names(spec.kwargs) | _names(spec.template), span)
+    check_scratch(call, span)
     args = operands(body, call, spec.scalar_from)
     for key, default in spec.kwargs:
         text = kwarg_text(body, call, key, default)
@@ -181,36 +179,30 @@ def emit_instr(body, call: Call, spec: Instr, span: Span | None) -> None:
 # ---------------------------------------------------------------- ops with their own shape
 
 
-def _mrgsort2(body, call: Call, span: Span | None) -> None:
-    """`mrgsort2(src0, src1, dst, tmp, *more, exhausted=)` → TMRGSORT(dst, tmp, srcs..., ex)."""
-    check_kwargs(call, {"exhausted"}, span)
-    x = body.x
-    src = [call.args[0], call.args[1], *call.args[4:]]
-    args = [x.tile(call.args[2]), x.tile(call.args[3]), *(x.tile(a) for a in src)]
-    args.append(kwarg_text(body, call, "exhausted", "false"))
-    body.w.line(f"TMRGSORT({', '.join(args)});", span)
-
-
-def _ssbuf(name: str) -> Callable:
-    def emit(body, call: Call, span: Span | None) -> None:
-        check_kwargs(call, set(), span)
-        struct, offset = (body.x.emit(a) for a in call.args)
-        body.w.line(f"{name}({struct}, {offset});", span)
-
-    return emit
-
-
 def _set_validshape(body, call: Call, span: Span | None) -> None:
+    """`SetValidShape` / `SetValidRow` / `SetValidCol` of a tile (of every slot of a group); a
+    dimension whose valid extent is static in the tile type must keep it."""
     target, shape = call.args
     rows, cols = body.x.ints(shape)
     from ..ir.types import TileGroupType
 
-    if isinstance(target.type, TileGroupType):
+    group = isinstance(target.type, TileGroupType)
+    t = target.type.tile if group else target.type
+    extents = shape.elements if isinstance(shape, MakeTuple) else ()
+    for axis, (fixed, e) in enumerate(zip(t.valid_shape, extents)):
+        if fixed is not None and not (isinstance(e, ConstInt) and e.value == fixed):
+            raise NotSupported(f"set_validshape: the valid {('rows', 'columns')[axis]} of this "
+                               f"tile type are static ({fixed}); declare the tile with "
+                               f"valid_shape -1 there to change them at run time", span,
+                               module="PRO_COMPILE")
+    if all(v is not None for v in t.valid_shape):
+        return
+    if group:
         slot = body.ctx.fresh("slot")
         body.w.line(f"for (auto& {slot} : {body.x.paren(target, 16)}) {{ "
-                    f"{slot}.SetValidShape({rows}, {cols}); }}", span)
+                    f"{set_valid_shape(slot, t, rows, cols)} }}", span)
         return
-    body.w.line(f"{body.x.paren(target, 16)}.SetValidShape({rows}, {cols});", span)
+    body.w.line(set_valid_shape(body.x.paren(target, 16), t, rows, cols), span)
 
 
 def _setval(body, call: Call, span: Span | None) -> None:
@@ -227,14 +219,14 @@ def _getval_effect(body, call: Call, span: Span | None) -> None:
 
 def special_ops() -> dict[str, Callable]:
     from . import movement
+    from .lowered import LOWERED
 
     return {
+        **LOWERED,
         "block.load": movement.load, "block.store": movement.store,
         "block.store_fp": movement.store_fp, "block.init_output": movement.init_output,
         "block.move": movement.move, "block.move_fp": movement.move_fp,
         "block.insert": movement.insert, "block.set_stride": movement.set_stride,
-        "block.mrgsort2": _mrgsort2,
-        "block.ssbuf_load": _ssbuf("SSBUF_LOAD"), "block.ssbuf_store": _ssbuf("SSBUF_STORE"),
         "block.set_validshape": _set_validshape, "block.setval": _setval,
         "block.getval": _getval_effect,
     }

@@ -1,12 +1,13 @@
 """The fixed text at the top of kernel.cpp: header comment, includes, scalar helpers.
 
 The header comment names the kernel, arch and kernel type and gives the preprocessing recipe of
-spec §1.4. The helpers give scalar code Python's meaning: floor division and modulo (also for
-floats), integer powers, typed min / max / abs, and the fixpipe deq word of a run-time FP32
-scale. They are defined once, outside the target guards, so both targets (and the native CPU
-build) share them. getval / setval go through `PYPTO_TILE_ELEM` / `PYPTO_GM_ELEM` and every
-GM window is announced by `PYPTO_GM_CHECK`: plain element access and nothing unless the build
-defines them (the native headers check the bounds).
+spec §1.4. The helpers give scalar code integer powers, typed min / max / abs and the fixpipe
+deq word of a run-time FP32 scale (`//` and `%` are C++'s own operators, as in the real
+generated code). They are defined once, outside the target guards, so both targets (and the
+native CPU build) share them. getval / setval go through `PYPTO_TILE_ELEM` / `PYPTO_GM_ELEM`
+and every GM window is announced by `PYPTO_GM_CHECK`, and SuperScalar-buffer words are reached
+through `PYPTO_SSBUF`: plain element access, nothing and a `__ssbuf__` pointer unless the build
+defines them (the native headers check the bounds and map the buffer).
 """
 from __future__ import annotations
 
@@ -32,31 +33,9 @@ def header(kernel: str, arch: str, kernel_type: str, source: str) -> list[str]:
 
 
 HELPERS = """\
-// ---- scalar helpers: Python semantics of //, %, **, min, max, abs ----
+// ---- scalar helpers: **, min, max, abs ----
 #ifndef PYPTO_SCALAR_HELPERS
 #define PYPTO_SCALAR_HELPERS
-template <typename T>
-__aicore__ inline T pypto_floordiv(T a, T b)
-{
-    if constexpr (static_cast<T>(0.5) != static_cast<T>(0)) {
-        T q = a / b;
-        T t = static_cast<T>(static_cast<int64_t>(q));
-        return t > q ? t - static_cast<T>(1) : t;
-    } else {
-        T q = a / b;
-        return ((a % b != 0) && ((a < 0) != (b < 0))) ? q - 1 : q;
-    }
-}
-template <typename T>
-__aicore__ inline T pypto_floormod(T a, T b)
-{
-    if constexpr (static_cast<T>(0.5) != static_cast<T>(0)) {
-        return a - pypto_floordiv<T>(a, b) * b;
-    } else {
-        T r = a % b;
-        return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
-    }
-}
 template <typename T>
 __aicore__ inline T pypto_pow(T base, int64_t exp)
 {
@@ -103,9 +82,12 @@ __aicore__ inline uint64_t pypto_deq_word(float scale, bool signed_out)
 #ifndef PYPTO_GM_CHECK
 #define PYPTO_GM_CHECK(tensor, ...)
 #endif
+// ---- the SuperScalar buffer at a byte offset, as 32-bit words (a host build maps it) ----
+#ifndef PYPTO_SSBUF
+#define PYPTO_SSBUF(offset, bytes) reinterpret_cast<__ssbuf__ uint32_t*>((uint64_t)(offset))
+#endif
 """
 
 #: helper function names (reserved: never used for variables)
-HELPER_NAMES = ("pypto_floordiv", "pypto_floormod", "pypto_pow", "pypto_min", "pypto_max",
-                "pypto_abs", "pypto_deq_word", "PYPTO_TILE_ELEM", "PYPTO_GM_ELEM",
-                "PYPTO_GM_CHECK")
+HELPER_NAMES = ("pypto_pow", "pypto_min", "pypto_max", "pypto_abs", "pypto_deq_word",
+                "PYPTO_TILE_ELEM", "PYPTO_GM_ELEM", "PYPTO_GM_CHECK", "PYPTO_SSBUF")

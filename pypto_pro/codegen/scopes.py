@@ -215,6 +215,16 @@ class FunctionScopes:
                     break
 
 
+def calls_in(body: Stmt | None) -> Iterator[Call]:
+    """Every Call of `body`, nested blocks included, in statement order."""
+    for s in stmts_of(body):
+        for e in sub_exprs(own_exprs(s)):
+            if isinstance(e, Call):
+                yield e
+        for inner in bodies_of(s):
+            yield from calls_in(inner)
+
+
 def analyze(fn: Function, reserved: Iterable[str] = ()) -> FunctionScopes:
     scopes = FunctionScopes(Namer(reserved))
     for p in fn.params:

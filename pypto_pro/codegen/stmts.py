@@ -1,14 +1,14 @@
 """IR statements → C++ statements with the SSA semantics of `pypto_pro.ir.nodes`.
 
 A `ForStmt` declares its iter_args from `init_values` just before the loop, evaluates `stop` and
-`step` once (a temporary when they are not plain names or constants), and runs
-`for (int64_t i = s; (st > 0) ? (i < e) : (i > e); i += st)` (a constant step picks one
-comparison, so negative steps work). A `YieldStmt` assigns its targets in parallel (through
-temporaries when a value reads another target); it targets the innermost loop when a
+`step` once (a temporary when they are not plain names or constants), and runs `for (int64_t i = s;
+(st > 0) ? (i < e) : (i > e); i += st)` (a constant step picks one comparison, so negative steps
+work); inside VF code it counts up a `uint16_t` to a `uint16_t` bound, as bisheng requires there (a
+run-time bound becomes `const uint16_t i_ub`). A `YieldStmt` assigns its targets in parallel
+(through temporaries when a value reads another target); it targets the innermost loop when a
 `break`/`continue` follows it, else the innermost loop or if with results. After a loop its
 return_vars are declared from the iter_args; an if's return_vars are declared before it.
-Assignments and effect calls are handed to `decls` and the op / sync tables.
-"""
+Assignments and effect calls are handed to `decls` and the op / sync tables."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -177,12 +177,28 @@ class Body:
             self.declare(v, self._init_value(v, init), s.span)
         i = self.ctx.name(s.loop_var)
         start = self.x.emit(s.start)
+        if self.in_vf:
+            self._loop(self._vf_head(s, i, start), s)
+            return
         stop = self._once(s.stop, f"{i}_stop", s.span)
         step = self._once(s.step, f"{i}_step", s.span)
         cond = self._loop_cond(s.step, i, stop, step)
-        ity = self._loop_var_type(s)
         incr = self._increment(s.step, i, step)
-        self._loop(f"for ({ity} {i} = {start}; {cond}; {incr})", s)
+        self._loop(f"for (int64_t {i} = {start}; {cond}; {incr})", s)
+
+    def _vf_head(self, s: ForStmt, i: str, start: str) -> str:
+        """A loop inside VF code: bisheng wants a uint16_t loop variable and a uint16_t bound
+        there (`-Wcce-compat`), a run-time bound hoisted into a const, counting up."""
+        if isinstance(s.step, ConstInt) and s.step.value <= 0:
+            raise NotSupported("codegen: a loop inside VF code must count up (its variable is a "
+                               "uint16_t)", s.span, module="PRO_COMPILE")
+        if isinstance(s.stop, ConstInt):
+            stop = str(s.stop.value)
+        else:
+            stop = self.ctx.fresh(f"{i}_ub")
+            self.w.line(f"const uint16_t {stop} = (uint16_t)({self.x.emit(s.stop)});", s.span)
+        step = self._once(s.step, f"{i}_step", s.span)
+        return f"for (uint16_t {i} = {start}; {i} < {stop}; {self._increment(s.step, i, step)})"
 
     def s_WhileStmt(self, s: WhileStmt) -> None:
         for v, init in zip(s.iter_args, s.init_values):
@@ -223,12 +239,3 @@ class Body:
         if isinstance(step, ConstInt):
             return f"{i} < {stop}" if step.value > 0 else f"{i} > {stop}"
         return f"({step_text} > 0) ? ({i} < {stop}) : ({i} > {stop})"
-
-    def _loop_var_type(self, s: ForStmt) -> str:
-        """int64_t; uint16_t for counting loops inside VF code (the Reg API convention)."""
-        consts = all(isinstance(e, ConstInt) for e in (s.start, s.stop, s.step))
-        if self.in_vf and consts and s.step.value > 0 and 0 <= s.start.value and \
-                s.stop.value <= 0xFFFF:
-            return "uint16_t"
-        return "int64_t"
-

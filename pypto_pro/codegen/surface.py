@@ -14,15 +14,19 @@ import functools
 SURFACE: dict[str, tuple[str, ...]] = {
     # pto-isa types and tile-level instructions beyond the op table
     "pto_types": ("Tile", "TileType", "BLayout", "SLayout", "PadValue", "CompactMode",
-                  "GlobalTensor", "Shape", "Stride", "Layout", "DIM_3", "DIM_4"),
+                  "GlobalTensor", "Shape", "Stride", "Layout", "GlobalTensorDim", "DIM_3",
+                  "DIM_4", "MrgSortExecutedNumList"),
     # member functions (called as `x.f(...)`; never clash with variable names)
-    "pto_members": ("GetValidRow", "GetValidCol", "SetValidShape", "SetShape", "SetStride",
-                    "data"),
+    "pto_members": ("GetValidRow", "GetValidCol", "SetValidShape", "SetValidRow", "SetValidCol",
+                    "SetShape", "SetStride", "data"),
     "pto_instructions": ("TASSIGN", "TLOAD", "TSTORE", "TSTORE_FP", "TMOV", "TMOV_FP",
                          "TEXTRACT", "TINSERT", "TRESHAPE", "TMRGSORT", "TPRINT", "SYNCALL",
-                         "SSBUF_LOAD", "SSBUF_STORE"),
-    "pto_enums": ("CmpMode", "RoundMode", "ReduceOp", "AccPhase", "STPhase", "AtomicType",
-                  "ReluPreMode", "AccToVecMode", "QuantMode", "SyncCoreType", "SyncAllMode"),
+                         "TRELU", "TCVT", "TCI", "THISTOGRAM", "TGATHER", "TQUANT", "TMATMUL_MX",
+                         "TTRANS", *(f"T{a}{b}" for a in ("ROW", "COL")
+                                     for b in ("SUM", "MAX", "MIN", "PROD"))),
+    "pto_enums": ("CmpMode", "RoundMode", "AccPhase", "STPhase", "AtomicType", "ReluPreMode",
+                  "AccToVecMode", "SyncCoreType", "SyncAllMode", "MaskPattern", "HistByte",
+                  "QuantType"),
     # raw CCE intrinsics and constants
     "cce_sync": ("set_flag", "wait_flag", "pipe_barrier", "get_buf", "rls_buf",
                  "set_intra_block", "wait_intra_block", "ffts_cross_core_sync", "wait_flag_dev",
@@ -36,10 +40,10 @@ SURFACE: dict[str, tuple[str, ...]] = {
                    "set_vector_mask", "set_mm_layout_transform", "set_ctrl_spr",
                    "reset_ctrl_spr", "set_saturation_flag", "get_ctrl_spr",
                    "get_saturation_flag", "trap", "copy_data_align64",
-                   "copy_gm_to_ubuf_align_v2", "copy_gm_to_ubuf_align_b8",
+                   "copy_gm_to_ubuf_align_v2", "get_imm",
                    "SINGLE_CACHE_LINE", "ENTIRE_DATA_CACHE", "CACHELINE_OUT", "CACHELINE_UB",
                    "CACHELINE_ALL", "CACHELINE_ATOMIC", "AUTO"),
-    "cce_qualifiers": ("__aicore__", "__global__", "AICORE", "__gm__", "__ubuf__",
+    "cce_qualifiers": ("__aicore__", "__global__", "AICORE", "__gm__", "__ubuf__", "__ssbuf__",
                        "__VEC_SCOPE__", "__simt_vf__", "__simt_callee__", "__launch_bounds__"),
     "cce_namespaces": ("cce", "printf", "async_invoke", "dim3"),
     # Reg API (VF) types and constants

@@ -1,16 +1,16 @@
-"""Sync, system and debug ops → raw CCE intrinsics (spec §4.2, §2.12, §2.15), one emitter per op
-in `SYNC_OPS`. Flags become `set_flag` / `wait_flag(PIPE_A, PIPE_B, EVENT_IDn)` (`(event_t)(id)`
-for run-time ids), barriers `pipe_barrier(PIPE_X)`, buffer-id mutexes `get_buf` / `rls_buf(
-PIPE_X, id, mode)` — a run-time id with a `guard` list (from mutex_dedup) becomes `if (id != g0
-&& ...) { get_buf(...); }`. Cross-core sync on a5: INTRA_BLOCK is `set/wait_intra_block(PIPE_X,
-id)`, on the cube also for `id + 16` (the second AIV), UNICAST_BLOCK one call, INTER_* FFTS
+"""Sync, system and debug ops → raw CCE intrinsics (spec §4.2, §2.12, §2.15), one emitter per op in
+`SYNC_OPS`. Flags become `set_flag` / `wait_flag(PIPE_A, PIPE_B, EVENT_IDn)` (`(event_t)(id)` for
+run-time ids), barriers `pipe_barrier(PIPE_X)`, buffer-id mutexes `get_buf` / `rls_buf(PIPE_X, id,
+mode)` — a run-time id with a `guard` list (from mutex_dedup) becomes `if (id != g0 && ...) {
+get_buf(...); }`. Cross-core sync on a5: INTRA_BLOCK is `set/wait_intra_block(PIPE_X, id)`, on the
+cube also for `id + 16` (the second AIV), UNICAST_BLOCK one call, INTER_* FFTS
 (`ffts_cross_core_sync(PIPE_X, getFFTSMsg(mode, id))` / `wait_flag_dev(PIPE_X, id)`); on a2/a3
 every mode uses FFTS (`wait_flag_dev(id)`, with an FFTS base address). `sync_all` is
-`SYNCALL<SyncCoreType::X, SyncAllMode::Y>(workspaces...)`; dcci and the vector-mask / control
-SPR writes call their intrinsics; `printf` is `cce::printf`, `pto_assert` a guarded printf (it
-does not abort), `dump_data` `pipe_barrier(PIPE_ALL); TPRINT(x)`, `trap` `trap()`. V-only mutex
-elision and lock de-duplication are the passes' job; this module spells what is left.
-"""
+`SYNCALL<SyncCoreType::X>()` or `SYNCALL<SyncAllMode::Soft, SyncCoreType::X>(gm, used_cores)`; dcci
+and the vector-mask / control SPR writes call their intrinsics; `printf` is `cce::printf`,
+`pto_assert` a guarded printf (it does not abort), `dump_data` `pipe_barrier(PIPE_ALL); TPRINT(x)`,
+`trap` `trap()`. V-only mutex elision and lock de-duplication are the passes' job; this module
+spells what is left."""
 from __future__ import annotations
 
 import re
@@ -19,9 +19,10 @@ from collections.abc import Callable
 from ..ir.attrs import CrossCoreSyncMode
 from ..ir.nodes import Call, ConstInt, Expr
 from ..ir.span import Span
-from ..ir.types import TensorType
+from ..errors import NotSupported
+from ..ir.types import ScalarType, TensorType
 from .ops import check_kwargs
-from .types import attr_value, enum_value, pipe
+from .types import attr_value, ctype, pipe
 from .writer import c_string, source_label
 
 _AIV1_OFFSET = 16
@@ -112,17 +113,27 @@ def _ffts(body, setting: bool, p: str, ident: str, mode: CrossCoreSyncMode,
         body.w.line(f"wait_flag_dev({ident});", span)
 
 
+_CORE_TYPES = {"AIV_ONLY": "SyncCoreType::AIVOnly", "AIC_ONLY": "SyncCoreType::AICOnly",
+               "MIX": "SyncCoreType::Mix"}
+
+
 def _sync_all(body, call: Call, span: Span | None) -> None:
+    """`SYNCALL<SyncCoreType::X>()` (hard), or the soft GM-counter barrier
+    `SYNCALL<SyncAllMode::Soft, SyncCoreType::X>(gm_workspace, used_cores)` on the first
+    tensor workspace (pto-isa's forms; its other workspaces are not operands there)."""
     check_kwargs(call, {"mode", "core_type"}, span)
-    core, mode = call.kwarg("core_type"), call.kwarg("mode")
-    workspaces = ", ".join(_workspace(body, a) for a in call.args)
-    body.w.line(f"SYNCALL<{enum_value(core)}, {enum_value(mode)}>({workspaces});", span)
-
-
-def _workspace(body, e: Expr) -> str:
-    if isinstance(e.type, TensorType):
-        return body.ctx.tensors[e].ptr if e in body.ctx.tensors else body.x.emit(e)
-    return body.x.tile(e)
+    core = _CORE_TYPES[getattr(call.kwarg("core_type"), "name", "MIX")]
+    if getattr(call.kwarg("mode"), "name", "HARD") != "SOFT":
+        body.w.line(f"SYNCALL<{core}>();", span)
+        return
+    gm = next((a for a in call.args if isinstance(a.type, TensorType)), None)
+    view = body.ctx.tensors.get(gm) if gm is not None else None
+    if view is None:
+        raise NotSupported("sync_all(mode=SOFT) needs a GM workspace tensor", span,
+                           module="PRO_COMPILE")
+    used = next((body.x.emit(a) for a in call.args if isinstance(a.type, ScalarType)), "0")
+    body.w.line(f"TASSIGN({view.gt}, {view.ptr});", span)
+    body.w.line(f"SYNCALL<SyncAllMode::Soft, {core}>({view.gt}, {used});", span)
 
 
 def _dcci(body, call: Call, span: Span | None) -> None:
@@ -231,32 +242,86 @@ def _trap(body, call: Call, span: Span | None) -> None:
 
 
 def _dump(body, call: Call, span: Span | None) -> None:
-    check_kwargs(call, {"flag"}, span)
+    """`pl.dump_data` as the real code generator lowers it (`sim.dump_text` prints the same):
+    the location / flag lines, `pipe_barrier(PIPE_ALL)`, then `TPRINT` of a whole tile, print
+    loops over a tile window, or `TPRINT` of a GlobalTensor over a tensor window."""
+    check_kwargs(call, {"flag", "loc"}, span)
     body.ctx.flags.uses_print = True
+    if call.kwarg("loc"):
+        where = c_string(f"[{_where(span)}] {call.op.split('.')[1]}\n")
+        body.w.line(f"cce::printf({where});", span)
+    flag = call.kwarg("flag")
+    if flag:
+        body.w.line(f"cce::printf(\"=== [flag] %s ===\\n\", {c_string(str(flag))});", span)
     target = call.args[0]
-    window = [body.x.ints(a) for a in call.args[1:]]
+    window = [body.x.ints(a) for a in call.args[1:3]]
     body.w.line("pipe_barrier(PIPE_ALL);", span)
     if isinstance(target.type, TensorType):
         _dump_tensor(body, target, window, span)
-        return
-    args = [body.x.tile(target), *(v for part in window for v in part)]
-    body.w.line(f"TPRINT({', '.join(args)});", span)
+    elif window:
+        _dump_tile_window(body, target, *window, span)
+    else:
+        body.w.line(f"TPRINT({body.x.tile(target)});", span)
+
+
+def _dump_tile_window(body, tile: Expr, offsets: list[str], shapes: list[str],
+                      span: Span | None) -> None:
+    """The window clamped to the tile's valid shape, a header, then every element through
+    `__pypto_print_val` (pto-isa's TPRINT has no window form)."""
+    w, t = body.w, body.x.tile(tile)
+    rows, cols = tile.type.shape
+    r0, c0 = offsets
+    ty = f"std::remove_reference_t<decltype({t})>"
+    want_r, want_c, valid_r, valid_c = (body.ctx.fresh(n) for n in (
+        "dump_want_rows", "dump_want_cols", "dump_rows", "dump_cols"))
+    for want, shape, valid, get, size, off in (
+            (want_r, shapes[0], valid_r, "GetValidRow", rows, r0),
+            (want_c, shapes[1], valid_c, "GetValidCol", cols, c0)):
+        w.line(f"int {want} = static_cast<int>({shape});", span)
+        w.line(f"if ({want} < 0) {want} = 0;", span)
+        w.line(f"int {valid} = static_cast<int>({t}.{get}()) - static_cast<int>({off});", span)
+        w.line(f"if ({valid} > {want}) {valid} = {want};", span)
+        w.line(f"if ({valid} < 0) {valid} = 0;", span)
+        w.line(f"if ({valid} > {size}) {valid} = {size};", span)
+    w.line("cce::printf(\"=== [TPRINT Tile Window] Data Type: %s, Layout: %s, TileType: %s "
+           f"===\\n\", __pypto_dtype_name<{ty}::DType>(), pto::GetLayoutName({ty}::BFractal, "
+           f"{ty}::SFractal), \"Vec\");", span)
+    w.line("cce::printf(\"  Source Shape: [%d, %d], Window Offsets: [%d, %d], Requested Shape: "
+           f"[%d, %d], Valid Shape: [%d, %d]\\n\", {rows}, {cols}, static_cast<int>({r0}), "
+           f"static_cast<int>({c0}), {want_r}, {want_c}, {valid_r}, {valid_c});", span)
+    r, c = body.ctx.fresh("dump_r"), body.ctx.fresh("dump_c")
+    w.line(f"for (int {r} = 0; {r} < {valid_r}; ++{r}) {{", span)
+    w.line(f"    for (int {c} = 0; {c} < {valid_c}; ++{c}) {{", span)
+    w.line(f"        __pypto_print_val({t}.data()[pto::GetTileOffset<{ty}>({r} + ({r0}), "
+           f"{c} + ({c0}))]);", span)
+    w.line("    }", span)
+    w.line("    cce::printf(\"\\n\");", span)
+    w.line("}", span)
 
 
 def _dump_tensor(body, target: Expr, window: list[list[str]], span: Span | None) -> None:
-    """Point the tensor's view at the whole tensor (or the given window) and print it."""
+    """A GlobalTensor over the tensor window (the whole tensor by default), its extents and
+    strides right-aligned in pto-isa's five dims, printed with `TPRINT` (`Layout::DN` for a
+    2-D tensor of one static column, as the real code generator declares it)."""
     view = body.ctx.tensors[target]
     rank = view.rank
+    if rank > 5:
+        raise NotSupported(f"dump_data of a rank-{rank} tensor: pto-isa's GlobalTensor has five "
+                           "dims", span, module="PRO_COMPILE")
     offsets = window[0] if window else ["0"] * rank
     extents = window[1] if len(window) > 1 else list(view.shape)
-    rows = extents[-2] if rank > 1 else "1"
-    row_stride = f"{view.stride}[{rank - 2}]" if rank > 1 else "0"
     base = " + ".join(f"({o}) * {view.stride}[{k}]" for k, o in enumerate(offsets) if o != "0")
-    body.w.line(f"{view.gt}.SetShape<DIM_3, DIM_4>({rows}, {extents[-1]});", span)
-    body.w.line(f"{view.gt}.SetStride<DIM_3, DIM_4>({row_stride}, {view.stride}[{rank - 1}]);",
+    pad = ["1"] * (5 - rank)
+    shape = ", ".join(pad + [f"static_cast<int64_t>({e})" for e in extents])
+    strides = ", ".join(pad + [f"{view.stride}[{k}]" for k in range(rank)])
+    dn = rank == 2 and view.shape[1] == "1"
+    alias, gt = body.ctx.fresh("dump_GT"), body.ctx.fresh("dump_gt")
+    body.w.line(f"using {alias} = GlobalTensor<{ctype(view.dtype)}, pto::Shape<-1, -1, -1, -1, "
+                f"-1>, pto::Stride<-1, -1, -1, -1, -1>{', pto::Layout::DN' if dn else ''}>;",
                 span)
-    body.w.line(f"TASSIGN({view.gt}, {view.ptr}{' + ' + base if base else ''});", span)
-    body.w.line(f"TPRINT({view.gt});", span)
+    body.w.line(f"{alias} {gt}({view.ptr}{' + ' + base if base else ''}, {alias}::Shape("
+                f"{shape}), {alias}::Stride({strides}));", span)
+    body.w.line(f"TPRINT({gt});", span)
 
 
 SYNC_OPS: dict[str, Callable] = {

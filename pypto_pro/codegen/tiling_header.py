@@ -44,23 +44,23 @@ def tiling_params(fn: Function) -> list:
 
 
 def copy_in(body, param, span) -> None:
-    """Declare the local struct and copy it in from GM (target-specific, spec §4.3)."""
+    """Declare the local struct and copy it in from GM as the real code generator does: the
+    cube core reads GM directly; a vector core bursts it into UB address 0 (rounded up to 32
+    bytes, the v2 copy on every arch), waits MTE2 → S, and copies it out of UB."""
     ctx, w = body.ctx, body.w
     st: StructType = param.type
     name = ctx.name(param)
-    size = f"sizeof({st.name})"
+    size, local = f"{name}_all_bytes", f"reinterpret_cast<uint8_t*>(&{name})"
+    w.line(f"constexpr uint32_t {size} = sizeof({st.name});", span)
     w.line(f"{st.name} {name};", span)
-    local = f"reinterpret_cast<uint8_t*>(&{name})"
     if ctx.target == "cube":
         w.line(f"copy_data_align64({local}, {name}_ptr, {size});", span)
         return
-    ub = f"{name}_ub"
-    w.line(f"__ubuf__ uint8_t* {ub} = reinterpret_cast<__ubuf__ uint8_t*>(0);", span)
-    if ctx.arch == "a5":
-        w.line(f"copy_gm_to_ubuf_align_v2({ub}, {name}_ptr, 0, 1, {size}, 0, 0, 0, 0, 0, 0);",
-               span)
-    else:
-        w.line(f"copy_gm_to_ubuf_align_b8({ub}, {name}_ptr, 0, 1, {size}, 0, 0, 0, 0);", span)
+    ub, bursts = f"{name}_in_ub", f"{name}_len_burst"
+    w.line(f"__ubuf__ uint8_t* {ub} = reinterpret_cast<__ubuf__ uint8_t*>(get_imm(0));", span)
+    w.line(f"constexpr uint32_t {bursts} = ({size} + 31) / 32;", span)
+    w.line(f"copy_gm_to_ubuf_align_v2({ub}, {name}_ptr, 0, 1, {bursts} * 32, 0, 0, false, 0, 0, "
+           "0);", span)
     w.line("set_flag(PIPE_MTE2, PIPE_S, EVENT_ID0);", span)
     w.line("wait_flag(PIPE_MTE2, PIPE_S, EVENT_ID0);", span)
     w.line(f"copy_data_align64({local}, {ub}, {size});", span)

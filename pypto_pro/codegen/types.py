@@ -95,10 +95,20 @@ def tile_alias(t: TileType) -> str:
 
 
 def tile_ctor_args(t: TileType) -> str:
-    """Constructor arguments: the full shape for a run-time valid shape, else none."""
-    if None in t.valid_shape:
-        return f"({t.shape[0]}, {t.shape[1]})"
-    return ""
+    """Constructor arguments: the full extent of each run-time valid dimension (pto-isa's
+    Tile has a two-value constructor when both are dynamic, a one-value one when one is)."""
+    dynamic = [str(n) for n, v in zip(t.shape, t.valid_shape) if v is None]
+    return f"({', '.join(dynamic)})" if dynamic else ""
+
+
+def set_valid_shape(obj: str, t: TileType, rows: str, cols: str) -> str:
+    """The statement that sets a tile's run-time valid extents: pto-isa's `SetValidShape`
+    needs both dynamic, `SetValidRow` / `SetValidCol` set one (the caller has checked that a
+    static dimension keeps its value)."""
+    vr, vc = t.valid_shape
+    if vr is None and vc is None:
+        return f"{obj}.SetValidShape({rows}, {cols});"
+    return f"{obj}.SetValidRow({rows});" if vr is None else f"{obj}.SetValidCol({cols});"
 
 
 def has_runtime_valid(t: TileType) -> bool:
@@ -109,11 +119,17 @@ def has_runtime_valid(t: TileType) -> bool:
 
 
 GT_SHAPE = "pto::Shape<1, 1, 1, -1, -1>"
-GT_STRIDE = "pto::Stride<1, 1, 1, -1, -1>"
+GT_STRIDE = "pto::Stride<-1, -1, -1, -1, -1>"
+#: the two window axes of every access (`SetShape<GT_DIMS>(rows, cols)`)
+GT_DIMS = "pto::GlobalTensorDim::DIM_3, pto::GlobalTensorDim::DIM_4"
 
 
 def gt_template(dtype: DataType, layout: TileLayout = TileLayout.ND) -> str:
-    """The GlobalTensor view type used for every access (2-D window, run-time shape/stride)."""
+    """The GlobalTensor view type used for every access: a 2-D window whose shape is set per
+    access and whose strides are given to the constructor (all run-time values)."""
+    if layout not in (TileLayout.ND, TileLayout.DN, TileLayout.NZ):
+        raise NotSupported(f"a GM tensor of layout {layout.value}: pto-isa's GlobalTensor "
+                           "layouts are ND, DN and NZ", module="PRO_COMPILE")
     lay = "" if layout is TileLayout.ND else f", pto::Layout::{layout.value}"
     return f"GlobalTensor<{ctype(dtype)}, {GT_SHAPE}, {GT_STRIDE}{lay}>"
 

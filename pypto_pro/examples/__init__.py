@@ -5,8 +5,8 @@ One module per kernel. Each module defines its kernel(s) with `@pl.jit` at impor
 * `TARGETS` — the targets the kernel has code for ("cube", "vector"), and `KERNEL_TYPE`
   ("aiv" vector-only, "aic" cube-only, "mix" both);
 * `KERNELS` — every `@pl.jit` kernel of the module by name (the main one first);
-* `make_inputs(..., seed=0)` — CPU torch tensors (and scalars) for every kernel argument, in
-  parameter order, outputs zero-filled;
+* `make_inputs(..., seed=0)` — CPU torch tensors (and scalars, and a TilingData instance) for
+  every kernel argument, in parameter order, outputs zero-filled;
 * `reference(*args)` — the expected output(s) computed with torch from the same arguments;
 * `block_dim(*args)` — the launch's block dim, and `run(*args, kernel=...)` which launches
   `kernel[None, block_dim(*args)](*args)` on the current backend and returns the output(s);
@@ -33,6 +33,10 @@ ALL_EXAMPLES = [
     "matmul_softmax",
     "flash_attention",
     "flash_attention_preload",
+    "flash_attention_gm",
+    "flash_attention_bnsd",
+    "flash_attention_bsnd",
+    "flash_attention_tail",
     "vf_softmax",
     "vf_layernorm",
 ]
@@ -61,11 +65,19 @@ SMALL_CASES = [
     ("flash_attention", "flash_attention_kernel", dict(sq=256, skv=256)),
     ("flash_attention", "flash_attention_kernel", dict(sq=384, skv=128)),
     ("flash_attention_preload", "flash_attention_preload_kernel", dict(sq=256, skv=384)),
+    ("flash_attention_gm", "flash_attention_gm_kernel", dict(sq=256, skv=384)),
+    ("flash_attention_gm", "flash_attention_gm_kernel", dict(sq=640, skv=128)),
+    ("flash_attention_bnsd", "flash_attention_bnsd_kernel", dict(heads=2, sq=256, skv=256)),
+    ("flash_attention_bnsd", "flash_attention_bnsd_kernel",
+     dict(batch=2, heads=1, sq=128, skv=256, causal=0)),
+    ("flash_attention_bsnd", "flash_attention_bsnd_kernel", dict(batch=1, sq=128, skv=256)),
+    ("flash_attention_tail", "flash_attention_tail_kernel", dict(sq=128, skv=200)),
+    ("flash_attention_tail", "flash_attention_tail_kernel", dict(sq=256, skv=72)),
     ("vf_softmax", "vf_softmax_kernel", dict(rows=20, cols=300)),
     ("vf_layernorm", "vf_layernorm_kernel", dict(rows=19, cols=200, eps=1e-3)),
 ]
 #: argument positions a kernel writes besides its output (GM workspaces)
-WORKSPACE_ARGS = {"matmul_softmax": {2}}
+WORKSPACE_ARGS = {"matmul_softmax": {2}, "flash_attention_gm": {4, 5, 6}}
 
 
 def load(name: str) -> ModuleType:

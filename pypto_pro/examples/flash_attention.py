@@ -12,6 +12,10 @@ O = softmax(Q·Kᵀ/√d)·V for Q [Sq, 128], K and V [Skv, 128], FP16 in and ou
 * cube: O_t = P·V → L0C → `move(pv, acc, acc_to_vec_mode=DualModeSplitM)` to the AIVs;
 * vector: O = O·correction + O_t; after the last KV tile O / rowsum is cast and stored.
 
+The hand-offs are small helpers (`send_s`, `take_p`, `send_pv` on the cube, `take_s`,
+`online_softmax`, `send_p`, `add_pv`, `store_rows` on the vector side; the AIV's softmax tiles
+are one `pl.make_tuple`), inlined where they are called; the BNSD and tail variants reuse them.
+
 Teaches the manual protocol: the cross-core buffers (S ring of two slots and the P·V slot in UB,
 the P slot in L1) are tile groups declared *outside* the sections so both targets see the same
 placement and advance the same cursors; every hand-off is one `set_cross_core` by the producer
@@ -68,6 +72,148 @@ O16_UB = pl.TileType([HALF, D], pl.DT_FP16)
 ROW_UB = pl.TileType([HALF, 1], pl.DT_FP32, layout=pl.DN)  # 256 B
 
 
+# ---------------------------------------------------------------- the hand-offs (inlined)
+
+
+def send_s(s_buf, sa, valid_kv=None):
+    """Cube: S (L0C) → the AIVs, 64 rows each, once the S ring has a free slot."""
+    s_slot = s_buf.next()
+    if valid_kv is not None:
+        pl.set_validshape(s_slot, [HALF, valid_kv])
+    pl.system.wait_cross_core(pipe=FIX, event_id=S_FREE)
+    pl.move(s_slot, sa, acc_to_vec_mode=pl.AccToVecMode.DualModeSplitM)
+    pl.system.set_cross_core(pipe=FIX, event_id=S_READY)
+
+
+def take_p(p_buf, p_left, valid_kv=None):
+    """Cube: the AIVs' P (the L1 slot) into L0A, then the slot is free again."""
+    pm = p_buf.next()
+    pll = p_left.next()
+    if valid_kv is not None:
+        pl.set_validshape(pm, [TS, valid_kv])
+        pl.set_validshape(pll, [TS, valid_kv])
+    pl.system.wait_cross_core(pipe=MTE1, event_id=P_READY)
+    pl.move(pll, pm)
+    pl.system.set_cross_core(pipe=MTE1, event_id=P_FREE)
+    return pll
+
+
+def send_pv(pv_buf, oa):
+    """Cube: P·V (L0C) → the AIVs, 64 rows each."""
+    pv = pv_buf.next()
+    pl.system.wait_cross_core(pipe=FIX, event_id=O_FREE)
+    pl.move(pv, oa, acc_to_vec_mode=pl.AccToVecMode.DualModeSplitM)
+    pl.system.set_cross_core(pipe=FIX, event_id=O_READY)
+
+
+def drain_cube():
+    """Cube: take the permits the AIVs pre-fired and never used."""
+    for _ in pl.range(S_SLOTS):
+        pl.system.wait_cross_core(pipe=FIX, event_id=S_FREE)
+    pl.system.wait_cross_core(pipe=FIX, event_id=O_FREE)
+
+
+def vector_state(p_type=P_UB, p16_type=P16_UB):
+    """Vector: the AIV's softmax tiles (P, FP16 P, running O, FP16 O, per-row state)."""
+    p = pl.make_tile(p_type, addr=0x18000)
+    p16 = pl.make_tile(p16_type, addr=0x20000)
+    o_run = pl.make_tile(O_UB, addr=0x24000)
+    o16 = pl.make_tile(O16_UB, addr=0x2C000)
+    m_old = pl.make_tile(ROW_UB, addr=0x30000)
+    m_new = pl.make_tile(ROW_UB, addr=0x30100)
+    corr = pl.make_tile(ROW_UB, addr=0x30200)
+    l_run = pl.make_tile(ROW_UB, addr=0x30300)
+    l_blk = pl.make_tile(ROW_UB, addr=0x30400)
+    return pl.make_tuple(p=p, p16=p16, o_run=o_run, o16=o16, m_old=m_old, m_new=m_new,
+                         corr=corr, l_run=l_run, l_blk=l_blk)
+
+
+def prefire_vector():
+    """Vector: every S slot, the P·V slot and the FP16 tiles start free."""
+    for _ in pl.range(S_SLOTS):
+        pl.system.set_cross_core(pipe=V, event_id=S_FREE)
+    pl.system.set_cross_core(pipe=V, event_id=O_FREE)
+    pl.system.sync_src(set_pipe=MTE3, wait_pipe=V, event_id=1)  # p16 starts free
+    pl.system.sync_src(set_pipe=MTE3, wait_pipe=V, event_id=3)  # o16 starts free
+
+
+def start_rows(st):
+    """Vector: a new Q tile: running max −∞, running sum and O zero."""
+    pl.expands(st.m_old, NEG_BIG)
+    pl.expands(st.l_run, 0.0)
+    pl.expands(st.o_run, 0.0)
+
+
+def take_s(s_buf, st, valid_kv=None):
+    """Vector: this AIV's rows of S, once the cube sent them (valid columns set first)."""
+    s = s_buf.next()
+    if valid_kv is not None:
+        pl.set_validshape(s, [HALF, valid_kv])
+        pl.set_validshape(st.p, [HALF, valid_kv])
+        pl.set_validshape(st.p16, [HALF, valid_kv])
+    pl.system.wait_cross_core(pipe=V, event_id=S_READY)
+    return s
+
+
+def online_softmax(s, st):
+    """Vector: P = exp(S − m_new) of the scaled S, the exp correction of what came before,
+    the running max and sum; the S slot is free after the row sum."""
+    pl.row_max(st.m_new, s, st.p)
+    pl.maximum(st.m_new, st.m_new, st.m_old)
+    pl.sub(st.corr, st.m_old, st.m_new)
+    pl.exp(st.corr, st.corr)  # exp(m_old − m_new): rescales what came before
+    pl.move(st.m_old, st.m_new)
+    pl.row_expand_sub(st.p, s, st.m_new)
+    pl.exp(st.p, st.p)
+    pl.row_sum(st.l_blk, st.p, s)  # the S slot is dead now: use it as scratch
+    pl.system.set_cross_core(pipe=V, event_id=S_FREE)
+    pl.mul(st.l_run, st.l_run, st.corr)
+    pl.add(st.l_run, st.l_run, st.l_blk)
+
+
+def send_p(st, p_buf, sub):
+    """Vector: P as FP16 into the cube's L1 slot, this AIV's half of the rows."""
+    pl.system.sync_dst(set_pipe=MTE3, wait_pipe=V, event_id=1)
+    pl.cast(st.p16, st.p)
+    pl.system.sync_src(set_pipe=V, wait_pipe=MTE3, event_id=0)
+    pl.system.sync_dst(set_pipe=V, wait_pipe=MTE3, event_id=0)
+    pm = p_buf.next()
+    pl.system.wait_cross_core(pipe=MTE3, event_id=P_FREE)
+    pl.insert(pm, st.p16, [sub * HALF, 0])
+    pl.system.set_cross_core(pipe=MTE3, event_id=P_READY)
+    pl.system.sync_src(set_pipe=MTE3, wait_pipe=V, event_id=1)
+
+
+def add_pv(st, pv_buf):
+    """Vector: running O = O · corr + P·V."""
+    pv = pv_buf.next()
+    pl.system.wait_cross_core(pipe=V, event_id=O_READY)
+    pl.row_expand_mul(st.o_run, st.o_run, st.corr)
+    pl.add(st.o_run, st.o_run, pv)
+    pl.system.set_cross_core(pipe=V, event_id=O_FREE)
+
+
+def store_rows(st, o, row):
+    """Vector: O / rowsum as FP16 to rows `row`… of o."""
+    pl.row_expand_div(st.o_run, st.o_run, st.l_run)
+    pl.system.sync_dst(set_pipe=MTE3, wait_pipe=V, event_id=3)
+    pl.cast(st.o16, st.o_run)
+    pl.system.sync_src(set_pipe=V, wait_pipe=MTE3, event_id=2)
+    pl.system.sync_dst(set_pipe=V, wait_pipe=MTE3, event_id=2)
+    pl.store(o, st.o16, [row, 0])
+    pl.system.sync_src(set_pipe=MTE3, wait_pipe=V, event_id=3)
+
+
+def drain_vector():
+    """Vector: the FP16 tiles' last frees and the cube's pre-fired P permit."""
+    pl.system.sync_dst(set_pipe=MTE3, wait_pipe=V, event_id=1)
+    pl.system.sync_dst(set_pipe=MTE3, wait_pipe=V, event_id=3)
+    pl.system.wait_cross_core(pipe=MTE3, event_id=P_FREE)
+
+
+# ---------------------------------------------------------------- the kernel
+
+
 @pl.jit(arch="a5")
 def flash_attention_kernel(q: pl.Tensor[[pl.DYNAMIC, D], pl.DT_FP16],
                            k: pl.Tensor[[pl.DYNAMIC, D], pl.DT_FP16],
@@ -105,93 +251,32 @@ def flash_attention_kernel(q: pl.Tensor[[pl.DYNAMIC, D], pl.DT_FP16],
                 pl.move(kr, kt)
                 sa = s_acc.next()
                 pl.matmul(sa, ql, kr)
-                s_slot = s_buf.next()
-                pl.system.wait_cross_core(pipe=FIX, event_id=S_FREE)
-                pl.move(s_slot, sa, acc_to_vec_mode=pl.AccToVecMode.DualModeSplitM)
-                pl.system.set_cross_core(pipe=FIX, event_id=S_READY)
+                send_s(s_buf, sa)
                 # O_t = P·V → the AIVs
                 vt = v_l1.next()
                 pl.load_tile(vt, v, [ki, 0])
                 vr = v_right.next()
                 pl.move(vr, vt)
-                pm = p_buf.next()
-                pll = p_left.next()
-                pl.system.wait_cross_core(pipe=MTE1, event_id=P_READY)
-                pl.move(pll, pm)
-                pl.system.set_cross_core(pipe=MTE1, event_id=P_FREE)
+                pll = take_p(p_buf, p_left)
                 oa = o_acc.next()
                 pl.matmul(oa, pll, vr)
-                pv = pv_buf.next()
-                pl.system.wait_cross_core(pipe=FIX, event_id=O_FREE)
-                pl.move(pv, oa, acc_to_vec_mode=pl.AccToVecMode.DualModeSplitM)
-                pl.system.set_cross_core(pipe=FIX, event_id=O_READY)
-        # drain the permits the AIVs pre-fired
-        for _ in pl.range(S_SLOTS):
-            pl.system.wait_cross_core(pipe=FIX, event_id=S_FREE)
-        pl.system.wait_cross_core(pipe=FIX, event_id=O_FREE)
+                send_pv(pv_buf, oa)
+        drain_cube()
 
     with pl.section_vector():
-        p = pl.make_tile(P_UB, addr=0x18000)
-        p16 = pl.make_tile(P16_UB, addr=0x20000)
-        o_run = pl.make_tile(O_UB, addr=0x24000)
-        o16 = pl.make_tile(O16_UB, addr=0x2C000)
-        m_old = pl.make_tile(ROW_UB, addr=0x30000)
-        m_new = pl.make_tile(ROW_UB, addr=0x30100)
-        corr = pl.make_tile(ROW_UB, addr=0x30200)
-        l_run = pl.make_tile(ROW_UB, addr=0x30300)
-        l_blk = pl.make_tile(ROW_UB, addr=0x30400)
+        st = vector_state()
         sub = pl.get_subblock_idx()
-        for _ in pl.range(S_SLOTS):
-            pl.system.set_cross_core(pipe=V, event_id=S_FREE)  # every S slot starts free
-        pl.system.set_cross_core(pipe=V, event_id=O_FREE)
-        pl.system.sync_src(set_pipe=MTE3, wait_pipe=V, event_id=1)  # p16 starts free
-        pl.system.sync_src(set_pipe=MTE3, wait_pipe=V, event_id=3)  # o16 starts free
+        prefire_vector()
         for qi in pl.range(core, sq_tiles, cores):
-            pl.expands(m_old, NEG_BIG)
-            pl.expands(l_run, 0.0)
-            pl.expands(o_run, 0.0)
+            start_rows(st)
             for _ki in pl.range(kv_tiles):
-                # online softmax on this AIV's 64 rows of S
-                s = s_buf.next()
-                pl.system.wait_cross_core(pipe=V, event_id=S_READY)
+                s = take_s(s_buf, st)  # online softmax on this AIV's 64 rows of S
                 pl.mul(s, s, SCALE)
-                pl.row_max(m_new, s, p)
-                pl.maximum(m_new, m_new, m_old)
-                pl.sub(corr, m_old, m_new)
-                pl.exp(corr, corr)  # exp(m_old − m_new): rescales what came before
-                pl.move(m_old, m_new)
-                pl.row_expand_sub(p, s, m_new)
-                pl.exp(p, p)
-                pl.row_sum(l_blk, p, s)  # the S slot is dead now: use it as scratch
-                pl.system.set_cross_core(pipe=V, event_id=S_FREE)
-                pl.mul(l_run, l_run, corr)
-                pl.add(l_run, l_run, l_blk)
-                # P (FP16) into the cube's L1, this AIV's half of the rows
-                pl.system.sync_dst(set_pipe=MTE3, wait_pipe=V, event_id=1)
-                pl.cast(p16, p)
-                pl.system.sync_src(set_pipe=V, wait_pipe=MTE3, event_id=0)
-                pl.system.sync_dst(set_pipe=V, wait_pipe=MTE3, event_id=0)
-                pm = p_buf.next()
-                pl.system.wait_cross_core(pipe=MTE3, event_id=P_FREE)
-                pl.insert(pm, p16, [sub * HALF, 0])
-                pl.system.set_cross_core(pipe=MTE3, event_id=P_READY)
-                pl.system.sync_src(set_pipe=MTE3, wait_pipe=V, event_id=1)
-                # running O = O · corr + P·V
-                pv = pv_buf.next()
-                pl.system.wait_cross_core(pipe=V, event_id=O_READY)
-                pl.row_expand_mul(o_run, o_run, corr)
-                pl.add(o_run, o_run, pv)
-                pl.system.set_cross_core(pipe=V, event_id=O_FREE)
-            pl.row_expand_div(o_run, o_run, l_run)
-            pl.system.sync_dst(set_pipe=MTE3, wait_pipe=V, event_id=3)
-            pl.cast(o16, o_run)
-            pl.system.sync_src(set_pipe=V, wait_pipe=MTE3, event_id=2)
-            pl.system.sync_dst(set_pipe=V, wait_pipe=MTE3, event_id=2)
-            pl.store(o, o16, [qi * TS + sub * HALF, 0])
-            pl.system.sync_src(set_pipe=MTE3, wait_pipe=V, event_id=3)
-        pl.system.sync_dst(set_pipe=MTE3, wait_pipe=V, event_id=1)
-        pl.system.sync_dst(set_pipe=MTE3, wait_pipe=V, event_id=3)
-        pl.system.wait_cross_core(pipe=MTE3, event_id=P_FREE)  # the cube's pre-fired permit
+                online_softmax(s, st)
+                send_p(st, p_buf, sub)
+                add_pv(st, pv_buf)
+            store_rows(st, o, qi * TS + sub * HALF)
+        drain_vector()
 
 
 KERNELS = {"flash_attention_kernel": flash_attention_kernel}

@@ -11,9 +11,10 @@ O = softmax(Q·Kᵀ/√d)·V for Q [Sq, 128], K and V [Skv, 128], FP16 in and ou
   Sᵀ of its 64 queries, a [128 kv, 64 q] tile whose rows are one 64-lane register each;
 * `compute_p` (vector, Reg API): the online softmax works lane-wise on whole rows — the block
   max is `vf.max` over four interleaved register streams, then `vf.exp_sub` against the new
-  running max, running sums, and P cast to FP16 two KV rows per register (`vf.astype` into the
-  lower / upper lanes); the FP16 rows are the columns of P, so two column-major [64, 64] views
-  of the buffer are P's halves, `pl.insert`ed into the cube's L1 P slot at row 64·subblock;
+  running max, running sums, and P cast to FP16 two KV rows per register (`vf.astype` fills the
+  even FP16 lanes, `vf.de_interleave` of two rows keeps the even lanes of both); the FP16 rows
+  are the columns of P, so two column-major [64, 64] views of the buffer
+  are P's halves, `pl.insert`ed into the cube's L1 P slot at row 64·subblock;
 * `compute_pv` (cube): P·V → `move(pv_vec.next(), acc, DualModeSplitM)`: 64 rows per AIV;
 * `compute_gu` (vector): the first KV tile copies P·V into the running O, later ones (Reg API)
   rescale it by the exp correction (broadcast per row with `LoadDist.BRC_B32`) and add; the
@@ -29,10 +30,9 @@ True)` keeps the serial order (same syncs, no overlap) for comparison. Core-loca
 tile groups with mutex ids declared once in a section block before the loop (auto_mutex orders
 their pipes); the AIV's softmax state is plain tiles.
 
-Two departures from the hardware kernel's data layout, same maths: `move` Mat → Left keeps
+One departure from the hardware kernel's data layout, same maths: `move` Mat → Left keeps
 logical values here, so the P slot holds P itself (the halves go in at row 64·subblock, not
-as a ZN Pᵀ at column 64·subblock); and `vf.astype` writes the narrowed lanes of part k
-contiguously, so two rows pack into one FP16 register without a `vf.de_interleave`.
+as a ZN Pᵀ at column 64·subblock).
 
 Budgets: L1 288 KiB, L0A / L0B 64 KiB, L0C 256 KiB, UB ≈ 209 KiB per AIV.
 """
@@ -119,9 +119,10 @@ def online_softmax(p16, s, m_run, l_run, corr):
         p1 = vf.exp_sub(y1, m_new, full)
         l0 = vf.add(l0, p0, full)
         l1 = vf.add(l1, p1, full)
-        h = vf.astype(p0, full, dtype=F16)  # lanes 0–63
-        h = vf.astype(p1, full, layout=pl.CastLayout.ONE, dtype=F16)  # lanes 64–127
-        vf.store_align(p16, h, full, offset=r * LANES)
+        e0 = vf.astype(p0, full, dtype=F16)  # FP16 lanes 0, 2, 4, ... (layout ZERO)
+        e1 = vf.astype(p1, full, dtype=F16)
+        h, _ = vf.de_interleave(e0, e1)  # rows r and r + 1 in lanes 0–63 and 64–127
+        vf.store_align(p16, h, full, r * LANES)
     l_old = vf.load_align(l_run, 0)
     l_scaled = vf.mul(l_old, c, full)
     l_blk = vf.add(l0, l1, full)
@@ -140,7 +141,7 @@ def rescale_add(o_run, pv, corr):
             x = vf.load_align(pv, k)
             oc = vf.mul(o, c, full)
             o = vf.add(oc, x, full)
-            vf.store_align(o_run, o, full, offset=k)
+            vf.store_align(o_run, o, full, k)
 
 
 @pl.vector_function
@@ -153,9 +154,10 @@ def normalize(o16, o_run, l_run):
         b = vf.load_align(o_run, q * D + LANES)
         ya = vf.div(a, lq, full)
         yb = vf.div(b, lq, full)
-        h = vf.astype(ya, full, dtype=F16)
-        h = vf.astype(yb, full, layout=pl.CastLayout.ONE, dtype=F16)
-        vf.store_align(o16, h, full, offset=q * D)
+        ea = vf.astype(ya, full, dtype=F16)
+        eb = vf.astype(yb, full, dtype=F16)
+        h, _ = vf.de_interleave(ea, eb)
+        vf.store_align(o16, h, full, q * D)
 
 
 # ---------------------------------------------------------------- stages
@@ -185,7 +187,7 @@ def compute_p(qk_vec, p_mat, p16, m_run, l_run, corr_ring, sub, ki):
     # the FP16 rows of Sᵀ's layout are P's columns: two column-major views are P's halves
     p_lo = pl.reinterpret(ph, shape=[HALF, HALF], layout=pl.DN)  # KV 0–63
     rows_hi = ph[HALF:, 0:]
-    p_hi = pl.reinterpret(rows_hi, layout=pl.DN)  # KV 64–127
+    p_hi = pl.reinterpret(rows_hi, shape=[HALF, HALF], layout=pl.DN)  # KV 64–127
     pm = p_mat.next()
     pl.insert(pm, p_lo, [sub * HALF, 0])
     pl.insert(pm, p_hi, [sub * HALF, HALF])
@@ -218,6 +220,30 @@ def compute_gu(pv_vec, o_run, o16, corr_ring, l_run, o, row0, ki, last):
         pl.store(o, oh, [row0, 0])
 
 
+def cube_buffers():
+    """The AIC's tile groups: Qᵀ / K / V in L1, L0A / L0B slots, the two Acc rings."""
+    return (pl.make_tile_group(type=QT_L1, addrs=[0x00000, 0x08000], mutex_ids=[0, 1]),
+            pl.make_tile_group(type=K_L1, addrs=[0x10000, 0x18000], mutex_ids=[2, 3]),
+            pl.make_tile_group(type=V_L1, addrs=[0x20000, 0x28000], mutex_ids=[4, 5]),
+            pl.make_tile_group(type=LEFT, addrs=0x0000, mutex_ids=[6]),
+            pl.make_tile_group(type=LEFT, addrs=0x8000, mutex_ids=[7]),
+            pl.make_tile_group(type=RIGHT, addrs=0x0000, mutex_ids=[8]),
+            pl.make_tile_group(type=RIGHT, addrs=0x8000, mutex_ids=[9]),
+            pl.make_tile_group(type=ACC, addrs=[0x00000, 0x10000], mutex_ids=[10, 11]),
+            pl.make_tile_group(type=ACC, addrs=[0x20000, 0x30000], mutex_ids=[12, 13]))
+
+
+def vector_buffers():
+    """The AIV's FP16 P / O groups, running O and the per-query state (a ring of three exp
+    corrections)."""
+    return (pl.make_tile_group(type=P16, addrs=[0x28000, 0x2C000], mutex_ids=[21, 22]),
+            pl.make_tile_group(type=O16, addrs=0x30000, mutex_ids=[23]),
+            pl.make_tile(O_RUN, addr=0x20000), pl.make_tile(STATE, addr=0x34000),
+            pl.make_tile(STATE, addr=0x34100),
+            (pl.make_tile(STATE, addr=0x34200), pl.make_tile(STATE, addr=0x34300),
+             pl.make_tile(STATE, addr=0x34400)))
+
+
 def _flash_attention(q: pl.Tensor[[pl.DYNAMIC, D], pl.DT_FP16],
                      k: pl.Tensor[[pl.DYNAMIC, D], pl.DT_FP16],
                      v: pl.Tensor[[pl.DYNAMIC, D], pl.DT_FP16],
@@ -235,23 +261,9 @@ def _flash_attention(q: pl.Tensor[[pl.DYNAMIC, D], pl.DT_FP16],
     sub = pl.get_subblock_idx()
 
     with pl.section_cube():
-        q_l1 = pl.make_tile_group(type=QT_L1, addrs=[0x00000, 0x08000], mutex_ids=[0, 1])
-        k_l1 = pl.make_tile_group(type=K_L1, addrs=[0x10000, 0x18000], mutex_ids=[2, 3])
-        v_l1 = pl.make_tile_group(type=V_L1, addrs=[0x20000, 0x28000], mutex_ids=[4, 5])
-        k_left = pl.make_tile_group(type=LEFT, addrs=0x0000, mutex_ids=[6])
-        p_left = pl.make_tile_group(type=LEFT, addrs=0x8000, mutex_ids=[7])
-        q_right = pl.make_tile_group(type=RIGHT, addrs=0x0000, mutex_ids=[8])
-        v_right = pl.make_tile_group(type=RIGHT, addrs=0x8000, mutex_ids=[9])
-        s_acc = pl.make_tile_group(type=ACC, addrs=[0x00000, 0x10000], mutex_ids=[10, 11])
-        o_acc = pl.make_tile_group(type=ACC, addrs=[0x20000, 0x30000], mutex_ids=[12, 13])
+        q_l1, k_l1, v_l1, k_left, p_left, q_right, v_right, s_acc, o_acc = cube_buffers()
     with pl.section_vector():
-        p16 = pl.make_tile_group(type=P16, addrs=[0x28000, 0x2C000], mutex_ids=[21, 22])
-        o16 = pl.make_tile_group(type=O16, addrs=0x30000, mutex_ids=[23])
-        o_run = pl.make_tile(O_RUN, addr=0x20000)
-        m_run = pl.make_tile(STATE, addr=0x34000)
-        l_run = pl.make_tile(STATE, addr=0x34100)
-        corr_ring = (pl.make_tile(STATE, addr=0x34200), pl.make_tile(STATE, addr=0x34300),
-                     pl.make_tile(STATE, addr=0x34400))
+        p16, o16, o_run, m_run, l_run, corr_ring = vector_buffers()
 
     for qi in pl.range(core, sq_tiles, cores):
         with pl.section_cube():

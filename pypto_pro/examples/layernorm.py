@@ -1,13 +1,15 @@
 """Layer normalisation over the last axis: y = (x − mean) / sqrt(var + eps) · γ + β.
 
-Teaches: combining row reductions and broadcasts in both directions — `pl.row_sum` into DN
-`[rows, 1]` tiles, `pl.row_expand_sub` / `pl.row_expand_mul` (one value per row) and
-`pl.col_expand_mul` / `pl.col_expand_sub` (one value per column, the γ and β rows); tile ops
-with a scalar right-hand side (`pl.div(t, t, n)`, `pl.add(t, t, eps)`, `pl.mul(t, t, -1.0)` →
-`divs` / `adds` / `muls`); `pl.rsqrt`; a runtime FP32 scalar parameter (`eps`); and mixing the two
-sync styles: the row tiles that move between pipes live in tile groups (auto_mutex), the scratch
-tiles touched only by pipe V are plain `pl.make_tile`s (V is in order with itself), and the γ/β
-rows loaded once before the loop are ordered with an explicit MTE2→V flag.
+Teaches: combining row reductions and broadcasts in both directions — `pl.row_sum` into DN `[rows,
+1]` tiles, `pl.row_expand_sub` / `pl.row_expand_mul` (one value per row) and `pl.col_expand_mul` /
+`pl.col_expand_sub` (one value per column, the γ and β rows); tile ops with a scalar right-hand
+side (`pl.div(t, t, n)`, `pl.add(t, t, eps_n)`, `pl.mul(t, t, -1.0)` → `divs` / `adds` / `muls`),
+on the row tiles before they are reduced (mean = Σ x/n, var + eps = Σ ((x − mean)²/n + eps/n): pto-
+isa's CPU simulator takes tile-scalar ops on row-major tiles only, not on the DN `[rows, 1]`
+results); `pl.rsqrt`; a runtime FP32 scalar parameter (`eps`); and mixing the two sync styles: the
+row tiles that move between pipes live in tile groups (auto_mutex), the scratch tiles touched only
+by pipe V are plain `pl.make_tile`s (V is in order with itself), and the γ/β rows loaded once
+before the loop are ordered with an explicit MTE2→V flag.
 
 β is applied as `y − (−β)`: it is negated once per core so every row tile costs one
 `col_expand_sub`. Rows are processed in tiles of 16 (tails via valid shapes), cols ≤ 256.
@@ -50,6 +52,7 @@ def layernorm_kernel(x: pl.Tensor[[pl.DYNAMIC, pl.DYNAMIC], pl.DT_FP32],
         rows = x.shape[0]
         cols = x.shape[1]
         n = cols * 1.0
+        eps_n = eps / n
         pl.set_validshape(g, [1, cols])
         pl.set_validshape(nb, [1, cols])
         pl.load(g, gamma, [0, 0])
@@ -72,13 +75,13 @@ def layernorm_kernel(x: pl.Tensor[[pl.DYNAMIC, pl.DYNAMIC], pl.DT_FP32],
             pl.set_validshape(mean, [valid_rows, 1])
             pl.set_validshape(rstd, [valid_rows, 1])
             pl.load(xt, x, [row_off, 0])
-            pl.row_sum(mean, xt, tmp)
-            pl.div(mean, mean, n)
+            pl.div(xc, xt, n)
+            pl.row_sum(mean, xc, tmp)
             pl.row_expand_sub(xc, xt, mean)
             pl.mul(sq, xc, xc)
+            pl.div(sq, sq, n)
+            pl.add(sq, sq, eps_n)
             pl.row_sum(rstd, sq, tmp)
-            pl.div(rstd, rstd, n)
-            pl.add(rstd, rstd, eps)
             pl.rsqrt(rstd, rstd)
             pl.row_expand_mul(yt, xc, rstd)
             pl.col_expand_mul(yt, yt, g)

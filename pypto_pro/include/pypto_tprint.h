@@ -2,7 +2,8 @@
 //
 // On the host `cce::printf` always prints (into the block's buffer the launch returns), so
 // `__PYPTO_PRINTF` is it whatever `PTOAS_ENABLE_CCE_PRINT` says; `TPRINT` is in
-// `pto/native/debug.hpp`.
+// `pto/native/debug.hpp`. `__pypto_dtype_name` and `__pypto_print_val` (what the code
+// generator's window-dump loops call) print as the real header does.
 #pragma once
 
 #include <pto/pto-inst.hpp>
@@ -12,5 +13,11 @@
 template <typename T>
 inline const char* __pypto_dtype_name()
 {
-    return pypto_native::dtype_name<T>();
+    return pypto_native::print_dtype_name<T>();
+}
+
+template <typename V>
+inline void __pypto_print_val(V val)
+{
+    pypto_native::ctx().printed += pypto_native::print_val(val);
 }

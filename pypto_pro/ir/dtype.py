@@ -11,7 +11,9 @@ from typing import NamedTuple
 class _DTypeInfo(NamedTuple):  # (not a dataclass: a new process creates it at import)
     bits: int
     ctype: str | None  # C++ spelling in generated code (None: storage only)
-    torch_name: str | None  # torch dtype checked at launch (None: not checked)
+    torch_name: str | None  # torch dtype checked at launch (None: not checked, the real
+    # runtime's `_PL_DTYPE_TO_TORCH` has no entry: the kernel reads the tensor's bytes as its
+    # own dtype, e.g. an int32 tensor for a DT_UINT32 parameter)
     kind: str  # "bool" | "int" | "uint" | "float" | "index"
 
 
@@ -24,8 +26,8 @@ _INFO: dict[str, _DTypeInfo] = {
     "INT64": _DTypeInfo(64, "int64_t", "int64", "int"),
     "UINT4": _DTypeInfo(4, None, None, "uint"),
     "UINT8": _DTypeInfo(8, "uint8_t", "uint8", "uint"),
-    "UINT16": _DTypeInfo(16, "uint16_t", "uint16", "uint"),
-    "UINT32": _DTypeInfo(32, "uint32_t", "uint32", "uint"),
+    "UINT16": _DTypeInfo(16, "uint16_t", None, "uint"),  # any tensor, as the real runtime
+    "UINT32": _DTypeInfo(32, "uint32_t", None, "uint"),
     "UINT64": _DTypeInfo(64, "uint64_t", "uint64", "uint"),
     "FP16": _DTypeInfo(16, "half", "float16", "float"),
     "FP32": _DTypeInfo(32, "float", "float32", "float"),

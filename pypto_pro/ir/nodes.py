@@ -112,6 +112,10 @@ class EnumConst(Expr):
 
 
 class BinOp(enum.Enum):
+    """Scalar binary operators; on run-time values `FloorDiv` / `FloorMod` compute what the real
+    toolchain's C++ `/` and `%` compute (truncation: `ir/scalar_semantics.py`), the names and
+    the printed `//` / `%` are the real IR's."""
+
     Add = "+"
     Sub = "-"
     Mul = "*"

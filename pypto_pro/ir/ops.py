@@ -129,8 +129,12 @@ register(OpSpec("block.reinterpret", pipe=PipeType.S, family="meta", accesses_da
 
 _VEC = dict(reads=(1, 2), writes=(0,), pipe=PipeType.V)
 _reg("block.add block.sub block.mul block.div block.maximum block.minimum block.and block.or "
-     "block.shl block.shr block.rem block.add_relu block.sub_relu block.partadd block.partmax "
-     "block.partmin block.partmul", family="vec_binary", min_args=3, max_args=3, **_VEC)
+     "block.shl block.shr block.rem block.partadd block.partmax block.partmin block.partmul",
+     family="vec_binary", min_args=3, max_args=3, **_VEC)
+# fused ops the real code generator lowers to instructions that write their result through lhs
+# (position 1), which they overwrite
+_reg("block.add_relu block.sub_relu", family="vec_binary", reads=(1, 2), writes=(0, 1),
+     min_args=3, max_args=3)
 _reg("block.adds block.subs block.muls block.divs block.maxs block.mins block.ands block.ors "
      "block.shls block.shrs block.rems", family="vec_scalar", min_args=3, max_args=3, **_VEC)
 _reg("block.xor", family="vec_binary", reads=(1, 2), writes=(0, 3), min_args=3, max_args=4)
@@ -146,15 +150,16 @@ _reg("block.fillpad block.fillpad_expand", family="vec_unary", reads=(1,), write
 _reg("block.fillpad_inplace", family="vec_unary", reads=(0, 1), writes=(0,), min_args=1,
      max_args=2)
 _reg("block.add_relu_cast block.sub_relu_cast block.mul_cast", family="vec_binary",
-     min_args=3, max_args=3, **_VEC)
+     reads=(1, 2), writes=(0, 1), min_args=3, max_args=3)
 _reg("block.addc block.subc", family="vec_ternary", reads=(1, 2, 3), writes=(0,), min_args=4,
      max_args=4)
 _reg("block.addsc block.subsc", family="vec_ternary", reads=(1, 3), writes=(0,), min_args=4,
      max_args=4)
 _reg("block.mul_add_dst block.fused_mul_add block.fused_mul_add_relu", family="vec_ternary",
-     reads=(0, 1, 2), writes=(0,), min_args=3, max_args=3)
+     reads=(0, 1, 2), writes=(0, 1), min_args=3, max_args=3)
 _reg("block.axpy", family="vec_ternary", reads=(0, 1), writes=(0,), min_args=3, max_args=3)
-_reg("block.cmp block.cmps", family="vec_binary", min_args=3, max_args=3, **_VEC)
+_reg("block.cmp", family="vec_binary", min_args=3, max_args=3, **_VEC)
+_reg("block.cmps", family="vec_scalar", min_args=3, max_args=3, **_VEC)
 _reg("block.sel", family="vec_ternary", reads=(1, 2, 3), writes=(0,), min_args=4, max_args=5)
 _reg("block.sels", family="vec_ternary", reads=(1, 2), writes=(0,), min_args=4, max_args=5)
 # reductions: (out, src, tmp) with tmp a scratch tile
@@ -268,15 +273,17 @@ VF_NAMES = (
     "and_ or_ xor shift_left shift_right eq ne lt gt le ge select reduce_sum reduce_max "
     "reduce_min pair_reduce_sum astype bit_cast pack unpack interleave de_interleave squeeze "
     "unsqueeze muls_cast histograms").split()
-#: VF ops that access UB through their first (tile) argument, and how
+#: VF ops that write UB through their first (tile) argument
 VF_STORES = frozenset({"store_align", "store_unalign", "store_unalign_post", "store", "scatter"})
-VF_LOADS = frozenset({"load_align", "load_unalign_init", "load_unalign_pre", "load_unalign",
-                      "load", "gather"})
+#: VF ops that read UB → the tile's position (after the align register of unaligned loads)
+VF_LOADS = {"load_align": 0, "load": 0, "gather": 0, "load_unalign_pre": 1, "load_unalign": 1}
+#: other VF ops without a result
+VF_STATEMENTS = frozenset({"mem_bar", "clear_spr", "load_unalign_pre"})
 for _n in VF_NAMES:
     register(OpSpec(f"vf.{_n}", pipe=PipeType.V, family="vf",
-                    reads=(0,) if _n in VF_LOADS else (),
+                    reads=(VF_LOADS[_n],) if _n in VF_LOADS else (),
                     writes=(0,) if _n in VF_STORES else (),
-                    returns="none" if _n in VF_STORES | {"mem_bar", "clear_spr"} else "reg"))
+                    returns="none" if _n in VF_STORES | VF_STATEMENTS else "reg"))
 # The simulator's one pipe-V instruction for a whole VF section (`__VEC_SCOPE__`), over the
 # section's tiles; the IR keeps the section as a SectionStmt and never calls it.
 register(OpSpec("vf.vec_scope", pipe=PipeType.V, family="vf", tail_reads=True))

@@ -20,8 +20,9 @@ from .nodes import (
 )
 from .span import Span
 from .types import (
-    ArrayType, FunctionRefType, MaskType, NoneType, PtrType, RegType, ScalarType, SectionKind,
-    StrType, StructType, TensorType, TileGroupType, TileLayout, TilePad, TileType, TupleType, Type,
+    AddrRegType, AlignRegType, ArrayType, FunctionRefType, MaskType, NoneType, PtrType, RegType,
+    ScalarType, SectionKind, StrType, StructType, TensorType, TileGroupType, TileLayout, TilePad,
+    TileType, TupleType, Type,
 )
 
 _PREC = {
@@ -88,7 +89,11 @@ class Printer:
         if isinstance(t, RegType):
             return f"{p}.Reg[{p}.{t.dtype.value}]"
         if isinstance(t, MaskType):
-            return f"{p}.Mask"
+            return f"{p}.Mask" if t.dtype is None else f"{p}.Mask[{p}.{t.dtype.value}]"
+        if isinstance(t, AddrRegType):
+            return f"{p}.AddrReg[{p}.{t.dtype.value}]"
+        if isinstance(t, AlignRegType):
+            return f"{p}.AlignReg"
         return type(t).__name__
 
     def tile_type(self, t: TileType) -> str:

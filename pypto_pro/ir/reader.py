@@ -13,7 +13,7 @@ Names: one `Var` per printed name per function (the printer keeps names unique).
 comes from its annotation (parameters, assignments) or, for loop / if results and iter_args,
 from the values that flow into it; a call's from the annotation of the assignment it is the
 value of (`INFERRED` ops and nested calls: tile-group slots and mutex ids, `block.getval` → the
-element dtype, a `block.subview` → its source's tile type with the slice's shape, other
+element dtype, a `block.subview` → its source's tile type with the slice's valid shape, other
 value-returning ops → INDEX, else None). Other expressions get the types
 the DSL parser gives them. The prefix (`ir`, `pl`, ...) comes from the header or a decorator.
 """
@@ -37,9 +37,9 @@ from .nodes import (
 )
 from .span import Span
 from .types import (
-    BOOL, INDEX, ArrayType, CoreType, FunctionRefType, MaskType, MemorySpace, NoneType, PipeType,
-    PtrType, RegType, ScalarType, SectionKind, StrType, StructType, TensorType, TileGroupType,
-    TileLayout, TilePad, TileType, TupleType, Type,
+    BOOL, INDEX, AddrRegType, AlignRegType, ArrayType, CoreType, FunctionRefType, MaskType,
+    MemorySpace, NoneType, PipeType, PtrType, RegType, ScalarType, SectionKind, StrType,
+    StructType, TensorType, TileGroupType, TileLayout, TilePad, TileType, TupleType, Type,
 )
 
 CALL, CARRY = "__ir_call__", "__ir_carry__"
@@ -47,7 +47,7 @@ CALL, CARRY = "__ir_call__", "__ir_carry__"
 ENUMS: dict[str, Any] = {**_attrs.ALL, **{e.__name__: e for e in (
     MemorySpace, PipeType, TilePad, CoreType, SectionKind, FunctionType)}}
 _TYPE_HEADS = {"Tensor", "Tile", "TileGroup", "Ptr", "Reg", "Array", "Tuple", "Struct", "Scalar",
-               "Function", "Mask", *DataType.__members__}
+               "Function", "Mask", "AddrReg", "AlignReg", *DataType.__members__}
 _BIN = {ast.Add: BinOp.Add, ast.Sub: BinOp.Sub, ast.Mult: BinOp.Mul, ast.FloorDiv: BinOp.FloorDiv,
         ast.Mod: BinOp.FloorMod, ast.Div: BinOp.FloatDiv, ast.Pow: BinOp.Pow,
         ast.BitAnd: BinOp.BitAnd, ast.BitOr: BinOp.BitOr, ast.BitXor: BinOp.BitXor,
@@ -209,6 +209,8 @@ class Reader:
             return ScalarType(DataType[head])
         if head == "Mask" and isinstance(node, ast.Attribute):
             return MaskType()
+        if head == "AlignReg" and isinstance(node, ast.Attribute):
+            return AlignRegType()
         if head and isinstance(node, ast.Subscript):
             items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
             return self.subscript_type(head, items, node)
@@ -230,8 +232,9 @@ class Reader:
             return self.tile_type(items, node)
         if head == "Scalar":
             return ScalarType(self.dtype(items[0]))
-        if head in ("Ptr", "Reg"):
-            return (PtrType if head == "Ptr" else RegType)(self.dtype(items[0]))
+        if head in ("Ptr", "Reg", "Mask", "AddrReg"):
+            kind = {"Ptr": PtrType, "Reg": RegType, "Mask": MaskType, "AddrReg": AddrRegType}
+            return kind[head](self.dtype(items[0]))
         if head == "Array" and len(items) == 2:
             return ArrayType(self.type(items[0]), self.lit(items[1], int))
         if head == "Function" and isinstance(items[0], ast.Name):
@@ -623,15 +626,20 @@ def _call_type(op: str, args: tuple[Expr, ...], kwargs: dict[str, Any]) -> Type:
     t = args[0].type if args else None
     if op == "block.getval" and isinstance(t, (TileType, TensorType)):
         return ScalarType(t.dtype)
-    shape = kwargs.get("shape")
-    if op == "block.subview" and isinstance(t, TileType) and isinstance(shape, (tuple, list)):
-        return replace(t, shape=tuple(shape), valid_shape=tuple(shape))  # as the parser's slice
+    if op == "block.subview" and isinstance(t, TileType) and len(args) > 2 and \
+            isinstance(args[2], MakeTuple):  # as the parser's slice
+        return replace(t, valid_shape=tuple(e.value if isinstance(e, ConstInt) else None
+                                            for e in args[2].elements))
     if op.startswith("tile_group.") and isinstance(t, TileGroupType) and op != "tile_group.make":
         if op == "tile_group.mutex_id":
             return INDEX
         index = args[1] if op == "tile_group.get" and len(args) > 1 else None
         return t.slot_type(index.value if isinstance(index, ConstInt) else
                            None if t.depth > 1 or op == "tile_group.get" else 0)
+    if op == "ptr.make_ptr" and isinstance(t, (PtrType, TensorType)):
+        return PtrType(kwargs.get("dtype") or t.dtype)
+    if op == "ptr.addptr" and isinstance(t, PtrType):
+        return t
     spec = ops.get(op)
     return INDEX if spec is not None and spec.returns == "scalar" else NoneType()
 

@@ -280,7 +280,25 @@ class RegType(Type):
 
 @_value_type()
 class MaskType(Type):
-    """A predicate register (`MaskReg`)."""
+    """A predicate register (`MaskReg`), one bit per register byte. `dtype` is the element
+    type it was made for (the real IR types a mask as that scalar type): the lane width its
+    interleave / pack / unaligned-store forms work in; None when nothing says."""
+
+    dtype: DataType | None = None
+
+
+@_value_type()
+class AddrRegType(Type):
+    """An address register (`AddrReg`, `vf.create_addr_reg`): an element offset of `dtype`
+    that `vf.load_align` / `vf.store_align` add to their tile."""
+
+    dtype: DataType
+
+
+@_value_type()
+class AlignRegType(Type):
+    """An unaligned-access register (`UnalignReg`): the 32-byte buffer an unaligned load
+    (`vf.load_unalign_init`) or store (`vf.unalign_reg_for_store`) carries between calls."""
 
 
 #: scalar types the IR uses everywhere, made with the value types

@@ -113,7 +113,9 @@ def _ordered(slots: list[Slot]) -> list[Slot]:
 def _bracket(stmt: Stmt, slots: list[Slot], pipe: PipeType, span) -> list[Stmt]:
     if not slots:
         return [stmt]
-    ids = [i for s in _ordered(slots) for i in s.ids]
+    # an id two tiles share (groups may repeat ids) is locked once: a pipe never holds an id
+    # twice, and every lock keeps exactly one unlock for redundant_mutex to pair
+    ids = list(dict.fromkeys(i for s in _ordered(slots) for i in s.ids))
     return ([mutex_stmt(True, pipe, i, span) for i in ids] + [stmt]
             + [mutex_stmt(False, pipe, i, span) for i in ids])
 

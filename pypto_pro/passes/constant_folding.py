@@ -2,12 +2,12 @@
 
 A forward walk over each function keeps the Vars whose value is a known constant at this point
 (an `if` keeps what both falling-through branches agree on; a Var assigned in a loop is unknown
-throughout and after the loop). Integer and boolean expressions fold with Python's semantics
-where they agree with the target's (no folding of negative floor-division / modulo, of values
-outside the dtype's range, or of floating-point arithmetic). Constant `Select`s pick their
-side, `tile_group.mutex_id` / `tile_group.get` with a constant slot become constants / typed
-slots, `system.*_dyn` sync ops with a constant, in-range id become their static form, `if`s on
-constants keep one branch and loops that run zero times disappear.
+throughout and after the loop). Integer and boolean expressions fold with the target's
+semantics (`ir/scalar_semantics.py`: `//` and `%` truncate as the generated C++ does; no folding
+of a division by zero, of values outside the dtype's range, or of floating-point arithmetic).
+Constant `Select`s pick their side, `tile_group.mutex_id` / `tile_group.get` with a constant
+slot become constants / typed slots, `system.*_dyn` sync ops with a constant, in-range id become
+their static form, `if`s on constants keep one branch and loops that run zero times disappear.
 """
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from ..ir.nodes import (
     AssignStmt, BinaryExpr, BinOp, Call, Cast, ConstBool, ConstInt, Expr, ForStmt, IfStmt,
     Program, SectionStmt, Select, Stmt, UnaryExpr, UnOp, Var, WhileStmt,
 )
+from ..ir.scalar_semantics import RUNTIME_BINOPS
 from ..ir.types import ScalarType
 from .ir_query import (
     CONSTS, defined_vars, falls_through, is_pure_scalar, map_functions, map_own_exprs,
@@ -36,13 +37,8 @@ DYN_ID_KWARG = {
     "system.wait_cross_core_dyn": ("event_id", 16),
 }
 _INT_OPS = {
-    BinOp.Add: operator.add, BinOp.Sub: operator.sub, BinOp.Mul: operator.mul,
-    BinOp.FloorDiv: operator.floordiv, BinOp.FloorMod: operator.mod, BinOp.Min: min,
-    BinOp.Max: max, BinOp.BitAnd: operator.and_, BinOp.BitOr: operator.or_,
-    BinOp.BitXor: operator.xor, BinOp.Shl: operator.lshift, BinOp.Shr: operator.rshift,
-    BinOp.Eq: operator.eq, BinOp.Ne: operator.ne, BinOp.Lt: operator.lt, BinOp.Le: operator.le,
-    BinOp.Gt: operator.gt, BinOp.Ge: operator.ge, BinOp.And: lambda a, b: a and b,
-    BinOp.Or: lambda a, b: a or b,
+    **{op: fn for op, fn in RUNTIME_BINOPS.items() if op not in (BinOp.FloatDiv, BinOp.Pow)},
+    BinOp.And: lambda a, b: a and b, BinOp.Or: lambda a, b: a or b,
 }
 _BOOL_OPS = (BinOp.And, BinOp.Or, BinOp.Eq, BinOp.Ne, BinOp.BitAnd, BinOp.BitOr, BinOp.BitXor)
 
@@ -81,8 +77,8 @@ def _fold_binary(e: BinaryExpr) -> Expr:
         return _identity(e, a, b)
     if (isinstance(a, bool) or isinstance(b, bool)) and e.op not in _BOOL_OPS:
         return e
-    if e.op in (BinOp.FloorDiv, BinOp.FloorMod) and (b == 0 or a < 0 or b < 0):
-        return e  # Python and C disagree on negative operands
+    if e.op in (BinOp.FloorDiv, BinOp.FloorMod) and b == 0:
+        return e  # the run-time division by zero is reported where it runs
     if e.op in (BinOp.Shl, BinOp.Shr) and not 0 <= b < 64:
         return e
     fn = _INT_OPS.get(e.op)

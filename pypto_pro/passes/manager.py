@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..errors import PassInner, PyptoError
+from ..ir.blame import span_of_failure
 from ..ir.nodes import Program
 from ..ir.printer import python_print
 from ..ir.span import Span
@@ -120,6 +121,16 @@ class PassRecord:
     warnings: tuple[Diagnostic, ...] = ()
     error: PyptoError | None = None
 
+    def lines(self, concise: bool = False) -> tuple[str, list[Span | None]]:
+        """(the IR text, the source span of each of its lines); `concise` leaves out the
+        assignment types (the printer's concise form). Printed once per form."""
+        attr = "_concise_lines" if concise else "_lines"
+        found = self.__dict__.get(attr)
+        if found is None:
+            found = python_print(self.program, concise=concise, line_map=True)
+            object.__setattr__(self, attr, found)  # a cache, not a field
+        return found
+
     def diff(self, other: PassRecord, context: int = 3) -> str:
         """Unified diff from this record's IR to `other`'s."""
         return "".join(difflib.unified_diff(
@@ -207,7 +218,7 @@ class PassManager:
             out = p.run(program, ctx)
         except Exception as e:  # noqa: BLE001  (every failure is recorded, then re-raised)
             err = e if isinstance(e, PyptoError) else PassInner(
-                f"{type(e).__name__}: {e}", module="PRO_IR")
+                f"{type(e).__name__}: {e}", span_of_failure(e.__traceback__), module="PRO_IR")
             if err.pass_name is None:
                 err.pass_name = p.NAME
             self.records.append(PassRecord(p.NAME, text, program, time.perf_counter() - t0,

@@ -6,12 +6,15 @@ and constants come first; a runtime id identical to an earlier one is dropped, a
 runtime id gets `guard=[...]`: the earlier ids it could equal (possible values overlap), except
 other ids of the same tile, which never collide. Code generation emits
 `if (id != g0 && id != g1) get_buf(...)` and the simulator skips the lock when the id equals a
-guard. Ids are read through the SSA Vars that name them. On a5, an id that every mutex statement
+guard. An unlock takes the decision of its lock (same pipe and id, first come first served in
+its statement list): redundant_mutex may have moved an id's unlock out of the run its lock
+sat in, and a lock skipped must have its unlock skipped too. Ids are read through the SSA Vars
+that name them. On a5, an id that every mutex statement
 of the program uses only on pipe V is elided (V executes in order, so the mutex orders nothing).
 """
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import defaultdict, deque
 
 from ..ir.nodes import (
     AssignStmt, Call, ConstInt, EvalStmt, Expr, Function, Program, Select, Stmt, Var,
@@ -91,24 +94,33 @@ def _dedup(body: Stmt | None, ids: _Ids) -> Stmt | None:
         return None
     out: list[Stmt] = []
     run: list[Stmt] = []
+    locked: _Decisions = defaultdict(deque)
     for s in stmts_of(body):
         call = mutex_call(s)
         if call is not None and run and _same_run(mutex_call(run[0]), call):
             run.append(s)
             continue
-        out.extend(_dedup_run(run, ids))
+        out.extend(_dedup_run(run, ids, locked))
         run = [s] if call is not None else []
         if call is None:
             out.append(map_blocks(s, lambda b: _dedup(b, ids)))
-    out.extend(_dedup_run(run, ids))
+    out.extend(_dedup_run(run, ids, locked))
     return rebuild(body, out)
+
+
+#: (pipe, id) → what became of each lock of that id not yet unlocked: its guard, or None when
+#: the lock was dropped (the same id is already in its run)
+_Decisions = dict[tuple, "deque[tuple[Expr, ...] | None]"]
 
 
 def _same_run(a: Call, b: Call) -> bool:
     return is_lock(a) == is_lock(b) and pipe_of(a) == pipe_of(b)
 
 
-def _dedup_run(run: list[Stmt], ids: _Ids) -> list[Stmt]:
+def _dedup_run(run: list[Stmt], ids: _Ids, locked: _Decisions) -> list[Stmt]:
+    if not run:
+        return []
+    lock, pipe = is_lock(mutex_call(run[0])), pipe_of(mutex_call(run[0]))
     consts: dict[int, Stmt] = {}
     dynamic: list[tuple[Stmt, Expr]] = []
     for s in run:
@@ -121,10 +133,18 @@ def _dedup_run(run: list[Stmt], ids: _Ids) -> list[Stmt]:
     earlier: list[tuple[Expr, Expr]] = [(id_of(mutex_call(s)), ConstInt(v))
                                         for v, s in consts.items()]
     for s, i in dynamic:
-        if any(i == seen for _, seen in earlier):
+        key = (pipe, id_of(mutex_call(s)))
+        if not lock and locked.get(key):
+            guard = locked[key].popleft()  # the unlock mirrors what its lock did
+        elif any(i == seen for _, seen in earlier):
+            guard = None
+        else:
+            guard = tuple(written for written, seen in earlier
+                          if possible_ids(seen) & possible_ids(i) and not same_tile(seen, i))
+        if lock:
+            locked[key].append(guard)
+        if guard is None:
             continue
-        guard = tuple(written for written, seen in earlier
-                      if possible_ids(seen) & possible_ids(i) and not same_tile(seen, i))
         if guard:
             s = EvalStmt(with_kwarg(mutex_call(s), "guard", guard), s.span)
         out.append(s)

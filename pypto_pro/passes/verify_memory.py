@@ -3,9 +3,12 @@
 Allocations are `block.make_tile` tiles and the slots of `tile_group.make` groups. A start
 address that is not aligned for its memory space, or a footprint (`memref_size`, else the tile's
 bytes) that runs past the end of the buffer, is an `InvalidTile` error naming the space, the byte
-range and the capacity. Two allocations in one space that overlap partially are a warning with
-both source lines; one inside the other (same start, or a view within a larger buffer) is how
-real kernels alias on purpose and passes silently. The real system checks none of this.
+range and the capacity. Buffers that share bytes while both are in use (`buffer_use.conflicts`:
+two tile groups in flight together, a write to one buffer while another still holds data read
+later) are an `InvalidTile` error naming both buffers, both byte ranges and both source lines
+when the overlap is certain, and a warning when it depends on a run-time branch. A tile inside
+another tile is a view of it (how real kernels alias on purpose) and passes silently. The real
+system checks none of this.
 """
 from __future__ import annotations
 
@@ -15,6 +18,7 @@ from ..errors import InvalidTile
 from ..ir.nodes import AssignStmt, Call, Program
 from ..ir.span import Span
 from ..ir.types import MemorySpace, TileGroupType, TileType
+from .buffer_use import Conflict, Owner, conflicts
 from .ir_query import iter_stmts
 from .manager import PassContext
 
@@ -44,7 +48,8 @@ def run(program: Program, ctx: PassContext) -> Program:
     allocs = allocations(program)
     for a in allocs:
         _check_placement(a, ctx)
-    _warn_partial_overlaps(allocs, ctx)
+    for c in conflicts(program):
+        _report_overlap(c, allocs, ctx)
     return program
 
 
@@ -83,16 +88,47 @@ def _check_placement(a: Allocation, ctx: PassContext) -> None:
                           module="PRO_IR", pass_name=NAME)
 
 
-def _warn_partial_overlaps(allocs: list[Allocation], ctx: PassContext) -> None:
-    by_space: dict[MemorySpace, list[Allocation]] = {}
-    for a in allocs:
-        by_space.setdefault(a.space, []).append(a)
-    for group in by_space.values():
-        group.sort(key=lambda a: (a.start, a.end))
-        for i, a in enumerate(group):
-            for b in group[i + 1:]:
-                if b.start >= a.end:
-                    break
-                if not (a.contains(b) or b.contains(a)):
-                    ctx.warn(f"{a.where()} and {b.where()} overlap partially in "
-                             f"{a.space.value}", a.span, (b.span,), NAME)
+def _report_overlap(c: Conflict, allocs: list[Allocation], ctx: PassContext) -> None:
+    """An error for a certain overlap, a warning for one that depends on a run-time branch."""
+    lo, hi = c.shared
+    first, last = c.uses
+    during = (f" on lines {first}-{last}" if first and first != last else
+              f" on line {first}" if first else "")
+    if c.at is None:
+        why = ("the groups' mutexes do not order one against the other, so one pipe can "
+               "overwrite data another pipe has not read yet")
+        span, moved = c.b.span, c.b
+    else:
+        written = c.at.owner
+        other = c.b if written is c.a else c.a
+        why = (f"line {c.at.span.line} writes {written.label()} while {other.label()} still "
+               f"holds data that is read later")
+        span, moved = c.at.span, c.b
+    message = (f"{c.a.where(c.slot_a)} and {c.b.where(c.slot_b)} share bytes [{lo:#x}, "
+               f"{hi:#x}) of {c.a.space.value} while both are in use{during}: {why}")
+    hint = _free_range_hint(moved, allocs, ctx)
+    if c.certain:
+        raise InvalidTile(message, span, hint=hint, note=f"{c.a.label()} is made at "
+                          f"{c.a.span.file}:{c.a.span.line}", module="PRO_IR", pass_name=NAME)
+    ctx.warn(f"{message} when the branch on a run-time value is taken", span,
+             (c.a.span, c.b.span), NAME)
+
+
+def _free_range_hint(owner: Owner, allocs: list[Allocation], ctx: PassContext) -> str:
+    """Where `owner` would fit: the lowest aligned address clear of every other buffer."""
+    lo = min(r[0] for r in owner.ranges)
+    size = max(r[1] for r in owner.ranges) - lo
+    taken = sorted((a.start, a.end) for a in allocs
+                   if a.space is owner.space and a.span != owner.span)
+    align = max(ctx.soc.alignment(owner.space), 1)
+    addr = 0
+    for start, end in taken:
+        if addr + size <= start:
+            break
+        addr = max(addr, -(-end // align) * align)
+    what = "addrs" if owner.kind == "group" else "addr"
+    if addr + size > ctx.soc.buffer_size(owner.space):
+        return f"give {owner.name} its own {owner.space.value} bytes (the buffer has no free " \
+               f"range of {size:#x} bytes left: shrink a tile or a group's depth)"
+    return f"give {owner.name} its own bytes, e.g. {what}={addr:#x} (the first free range of " \
+           f"{size:#x} bytes)"

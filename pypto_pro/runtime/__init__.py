@@ -6,6 +6,8 @@ name keeps meaning the module.
 """
 from __future__ import annotations
 
+from ..ir.types import MemorySpace
+from . import pipeline
 from .backends import (
     LaunchRequest, LaunchResult, current_backend_name, get_backend, register_backend, use_backend,
 )
@@ -14,7 +16,7 @@ from .kernel_def import Specialization
 from .tilingkey import TilingKeyField
 
 __all__ = [
-    "JitKernel", "KernelDef", "LaunchRequest", "LaunchResult", "Specialization",
-    "TilingKeyField", "current_backend_name", "get_backend", "kernel",
+    "JitKernel", "KernelDef", "LaunchRequest", "LaunchResult", "MemorySpace", "Specialization",
+    "TilingKeyField", "current_backend_name", "get_backend", "kernel", "pipeline",
     "register_backend", "use_backend",
 ]

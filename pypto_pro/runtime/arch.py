@@ -12,8 +12,10 @@ OSError and RuntimeError all mean "no NPU"). Imports nothing else from the packa
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
+from collections.abc import Iterator
 
 from ..errors import InvalidArgument
 
@@ -92,3 +94,23 @@ def npu_device_name() -> str | None:
         return str(torch.npu.get_device_name())
     except (AttributeError, OSError, RuntimeError):
         return None
+
+
+@contextlib.contextmanager
+def use_arch(arch: str) -> Iterator[str]:
+    """Compile the kernels launched or compiled inside the `with` block for `arch` ("a2",
+    "a3", "a5" or an NPU arch string) unless their `@pl.jit(arch=...)` says otherwise; sets
+    env `PYPTOPRO_JIT_ARCH` for the block (a bad value fails here)."""
+    canonical = normalize_arch(arch)
+    if canonical is None:
+        raise InvalidArgument(f"use_arch needs an arch such as 'a5', got {arch!r}",
+                              module="PRO_RUNTIME")
+    old = os.environ.get(ENV_ARCH)
+    os.environ[ENV_ARCH] = canonical
+    try:
+        yield canonical
+    finally:
+        if old is None:
+            os.environ.pop(ENV_ARCH, None)
+        else:
+            os.environ[ENV_ARCH] = old

@@ -243,7 +243,7 @@ def _scalar(p: ParamSpec, value: Any, dtype: DataType) -> int | float | bool:
             return value if dtype is DataType.BOOL else int(value)
     elif isinstance(value, numbers.Integral):
         if dtype.is_int:
-            return _int_in_range(p, int(value), dtype)
+            return _wrapped(int(value), dtype)
     elif isinstance(value, numbers.Real):
         if dtype.is_float:
             return float(value)
@@ -257,14 +257,14 @@ def _scalar_kind(dtype: DataType) -> str:
     return "a float" if dtype.is_float else "an int (or bool)"
 
 
-def _int_in_range(p: ParamSpec, value: int, dtype: DataType) -> int:
+def _wrapped(value: int, dtype: DataType) -> int:
+    """An int scalar as the real runtime passes it (a ctypes integer of the dtype's width: no
+    range check, the bits wrap; `3212836864` for an INT32 parameter is 0xBF800000, -1082130432)."""
+    if dtype is DataType.INDEX:
+        dtype = DataType.INT64
     bits = dtype.bits
-    lo, hi = (0, (1 << bits) - 1) if dtype.kind == "uint" else (-(1 << bits - 1),
-                                                                (1 << bits - 1) - 1)
-    if not lo <= value <= hi:
-        raise OutOfRange(f"{_where(p)}: value {value} out of range for {dtype!r} [{lo}, {hi}]",
-                         module="PRO_RUNTIME")
-    return value
+    value &= (1 << bits) - 1
+    return value - (1 << bits) if dtype.kind == "int" and value >> (bits - 1) else value
 
 
 def _check_tiling(p: ParamSpec, value: Any) -> None:

@@ -14,7 +14,9 @@ from __future__ import annotations
 import ast
 import builtins
 import functools
+import hashlib
 import inspect
+import json
 import linecache
 import numbers
 import sys
@@ -22,12 +24,13 @@ import textwrap
 import threading
 import types
 from collections import ChainMap
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, MutableMapping
 from typing import Any, NamedTuple
 
 from ..errors import InvalidArgument, InvalidType
 from ..ir.dtype import DataType
 from ..language.pipeline import PipelineConfig
+from ..language.types import STATIC
 from .arch import normalize_arch, resolve_arch
 from .backends import LaunchRequest, LaunchResult, current_backend_name, get_backend
 from .binding import bind, resolve_datatype
@@ -50,6 +53,8 @@ def jit(target: Callable | None = None, *, arch: str | None = None, auto_mutex: 
                        compile_timeout=compile_timeout, sanitizer=sanitizer)
 
     def decorate(fn: Callable) -> Any:
+        if isinstance(fn, JitKernel):
+            return fn  # the real decorator passes an already-jitted kernel through unchanged
         env = _capture_env(_check_function(fn, "jit"))
         evaluated = evaluate_annotations(fn, env)
         if not is_kernel_function(fn, env, evaluated):
@@ -305,7 +310,45 @@ class JitKernel:
 
         return launch
 
-    def compile(self, spec: Specialization) -> Any:
+    def compile(self, *args: Any, tiling_key: Any = None, datatype: Any = None,
+                force: bool = False, **kwargs: Any) -> Any:
+        """`kernel.compile(*args)`: the `Compiled` specialisation a launch with these arguments
+        runs (passes, IR, generated code), without launching. Arguments are checked as a launch
+        checks them; a kernel without STATIC dims compiles without any. `tiling_key` and
+        `datatype` are what the launch brackets would carry. A kernel of the same source
+        compiled before in this process is reused unless `force`.
+
+        `kernel.compile(spec)` with a `Specialization` is the runtime's own form: the
+        compiler's `CompiledKernel` for `spec`, memoised per kernel.
+        """
+        if len(args) == 1 and isinstance(args[0], Specialization) and not kwargs:
+            return self._compile_spec(args[0])
+        from .compiled import compile_for
+
+        return compile_for(self, args, kwargs, tiling_key, datatype, force)
+
+    @property
+    def needs_arguments(self) -> bool:
+        """True when the kernel's specialisation depends on launch arguments (STATIC dims or
+        ellipsis ranks): `compile()` then needs them."""
+        return any(d is STATIC or d is Ellipsis
+                   for p in self.kernel_def.params if p.kind == "tensor"
+                   for d in getattr(p.spec, "dims", ()))
+
+    @property
+    def variants(self) -> list[Any]:
+        """Every specialisation compiled so far, as `Compiled` objects."""
+        from .compiled import Compiled
+
+        return [Compiled.of(c) for c in list(self.compiled_variants.values())]
+
+    def forget(self) -> None:
+        """Drop this kernel's compiled variants: the next launch or compile compiles again."""
+        with self._compile_lock:
+            self.compiled_variants.clear()
+            self._disk_hits.clear()
+
+    def _compile_spec(self, spec: Specialization) -> Any:
         """The compiled kernel for `spec`, compiling on first use (memoised per spec)."""
         with self._compile_lock:
             compiled = self.compiled_variants.get(spec)
@@ -325,13 +368,13 @@ class JitKernel:
             return compiled
         lookup = getattr(backend, "cached_launch", None)
         if lookup is None:
-            return self.compile(spec)
+            return self._compile_spec(spec)
         memo = (id(backend), spec)
         hit = self._disk_hits.get(memo)
         if hit is None:
             attrs = lookup(self.kernel_def, spec)
             if attrs is None:
-                return self.compile(spec)
+                return self._compile_spec(spec)
             hit = self._disk_hits[memo] = CachedCompile(self, spec, attrs)
         return hit
 
@@ -355,14 +398,17 @@ class JitKernel:
         datatype = resolve_datatype(self.kernel_def.params, rest[-1]) if has_dt else ()
         return _LaunchPlan(stream, _check_block_dim(block_dim), tiling_key, datatype)
 
-    def _launch(self, plan: _LaunchPlan, args: tuple, kwargs: dict) -> None:
+    def _bind(self, plan: _LaunchPlan, args: tuple, kwargs: dict) -> Any:
         arch = resolve_arch(self.options.arch)
         key = (arch, plan.tiling_key, plan.datatype)
         launch_spec = self._launch_specs.get(key)
         if launch_spec is None:
             launch_spec = self._launch_specs[key] = Specialization(
                 arch=arch, tiling_key=plan.tiling_key, datatype=plan.datatype)
-        bound = bind(self.kernel_def, args, kwargs, launch_spec)
+        return bind(self.kernel_def, args, kwargs, launch_spec)
+
+    def _launch(self, plan: _LaunchPlan, args: tuple, kwargs: dict) -> None:
+        bound = self._bind(plan, args, kwargs)
         backend = get_backend(current_backend_name())
         compiled = self._compiled_for(backend, bound.spec)
         request = LaunchRequest(compiled, plan.block_dim, plan.stream, bound.args,
@@ -380,8 +426,73 @@ class JitKernel:
         """The Trace of the last launch (None before any launch or on a backend without one)."""
         return None if self.last_result is None else self.last_result.trace
 
+    # ------------------------------------------------------------ the real runtime's surface
+    @property
+    def arch(self) -> str | None:
+        return self.options.arch
+
+    @property
+    def tilingkey_schema(self) -> TilingKeySchema | None:
+        return self.tiling_schema
+
+    @property
+    def datatype_schema(self) -> dict[str, str] | None:
+        return self.options.datatype
+
+    def _ensure_compiled(self, args: tuple, concrete_key: Mapping[str, Any] | None = None,
+                         dtype_key: Mapping[str, DataType] | None = None) -> Any:
+        """The compiled kernel for a launch with `args` and these keys (compiling it once)."""
+        tiling_key = self.tiling_schema.validate(concrete_key) if self.tiling_schema else ()
+        datatype = (resolve_datatype(self.kernel_def.params, dtype_key)
+                    if self.options.datatype else ())
+        bound = self._bind(_LaunchPlan(None, 1, tiling_key, datatype), tuple(args), {})
+        return self._compile_spec(bound.spec)
+
+    @property
+    def _compiled_by_signature(self) -> MutableMapping:
+        """`compiled_variants` keyed as the real runtime keys its memo: (static signature,
+        datatype hash, packed tiling key)."""
+        return _BySignature(self)
+
 
 _TileJitKernel = JitKernel
+
+
+class _BySignature(MutableMapping):
+    """A live view of a kernel's `compiled_variants` under the real runtime's memo keys."""
+
+    def __init__(self, kernel: JitKernel) -> None:
+        self._kernel = kernel
+
+    def _key(self, spec: Specialization) -> tuple:
+        schema = self._kernel.tiling_schema
+        packed = schema.pack(dict(spec.tiling_key)) if schema and spec.tiling_key else None
+        dtypes = None
+        if spec.datatype:
+            text = json.dumps({k: str(v) for k, v in spec.datatype}, sort_keys=True)
+            dtypes = hashlib.sha256(text.encode()).hexdigest()[:16]
+        return spec.static_dims, dtypes, packed
+
+    def _spec(self, key: tuple) -> Specialization:
+        for spec in self._kernel.compiled_variants:
+            if self._key(spec) == key:
+                return spec
+        raise KeyError(key)
+
+    def __getitem__(self, key: tuple) -> Any:
+        return self._kernel.compiled_variants[self._spec(key)]
+
+    def __setitem__(self, key: tuple, value: Any) -> None:
+        raise TypeError("compiled variants are added by compiling (_ensure_compiled)")
+
+    def __delitem__(self, key: tuple) -> None:
+        del self._kernel.compiled_variants[self._spec(key)]
+
+    def __iter__(self) -> Iterator[tuple]:
+        return iter([self._key(s) for s in self._kernel.compiled_variants])
+
+    def __len__(self) -> int:
+        return len(self._kernel.compiled_variants)
 
 
 class CachedCompile:
@@ -403,7 +514,7 @@ class CachedCompile:
     def __getattr__(self, attr: str) -> Any:
         if attr.startswith("__") or attr == "_kernel":
             raise AttributeError(attr)
-        return getattr(self._kernel.compile(self.spec), attr)
+        return getattr(self._kernel._compile_spec(self.spec), attr)
 
 
 def _check_block_dim(block_dim: Any) -> int:

@@ -1,14 +1,16 @@
 """Tiling keys (spec §1.1 `tiling_key=`): the schema class, its checks, packing a key.
 
 A tiling-key class declares fields as class attributes `NAME = TilingKeyField(bits=, values=)`
-(in declaration order) and optionally `is_valid(self, key) -> bool`, called with the key dict.
+(in declaration order) and optionally `is_valid(self, key) -> bool`, called (as the real
+runtime calls it) with the tuple of the key's values in declaration order.
 Each field's value is encoded by its index in `values`; the first field takes the lowest bits.
 The schema is checked once at decoration (spec §5.2) and every key at launch. Imports only
 the error classes.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import itertools
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from ..errors import InvalidArgument
@@ -33,14 +35,17 @@ def _fail(message: str) -> InvalidArgument:
 
 
 class TilingKeySchema(Frozen):
-    """The checked fields of a tiling-key class, in declaration order."""
+    """The checked fields of a tiling-key class, in declaration order. `TilingKeySchema(cls)`
+    checks the class (spec §5.2); besides our own methods it answers the real runtime's
+    (`cls_name`, `field_names()`, `is_valid`, `validate_concrete()`, `enumerate_valid()`)."""
 
     __slots__ = ("cls", "fields")
     cls: type
     fields: tuple[tuple[str, TilingKeyField], ...]
 
-    def __init__(self, cls: type, fields: tuple[tuple[str, TilingKeyField], ...]) -> None:
-        self._init(cls=cls, fields=fields)
+    def __init__(self, cls: type,
+                 fields: tuple[tuple[str, TilingKeyField], ...] | None = None) -> None:
+        self._init(cls=cls, fields=tuple(_checked_fields(cls)) if fields is None else fields)
 
     @property
     def total_bits(self) -> int:
@@ -49,6 +54,29 @@ class TilingKeySchema(Frozen):
     @property
     def names(self) -> tuple[str, ...]:
         return tuple(n for n, _ in self.fields)
+
+    @property
+    def cls_name(self) -> str:
+        return self.cls.__name__
+
+    def field_names(self) -> list[str]:
+        return list(self.names)
+
+    @property
+    def is_valid(self) -> Callable[[tuple], bool] | None:
+        """The class's `is_valid(self, key)` bound to an instance, or None."""
+        check = getattr(self.cls, "is_valid", None)
+        return None if check is None else check.__get__(self.cls.__new__(self.cls), self.cls)
+
+    def enumerate_valid(self) -> list[tuple]:
+        """Every combination of field values (declaration order) that `is_valid` accepts."""
+        combos = itertools.product(*(f.values for _, f in self.fields))
+        check = self.is_valid
+        return [c for c in combos if check is None or check(c)]
+
+    def validate_concrete(self, key: Any) -> None:
+        """Raise `InvalidArgument` unless `key` is a complete, allowed, valid key dict."""
+        self.validate(key)
 
     def validate(self, key: Any) -> tuple[tuple[str, Any], ...]:
         """Check a launch key dict; returns `((field, value), ...)` in declaration order."""
@@ -71,11 +99,8 @@ class TilingKeySchema(Frozen):
         return ordered
 
     def _check_is_valid(self, ordered: tuple[tuple[str, Any], ...]) -> None:
-        check = getattr(self.cls, "is_valid", None)
-        if check is None:
-            return
-        instance = self.cls.__new__(self.cls)
-        if not instance.is_valid(dict(ordered)):
+        check = self.is_valid
+        if check is not None and not check(tuple(v for _, v in ordered)):
             raise _fail(f"tiling key {dict(ordered)} rejected by "
                         f"{self.cls.__name__}.is_valid")
 
@@ -104,6 +129,15 @@ def build_schema(cls: Any, reserved: Mapping[str, str] | None = None) -> TilingK
     `reserved` maps names a field must not take to what they already are (kernel parameters,
     globals of the kernel, datatype variables): field names become constants in the kernel.
     """
+    schema = TilingKeySchema(cls)
+    for name in schema.names:
+        if reserved and name in reserved:
+            raise _fail(f"tiling-key field {name!r} of {cls.__name__} clashes with "
+                        f"{reserved[name]} of the same name")
+    return schema
+
+
+def _checked_fields(cls: Any) -> list[tuple[str, TilingKeyField]]:
     if not isinstance(cls, type):
         raise _fail(f"tiling_key must be a class with TilingKeyField attributes, got {cls!r}")
     fields = _declared_fields(cls)
@@ -111,9 +145,6 @@ def build_schema(cls: Any, reserved: Mapping[str, str] | None = None) -> TilingK
         raise _fail(f"tiling_key class {cls.__name__} declares no TilingKeyField")
     for name, fld in fields:
         _check_field(cls, name, fld)
-        if reserved and name in reserved:
-            raise _fail(f"tiling-key field {name!r} of {cls.__name__} clashes with "
-                        f"{reserved[name]} of the same name")
     total = sum(f.bits for _, f in fields)
     if total > MAX_TOTAL_BITS:
         raise _fail(f"tiling_key class {cls.__name__} needs {total} bits; at most "
@@ -121,7 +152,7 @@ def build_schema(cls: Any, reserved: Mapping[str, str] | None = None) -> TilingK
     check = getattr(cls, "is_valid", None)
     if check is not None and not callable(check):
         raise _fail(f"{cls.__name__}.is_valid must be a method is_valid(self, key) -> bool")
-    return TilingKeySchema(cls, tuple(fields))
+    return fields
 
 
 def _declared_fields(cls: type) -> list[tuple[str, TilingKeyField]]:

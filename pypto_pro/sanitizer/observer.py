@@ -32,6 +32,7 @@ from ..ir.types import PipeType
 from ..sim.model.memory import GMRef, SimMemoryError, TileRef
 from .clocks import Clock, join, ordered_before
 from ..trace.findings import Finding, SanitizerReport, Site
+from .hints import OverlapHints
 from .footprint import (
     gm_bytes,
     gm_read_bytes,
@@ -69,8 +70,10 @@ class _Rec:
 class Sanitizer:
     """Engine observer collecting a `SanitizerReport` for one launch."""
 
-    def __init__(self, kernel: str = "") -> None:
+    def __init__(self, kernel: str = "", programs: Any = None) -> None:
         self.report = SanitizerReport(kernel)
+        #: names overlapping buffers in race hints (the launch's compiled programs)
+        self._hints = OverlapHints(programs.values()) if programs else None
         self.records: list[_Rec] = []
         self._tids: dict[tuple[int, str], int] = {}
         self._clocks: list[Clock] = []
@@ -143,8 +146,9 @@ class Sanitizer:
                     core.core_id, core.block, getattr(pipe, "value", pipe),
                     max(core.engine.now, core.time if pipe is PipeType.S else 0), op)
 
-    def _add(self, kind: str, message: str, site: Site, other: Site | None = None) -> None:
-        self.report.add(Finding(kind, message, site, other))
+    def _add(self, kind: str, message: str, site: Site, other: Site | None = None,
+             hint: str = "") -> None:
+        self.report.add(Finding(kind, message, site, other, hint=hint))
 
     # ------------------------------------------------------------ hooks: issue and ops
     def issued(self, core: Any, instr: Any) -> None:
@@ -280,10 +284,11 @@ class Sanitizer:
         if shadow is None:
             shadow = self._onchip[key] = Shadow(ref.memory.buffer(space).numel())
         idx = compact(idx)
-        raced = self._races(shadow.last_writers(idx), tid, clock, site, write)
+        extent = tile_extent(ref)
+        raced = self._races(shadow.last_writers(idx), tid, clock, site, write, extent=extent)
         if write:
-            self._races(shadow.last_readers(idx, tid), tid, clock, site, True)
-            shadow.wrote(idx, self._record(tid, clock, site, True, extent=tile_extent(ref)))
+            self._races(shadow.last_readers(idx, tid), tid, clock, site, True, extent=extent)
+            shadow.wrote(idx, self._record(tid, clock, site, True, extent=extent))
             return
         if not raced and check_init:
             self._overlap(shadow.last_writers(idx), ref, site)
@@ -295,7 +300,8 @@ class Sanitizer:
         shadow.read(idx, tid, self._record(tid, clock, site, False))
 
     def _races(self, recs: list[int], tid: int, clock: Clock, site: Site, write: bool,
-               kinds: dict = _RACE, atomic: bool = False) -> bool:
+               kinds: dict = _RACE, atomic: bool = False,
+               extent: tuple[int, int] | None = None) -> bool:
         found = False
         for r in recs:
             rec = self.records[r]
@@ -309,9 +315,12 @@ class Sanitizer:
             kind = kinds[then]
             what = _WHAT[kind]
             early, late = first
+            hint = ""
+            if extent is not None and self._hints is not None:
+                hint = self._hints.for_race(early.line, late.line, extent) or ""
             self._add(kind, f"{late.op} on {late.core} pipe {late.pipe} {what} by {early.op} "
                       f"on {early.core} pipe {early.pipe} at line {early.line} with no sync "
-                      "between them", late, early)
+                      "between them", late, early, hint)
         return found
 
     def _overlap(self, recs: list[int], ref: TileRef, site: Site) -> None:

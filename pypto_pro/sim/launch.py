@@ -22,6 +22,7 @@ from .fast import memo, stream
 from .model.memory import CoreMemory, TileRef
 from .frontend.program import CompiledProgram, RtTile
 from .pools import Pools
+from .frontend.ssbuf import SSBUF_BYTES
 
 _INTRA, _UNICAST = CrossCoreSyncMode.INTRA_BLOCK, CrossCoreSyncMode.UNICAST_BLOCK
 #: kernel type → the cores of one slot
@@ -83,6 +84,14 @@ class Launch:
         self.blocks: list[Block] = []
         self.sync_groups: dict[Any, _SyncAllGroup] = {}
         self.xglobal: dict[tuple, int] = {}
+        self.ssbufs: dict[int, bytearray] = {}  # block → its SSBUF (`sim/ssbuf.py`)
+
+    def ssbuf(self, block: int) -> bytearray:
+        """The SSBUF the cores of `block` share."""
+        buf = self.ssbufs.get(block)
+        if buf is None:
+            buf = self.ssbufs[block] = bytearray(SSBUF_BYTES)
+        return buf
 
     def _new_slot(self, index: int) -> _Slot:
         """Slot `index` (a physical core, or AI core of a mix kernel). Its cores keep their ids

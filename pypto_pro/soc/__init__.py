@@ -40,7 +40,7 @@ class SoC:
     aiv_cores: int
     clock_mhz: float
     hbm_bytes_per_s: float
-    l2_bytes: int  # chip L2 shared by all cores; 0 = none (see sim.memory_system)
+    l2_bytes: int  # chip L2 shared by all cores; 0 = none (see sim.model.memory_system)
     l2_line_bytes: int
     l2_ways: int
     l2_miss_extra_cycles: int

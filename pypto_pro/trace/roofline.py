@@ -1,6 +1,7 @@
 """Roofline of a Trace: achieved HBM bytes/s and FLOP/s against the chip's peaks.
 
-Owns `Roofline` and `roofline(...)` (spec `ascend_950_model.md` §7): HBM traffic is the bytes of
+Owns `Roofline`, `soc_peaks` (the peaks of a SoC table) and `roofline(...)` (spec
+`ascend_950_model.md` §7): HBM traffic is the bytes of
 the instructions whose IR op is a GM load or store (`ir.ops` families "load"/"store"), FLOPs are
 those of the relevant unit (the Cube when the kernel did any cube FLOPs, else the Vector unit),
 intensity = FLOPs / HBM bytes, ridge = peak FLOP/s / peak bytes/s, and the roof is
@@ -73,6 +74,28 @@ def roofline(events: pd.DataFrame, meta: TraceMeta, seconds: float,
         attainable_flops_per_s=min(peak_flops, intensity * bandwidth), bound=bound,
         memory_fraction=memory_fraction, compute_fraction=compute_fraction,
         fraction_of_roof=memory_fraction if bound == "memory" else compute_fraction)
+
+
+@functools.cache
+def soc_peaks(soc_name: str) -> dict[str, float]:
+    """HBM bytes/s and FP16 cube / vector FLOP/s of the simulator's SoC table `soc_name`:
+    cube = AIC cores x 2 x MACs per cycle x clock, vector = AIV cores x FP16 lanes per cycle
+    (one 256 B repeat per unary repeat cycle) x clock."""
+    from pypto_pro.soc import soc
+
+    s = soc(soc_name)
+    lanes = s.vector_repeat_bytes / 2 / s.vector_cycles_per_repeat["unary"]
+    return {"hbm_bytes_per_s": float(s.hbm_bytes_per_s),
+            "cube_flops_per_s": s.aic_cores * 2 * s.cube_macs_per_cycle["FP16"] * s.clock_hz,
+            "vector_flops_per_s": s.aiv_cores * lanes * s.clock_hz}
+
+
+@functools.cache
+def op_family(ir_op: str) -> str:
+    """The op registry's family of an IR op ("load", "store", "move", "cube", "vector",
+    "scalar", "sync", ...; "" for a name the registry does not know)."""
+    spec = REGISTRY.get(ir_op)
+    return spec.family if spec is not None else ""
 
 
 @functools.cache

@@ -140,6 +140,27 @@ def pipe_utilization(events: pd.DataFrame, launches: pd.DataFrame) -> pd.DataFra
     return _sort_pipes(util[columns], ["launch", "core_kind"])
 
 
+def overlap(events: pd.DataFrame, launches: pd.DataFrame, pipe_a: str, pipe_b: str,
+            by: str = "core") -> pd.DataFrame:
+    """Per launch and core (`by="block"`: per block, the pipes of any of its cores): the
+    cycles (and µs) in which both pipes were busy at once, i.e. |busy A| + |busy B| -
+    |busy A or B| of the instruction intervals."""
+    keys = ["launch", "core_kind", "core"] if by == "core" else ["launch", "block"]
+    instr = events[events["kind"] == "instr"]
+    pipes = instr["pipe"].astype(str)
+    busy = {}
+    for name, rows in (("a", instr[pipes == pipe_a]), ("b", instr[pipes == pipe_b]),
+                       ("ab", instr[pipes.isin([pipe_a, pipe_b])])):
+        union = interval_union(rows, keys)
+        if "core_kind" in keys:
+            union = union.astype({"core_kind": str})
+        busy[name] = union.set_index(keys)["busy"]
+    both = pd.concat(busy, axis=1).fillna(0).astype("int64")
+    out = (both["a"] + both["b"] - both["ab"]).rename("cycles").reset_index()
+    out["us"] = out["cycles"] / out["launch"].map(launches["clock_mhz"]).astype(float)
+    return out
+
+
 def stalls(events: pd.DataFrame, launches: pd.DataFrame) -> pd.DataFrame:
     """Stall time by launch, core and reason: number of stall events and their summed cycles
     (pipe-cycles: stalls of two pipes of one core at once both count)."""

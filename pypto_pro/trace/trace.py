@@ -159,6 +159,12 @@ class Trace:
         """The wave each block ran in, with its span."""
         return _views().waves(self._events)
 
+    def overlap(self, pipe_a: str, pipe_b: str, by: str = "core") -> pd.DataFrame:
+        """Per launch and core: cycles and µs in which pipes `pipe_a` and `pipe_b` (e.g.
+        "MTE2", "V") were both busy (their instructions overlapped in time); `by="block"`
+        counts the pipes of all cores of a block (a mix kernel's AIC M against its AIVs' V)."""
+        return _views().overlap(self._events, self.launches(), pipe_a, pipe_b, by)
+
     def for_line(self, file: str, line: int) -> pd.DataFrame:
         """Events of one kernel source line (`file` may be a base name)."""
         return _views().for_line(self._events, file, line)
@@ -167,12 +173,15 @@ class Trace:
         """Instructions and instruction cycles per source line, busiest first."""
         return _views().source_lines(self._events)
 
-    def roofline(self, soc_peaks: Mapping[str, float]) -> Roofline:
+    def roofline(self, soc_peaks: Mapping[str, float] | None = None) -> Roofline:
         """Achieved HBM bytes/s and FLOP/s against `soc_peaks` (`hbm_bytes_per_s`,
-        `cube_flops_per_s`, `vector_flops_per_s`), spec §7."""
+        `cube_flops_per_s`, `vector_flops_per_s`; default: the peaks of the Trace's SoC
+        table), spec §7."""
         from .roofline import roofline
+        from .roofline import soc_peaks as peaks_of
 
-        return roofline(self._events, self._meta, self.duration_us * 1e-6, soc_peaks)
+        peaks = soc_peaks if soc_peaks is not None else peaks_of(self._meta.soc)
+        return roofline(self._events, self._meta, self.duration_us * 1e-6, peaks)
 
     def summary(self) -> str:
         """A short text summary for terminals."""

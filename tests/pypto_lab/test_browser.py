@@ -16,6 +16,7 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -146,8 +147,8 @@ def _kernels_idle(base: str) -> bool:
     return bool(kernels) and all(k["execution_state"] == "idle" for k in kernels)
 
 
-def _run_all(page, base: str, url: str):
-    """Open the notebook, wait for its kernel, run every cell; returns the Workbench output."""
+def _open(page, base: str, url: str) -> None:
+    """Open a notebook and wait until its kernel is idle."""
     page.goto(url)
     page.wait_for_selector(".jp-Notebook")
     _accept_kernel_dialog(page)
@@ -155,6 +156,11 @@ def _run_all(page, base: str, url: str):
     while not _kernels_idle(base):
         assert time.monotonic() < deadline, "the kernel did not start"
         page.wait_for_timeout(500)
+
+
+def _run_all(page, base: str, url: str):
+    """Open the notebook, wait for its kernel, run every cell; returns the Workbench output."""
+    _open(page, base, url)
     page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
     page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
     page.wait_for_function(ALL_RAN, timeout=90_000)
@@ -262,3 +268,138 @@ def test_tutorial_runs_in_jupyterlab(lab):
             page.screenshot(path=str(ARTIFACTS / "tutorial05.png"), full_page=False)
         finally:
             browser.close()
+
+
+#: the README's add, `YS` the address of its second group
+ADD = """@pl.jit
+def add_kernel(x: pl.Tensor[[pl.DYNAMIC, pl.DYNAMIC], pl.DT_FP16],
+               y: pl.Tensor[[pl.DYNAMIC, pl.DYNAMIC], pl.DT_FP16],
+               z: pl.Tensor[[pl.DYNAMIC, pl.DYNAMIC], pl.DT_FP16]):
+    with pl.section_vector():
+        xs = pl.make_tile_group(type=tt, addrs=0x00000, mutex_ids=[0, 1])
+        ys = pl.make_tile_group(type=tt, addrs=YS, mutex_ids=[2, 3])
+        zs = pl.make_tile_group(type=tt, addrs=0x20000, mutex_ids=[30, 31])
+        for i in pl.range(pl.get_block_idx(), x.shape[0] // 128, pl.get_block_num()):
+            for j in pl.range(x.shape[1] // 128):
+                a, b, c = xs.next(), ys.next(), zs.next()
+                pl.load_tile(a, x, [i, j])
+                pl.load_tile(b, y, [i, j])
+                pl.add(c, a, b)
+                pl.store_tile(z, c, [i, j])
+"""
+GOOD, SHARED = ADD.replace("YS", "0x10000"), ADD.replace("YS", "0x08000")
+#: the checks notebook: every cell is run on its own (Shift+Enter), so the expected failures do
+#: not stop the rest
+CHECK_CELLS = [
+    "%load_ext pypto_lab\nimport torch\nimport pypto_lab\nimport pypto_pro.language as pl\n"
+    "from pypto_pro.examples import tunable\n"
+    "tt = pl.TileType([128, 128], pl.DT_FP16, pl.MemorySpace.Vec)\n"
+    "x = torch.randn(256, 256, dtype=torch.float16); y = torch.randn_like(x)\n"
+    "z = torch.zeros_like(x)",
+    # ys moved onto xs's second slot: a compile error naming both groups
+    '%%pypto --launch "add_kernel(x, y, z)" --block-dim 2\n' + SHARED,
+    # a wrong reference: the result is shown, then the cell fails with the first mismatches
+    '%%pypto --launch "add_kernel(x, y, z)" --block-dim 2 --ref "x - y" --show run\n' + GOOD,
+    '%%pypto --launch "add_kernel(x, y, z)" --block-dim 2 -o two\n' + GOOD,
+    '%%pypto --launch "add_kernel(x, y, z)" --block-dim 1 -o one --show run\n' + GOOD,
+    "pypto_lab.compare(one, two, labels=('one block', 'two blocks'))",
+    "w = pypto_lab.sweep_widget(tunable.make_add, {'depth': [1, 2], 'blocks': [2]},\n"
+    "                           lambda **p: tunable.add_inputs(256, 256),\n"
+    "                           tunable.add_reference, executor='inline')\nw",
+]
+
+#: JS `(gd) => {x, y}`: the page position of the first marker of a plotly graph
+FIRST_MARKER = """(gd) => {
+  const fl = gd._fullLayout, box = gd.getBoundingClientRect();
+  const t = gd._fullData.find((d) => d.mode && d.mode.includes('markers') && d.x.length);
+  const xa = fl[t.xaxis === 'x' ? 'xaxis' : 'xaxis' + t.xaxis.slice(1)];
+  const ya = fl[t.yaxis === 'y' ? 'yaxis' : 'yaxis' + t.yaxis.slice(1)];
+  const point = gd.calcdata[t.index][0];  // calc coordinates: a category is its index
+  return {x: box.left + xa._offset + xa.c2p(point.x), y: box.top + ya._offset + ya.c2p(point.y)};
+}"""
+
+
+def _run_cell(page, index: int, timeout: int = 120_000) -> Any:
+    """Select code cell `index`, run it (Shift+Enter) and wait for its execution count."""
+    cell = page.locator(".jp-CodeCell").nth(index)
+    cell.locator(".jp-InputArea-editor").click()
+    page.keyboard.press("Shift+Enter")
+    page.wait_for_function(
+        "(el) => /\\[\\d+\\]/.test(el.querySelector('.jp-InputArea-prompt').textContent)",
+        arg=cell.element_handle(), timeout=timeout)
+    return cell
+
+
+def test_errors_reference_compare_sweep_and_source_clicks_in_jupyterlab(lab):
+    """The overlap error, a --ref FAIL with its heatmap, compare, a sweep drill-in and a click
+    on a source line, each in a real JupyterLab."""
+    import nbformat
+    from playwright.sync_api import sync_playwright
+
+    base, demo_url = lab
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in CHECK_CELLS])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                 "language": "python"}
+    name = "browser_checks.ipynb"
+    body = json.dumps({"type": "notebook", "content": json.loads(nbformat.writes(nb))})
+    request = urllib.request.Request(f"{base}/api/contents/{name}?token={TOKEN}",
+                                     data=body.encode(), method="PUT")
+    urllib.request.urlopen(request, timeout=10)  # noqa: S310 (loopback)
+    url = demo_url.replace(NOTEBOOK.name, name) + "&reset"
+    errors: list[str] = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=shutil.which("chromium"),
+                                    args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.set_default_timeout(30_000)
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        try:
+            _open(page, base, url)
+            _run_cell(page, 0)
+            overlap = _run_cell(page, 1)
+            text = overlap.locator(".jp-OutputArea-output").last.inner_text()
+            assert "InvalidTile while compiling the %%pypto cell in pass verify_memory" in text
+            assert "group xs slot 1 [0x8000, 0x10000)" in text
+            assert "group ys slot 0 [0x8000, 0x10000)" in text and "addrs=0x10000" in text
+            mismatch = _run_cell(page, 2)
+            mismatch.locator("img.pypto-mismatch:visible").first.wait_for()  # (not the
+            # hidden static copy the live Workbench stands in for)
+            text = mismatch.locator(".jp-OutputArea").inner_text()
+            assert "ReferenceMismatch" in text and "first mismatches (row-major):" in text
+            two = _run_cell(page, 3)
+            _run_cell(page, 4)
+            compared = _run_cell(page, 5)
+            compared.locator(".js-plotly-plot:visible").first.wait_for()
+            assert "summed over all cores of the kind" in compared.inner_text()
+            # a click on a source line selects it in the line picker
+            two.locator(".lm-TabBar-tab", has_text="Source").first.click()
+            line = two.locator("[data-pypto-line]:visible").filter(
+                has_text="pl.add(c, a, b)").first
+            number = int(line.get_attribute("data-pypto-line"))
+            line.click()
+            picker = two.locator(".pypto-mono select").first
+            page.wait_for_function(
+                "([el, n]) => el.selectedIndex > 0 && "
+                "el.options[el.selectedIndex].text.trim().startsWith(String(n))",
+                arg=[picker.element_handle(), number], timeout=15_000)
+            # a sweep: run it, click its first marker, the point opens as a tabbed Workbench
+            sweep = _run_cell(page, 6)
+            sweep.locator("button", has_text="Run sweep").click()
+            plot = sweep.locator(".js-plotly-plot").first
+            plot.wait_for(timeout=120_000)
+            plot.scroll_into_view_if_needed()
+            page.wait_for_timeout(500)
+            target = plot.evaluate(FIRST_MARKER)
+            page.mouse.move(target["x"], target["y"])  # plotly clicks the hovered point
+            page.wait_for_timeout(500)
+            page.mouse.click(target["x"], target["y"])
+            drilled = sweep.locator(".lm-TabBar-tab", has_text="Timeline")
+            drilled.first.wait_for(timeout=120_000)
+            assert sweep.locator("text=point 0:").count() >= 1
+            page.screenshot(path=str(ARTIFACTS / "browser-checks.png"), full_page=False)
+        except Exception:
+            page.screenshot(path=str(ARTIFACTS / "browser-checks-failure.png"), full_page=True)
+            raise
+        finally:
+            browser.close()
+    assert not [e for e in errors if "anywidget" in e or "WebGL" in e], errors

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import re
 
+from pypto_lab.views import timeline as tl
+
 PLOTLY = "application/vnd.plotly.v1+json"
 WIDGET = "application/vnd.jupyter.widget-view+json"
 
@@ -52,8 +54,14 @@ def test_selected_line_gets_a_halo(add_result, add_line):
 
 def test_flags_and_cross_core_signals_are_arrows(flash_result):
     fig = flash_result.timeline_figure()
-    arrows = {t.name: t for t in fig.data if t.type == "scatter" and t.mode == "lines+markers"}
+    arrows = {t.name.split(" · ")[0]: t for t in fig.data
+              if t.type == "scatter" and t.mode == "lines+markers"}
     assert set(arrows) == {"set → wait flag", "cross-core signal"}
+    for t in arrows.values():  # many arrows of a kind start hidden, one legend click away
+        many = len(t.x) // 3 > tl.SHOWN_ARROWS
+        assert (t.visible == "legendonly") == many and t.name.endswith("click to show") == many
+    no_arrows = flash_result.timeline_figure(arrows=False)
+    assert not [t for t in no_arrows.data if t.type == "scatter" and t.mode == "lines+markers"]
     flows = flash_result.trace.events
     pairs = flows[(flows["flow_id"] >= 0) & (flows["flow_role"] == "set")]
     assert len(arrows["set → wait flag"].x) == 3 * len(pairs)
@@ -120,12 +128,17 @@ def test_pass_browser_diffs_and_concise_ir(add_result):
     browser.mode.value = "diff vs"
     browser.against.value = 0
     assert "diff <b>parse</b> → <b>auto_mutex</b>" in browser.view.value
+    browser.split.value = True  # side by side: changed lines coloured in two columns
+    assert "<table class=\"diff\"" in browser.view.value and "diff_add" in browser.view.value
+    browser.split.value = False
     browser.mode.value = "IR"
-    full = browser.view.value
-    browser.concise.value = True
-    assert len(browser.view.value) < len(full)
+    assert browser.concise.value  # concise by default
+    concise = browser.view.value
+    browser.concise.value = False
+    assert len(browser.view.value) > len(concise)  # the assignment types are back
     browser.hide.value = True
     assert all("○" not in label for label, _ in browser.passes.options)
+    assert "○ no change" in browser.widget.children[1].children[0].children[-1].value
 
 
 def test_workbench_switches_between_the_kernels_of_a_cell(run, add_cell):
@@ -175,3 +188,60 @@ def test_widget_bundle_degrades_to_its_static_html(add_result, monkeypatch):
     assert "<script" not in body.lower()
     ids = [re.findall(r"id='([^']+)'", text) for text in (html, body)]
     assert ids[0] and not set(ids[0]) & set(ids[1])  # both copies may be on one page
+
+
+def test_cce_opens_at_the_kernel_body_with_the_helpers_folded(add_result):
+    from pypto_lab.views.code import code_html
+
+    kernel = add_result.kernels[0]
+    html = code_html(kernel, "kernel.cpp", "cc")
+    folded, body = html.split("</details>", 1)
+    assert "includes and helpers" in folded and "PYPTO_SCALAR_HELPERS" in folded
+    assert "PYPTO_SCALAR_HELPERS" not in body and "add_kernel_impl_vector" in body
+    first = int(body.split("<span class='no'>", 1)[1].split("<", 1)[0])
+    cpp = kernel.compiled.cce["kernel.cpp"].splitlines()
+    assert first > 1 and not cpp[first - 2].strip()  # the body starts after a blank line
+
+
+def test_clicked_source_lines_and_notes_select_the_line(add_result, add_line):
+    wb = add_result.workbench()
+    wb.tabs.selected_index = wb.panels.index("source")
+    source = wb._built["source"].children[0].value
+    assert f"data-pypto-line='{add_line}'" in source  # each kernel line is clickable
+    wb.tabs.selected_index = wb.panels.index("passes")
+    assert "<span data-pypto-line=" in wb._built["passes"].children[1].children[1].value
+    assert wb.clicks is not None
+    wb.clicks.clicked = {"line": add_line, "at": 1}  # what the browser side sends
+    assert wb.line == add_line
+    wb.clicks.clicked = {"line": 9999, "at": 2}  # not a kernel line: ignored
+    assert wb.line == add_line
+    wb.wrap.value = True
+    assert "pypto-wrap" in wb.widget._dom_classes
+    wb.select_line(None)
+
+
+def test_the_default_lanes_are_whole_blocks(flash_result):
+    from pypto_lab.views.timeline_lod import lane_table
+
+    lanes = lane_table(flash_result.trace.events)
+    cores = tl.default_cores(lanes, max_cores=4)  # a mix block is 3 cores: one block fits
+    units = lanes.drop_duplicates("core").set_index("core")
+    assert sorted(units.loc[cores, "unit"]) == ["b0 AIC", "b0 AIV0", "b0 AIV1"]
+    assert len(tl.default_cores(lanes, max_cores=2)) == 3  # at least one whole block
+
+
+def test_idle_blocks_are_shown_and_counted():
+    import pypto_lab
+
+    result = pypto_lab.run_cell(
+        "import torch\nfrom pypto_pro.examples import vector_add\n"
+        "x, y, z = vector_add.make_inputs(256, 256)\n"
+        "vector_add.make_add_kernel(2)[None, 6](x, y, z)\n")
+    html = result.to_html()
+    busy = result.trace.block_detail()["block"].nunique()
+    assert busy < 6
+    assert f"{6 - busy} block(s) issued no pipe work (blocks {busy}–5)" in html
+    fig = result.blocks_figure()
+    idle = [t for t in fig.data if t.name == "idle (no pipe work)"]
+    assert idle and list(idle[0].y) == list(range(busy, 6))
+    assert f"{busy} busy + {6 - busy} idle blocks" in fig.layout.title.text

@@ -20,8 +20,10 @@ def test_report_is_self_contained(add_result, tmp_path):
     html = path.read_text()
     assert html.startswith("<!doctype html>")
     assert not re.search(r"<script[^>]+src=", html) and "<link" not in html
-    assert "cdn" not in html.lower().split("</script>", 1)[1][:200_000]
-    assert html.count("plotly.js v") <= 2  # the library is embedded once
+    assert html.count("id='pypto-plotly-gz'") == 1  # the library is embedded once, packed
+    page = re.sub(r"id='pypto-plotly-gz'>[^<]*</script>", "", html)
+    assert "cdn" not in page.lower() and "http" not in page.lower()
+    assert len(html) < 2_600_000  # plotly.js packed: ~2 MB, the rest a few hundred KB
     for heading in ("<h2>Timeline</h2>", "<h2>Blocks</h2>", "<h2>Roofline</h2>"):
         assert heading in html
     assert "data-halo='pypto-report-timeline'" in html
@@ -45,6 +47,7 @@ def test_clicking_a_report_timeline_event_picks_its_source_line(add_result, tmp_
         try:
             page = browser.new_page(viewport={"width": 1300, "height": 900})
             page.goto(path.as_uri())
+            page.wait_for_function("() => document.body.dataset.plotted === '3'")
             plot = page.locator("#pypto-report-timeline")
             plot.scroll_into_view_if_needed()
             target = plot.evaluate(widest_event)
@@ -124,3 +127,68 @@ def test_cli_help_and_errors():
     proc = subprocess.run([sys.executable, "-m", "pypto_lab", "report", "missing.py"],
                           capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert proc.returncode == 2 and "no such file" in proc.stderr
+
+
+def _help_examples() -> list[list[str]]:
+    """The command lines of `python -m pypto_lab report --help`, as printed."""
+    import shlex
+
+    from pypto_lab.cli import USAGE_EXAMPLES
+
+    text = USAGE_EXAMPLES.replace("\\\n", " ")
+    return [shlex.split(line)[3:] for line in text.splitlines()
+            if line.strip().startswith("python -m pypto_lab")]
+
+
+def _readme_kernels(path: Path) -> None:
+    """kernels.py as the help describes it: the README's add kernel plus make_inputs."""
+    readme = (ROOT / "README.md").read_text()
+    code = re.search(r"```python\n(.*?)\nx = torch.randn", readme, re.S).group(1)
+    path.write_text(code + "\n\ndef make_inputs(rows, cols):\n"
+                    "    x = torch.randn(rows, cols, dtype=torch.float16)\n"
+                    "    return x, torch.randn_like(x), torch.empty_like(x)\n")
+
+
+def test_cli_help_examples_work_as_printed(tmp_path, monkeypatch, capsys):
+    from pypto_lab.cli import main
+
+    examples = _help_examples()
+    assert len(examples) == 3
+    _readme_kernels(tmp_path / "kernels.py")
+    monkeypatch.chdir(tmp_path)
+    for argv in examples:
+        assert argv[0] == "report"
+        assert main(argv) == 0, (argv, capsys.readouterr().err)
+    out = capsys.readouterr().out
+    assert "check: PASS z vs reference" in out
+    assert out.startswith("kernels.py: 1 kernel(s), 1 launch(es)")  # a file, not a %%pypto cell
+    for name in ("report.html", "add.html", "add.json", "compile_only.html"):
+        assert (tmp_path / name).stat().st_size > 1000, name
+
+
+def test_cli_ref_fail_writes_the_report_and_exits_1(tmp_path, monkeypatch, capsys):
+    from pypto_lab.cli import main
+
+    _readme_kernels(tmp_path / "kernels.py")
+    monkeypatch.chdir(tmp_path)
+    code = main(["report", "kernels.py::add_kernel", "--args", "make_inputs(256, 256)",
+                 "--block-dim", "2", "--ref", "x - y", "-o", "bad.html"])
+    err = capsys.readouterr().err
+    assert code == 1 and (tmp_path / "bad.html").exists()
+    assert "FAIL z vs reference" in err and "first mismatches (row-major):" in err
+    assert "First mismatches of z" in (tmp_path / "bad.html").read_text()
+
+
+def test_compare_a_renamed_copy_shows_no_ir_difference_and_labels_sums(add_result, add_body):
+    renamed = pypto_lab.run_cell(
+        "import torch\nimport pypto_pro.language as pl\nTILE = 128\n"
+        "tt = pl.TileType([TILE, TILE], pl.DT_FP16, pl.MemorySpace.Vec)\n"
+        + add_body.replace("def add_kernel(", "def add_kernel_v2(")
+        + "x = torch.randn(256, 256).half(); y = torch.randn_like(x); z = torch.empty_like(x)\n"
+          "add_kernel_v2[None, 2](x, y, z)\n")
+    cmp = pypto_lab.compare(add_result, renamed, labels=("v1", "v2"))
+    assert cmp.ir_diff() == ""  # only the name differs: no noise
+    assert "final IR: +0 / -0 lines" in cmp.summary()
+    pipes = cmp.pipe_table()
+    assert {"v1", "v2", "v1 per core", "v2 per core"} <= set(pipes.columns)
+    assert "summed over all cores of the kind" in cmp.to_html()

@@ -220,3 +220,27 @@ def test_sweep_widget_runs_the_chosen_values():
     run.click()
     assert isinstance(bar, w.IntProgress) and (bar.value, bar.max) == (2, 2)
     assert not run.disabled
+
+
+def test_invalid_points_sit_off_the_numeric_axis_and_numbers_are_formatted(local_result):
+    fig = local_result.figure()
+    (invalid,) = [t for t in fig.data if t.name == "invalid"]
+    assert invalid.yaxis == "y2" and set(invalid.y) == {"invalid"}
+    assert fig.layout.yaxis2.type == "category"
+    assert all(t.yaxis in (None, "y") for t in fig.data if t.name != "invalid")
+    html = local_result.html()
+    ok = local_result.ok
+    assert f"{ok['sim_us'].iloc[0]:,.3f}" in html
+    assert str(float(ok["sim_us"].iloc[0])) not in html  # no raw float reprs
+    assert ">–<" in html  # the invalid points have no time
+
+
+def test_drill_down_is_the_tabbed_workbench(local_result):
+    bad = int(local_result.table.loc[local_result.table["status"] != "ok", "point"].iloc[0])
+    good = int(local_result.best()["point"])
+    cell = local_result.workbench(good)
+    assert cell.options.interactive
+    wb = cell.workbench()
+    assert {"Source", "Passes", "CCE", "Run", "Timeline"} <= set(wb.tabs.titles)
+    with pytest.raises(Exception, match="InvalidTile|overlap|outside"):  # a point that fails
+        local_result.workbench(bad)

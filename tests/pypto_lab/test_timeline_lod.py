@@ -76,7 +76,7 @@ def test_every_point_of_a_segment_hovers_and_clicks_to_its_line():
     z = np.asarray(layer.z, dtype=float)[0]
     assert np.isnan(z[1::2]).all() and (z[0::2] == 0).all()  # gaps do not hover
     assert [t.split("</b>")[0] for t in layer.text[0][0::2]] == ["<b>TADD"] * 3
-    assert "L7 · 100 cyc" in layer.text[0][0] and layer.text[0][1] == ""
+    assert "k.py:7 · 0.061 µs" in layer.text[0][0] and layer.text[0][1] == ""
     assert [tl.clicked_line(layer, [0, i]) for i in range(5)] == [7, None, 8, None, 9]
     assert tl.clicked_line(layer, 2) == 8
     assert tl.clicked_line(fig.data[0], 0) is None  # not a hover layer
@@ -150,6 +150,7 @@ def test_arrows_beyond_the_cap_are_sampled_over_the_run(monkeypatch):
     monkeypatch.setattr(tl, "MAX_ARROWS", 10)
     fig = tl.timeline_figure(_trace(_events(rows)))
     arrows = next(t for t in fig.data if t.name.startswith("set → wait flag"))
-    assert arrows.name == "set → wait flag (10 of 50)"
+    assert arrows.name == "set → wait flag (10 of 50) · click to show"
+    assert arrows.visible == "legendonly"  # many arrows start hidden: the legend shows them
     xs = [x for x in arrows.x[0::3]]
     assert min(xs) < 0.01 and max(xs) > 2.9  # spread from the start to the end of the run

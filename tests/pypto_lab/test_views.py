@@ -59,7 +59,7 @@ def test_cce_view_links_cpp_lines_or_says_why_not(add_result, add_line):
 def test_unavailable_or_failed_codegen_is_explained(add_result):
     kernel = add_result.kernels[0]
     assert "cannot be imported" in code.cce_html(kernel, False, "c")
-    failed = type(kernel)(kernel.name, kernel.kernel, kernel.compiled,
+    failed = type(kernel)(kernel.name, kernel.compiled,
                           codegen_error="CodegenInner: boom <here>")
     html = code.cce_html(failed, True, "c")
     assert "failed" in html and "boom &lt;here&gt;" in html

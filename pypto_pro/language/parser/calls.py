@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import builtins
 import types
+from dataclasses import replace
 from typing import Any
 
 from ...errors import (
@@ -18,11 +19,11 @@ from ...errors import (
     UndefinedVariableError, UnsupportedFeatureError,
 )
 from ...ir import ops as opreg
-from ...ir.nodes import Call, EvalStmt, Expr, UnOp, Var
+from ...ir.nodes import Call, EvalStmt, Expr, IfStmt, Select, Stmt, UnOp, Var
 from ...ir.types import NoneType, TensorType, TileGroupType, TileType
 from ..decl import Declaration
 from ..markers import kind_of
-from .context import ParseContext, PyList
+from .context import GroupChoice, ParseContext, PyList
 from .expr import eval_expr, is_const, to_expr, try_const, unary
 from .values import BoundMethod, Fallback
 
@@ -66,6 +67,11 @@ def eval_call(ctx: ParseContext, node: ast.Call) -> Any:
     if callee is builtins.abs:
         args, _ = eval_args(ctx, node)
         return unary(ctx, UnOp.Abs, args[0], node)
+    if callee is builtins.len:
+        args, kwargs = eval_args(ctx, node)
+        if len(args) == 1 and isinstance(args[0], PyList):
+            return len(args[0].items)  # a kernel tuple's length is known while parsing
+        return _apply_at_parse_time(ctx, callee, args, kwargs, node)
     if callee is builtins.range:
         raise ctx.error(ParserSyntaxError, "use pl.range(...) in kernels", node)
     return _call_at_parse_time(ctx, callee, node)
@@ -86,6 +92,11 @@ def _is_library(fn: types.FunctionType) -> bool:
 
 def _call_at_parse_time(ctx: ParseContext, callee: Any, node: ast.Call) -> Any:
     args, kwargs = eval_args(ctx, node)
+    return _apply_at_parse_time(ctx, callee, args, kwargs, node)
+
+
+def _apply_at_parse_time(ctx: ParseContext, callee: Any, args: list, kwargs: dict,
+                         node: ast.Call) -> Any:
     if not all(is_const(a) for a in args) or not all(is_const(v) for v in kwargs.values()):
         name = getattr(callee, "__name__", repr(callee))
         raise ctx.error(ParserTypeError, f"'{name}' is evaluated at compile time and cannot "
@@ -163,9 +174,20 @@ def emit_op(ctx: ParseContext, op: str, args: list, kwargs: dict, node: ast.AST,
     rtype = result_type if result_type is not None else NoneType()
     call = Call(op, exprs, kw, rtype, ctx.span(node))
     if isinstance(rtype, NoneType):
-        ctx.builder.emit(EvalStmt(call, ctx.span(node)))
+        ctx.builder.emit(_on_chosen_tensors(call, ctx.span(node)))
         return None
     return call
+
+
+def _on_chosen_tensors(call: Call, span) -> Stmt:
+    """The statement of an effect op; a GM tensor chosen at run time (`outs[i]`, a `Select` of
+    tensors) becomes an if over the choice, each branch with its own tensor."""
+    for k, a in enumerate(call.args):
+        if isinstance(a, Select) and isinstance(a.type, TensorType):
+            on = [_on_chosen_tensors(replace(call, args=call.args[:k] + (t,) + call.args[k + 1:]),
+                                     span) for t in (a.true_value, a.false_value)]
+            return IfStmt(a.cond, on[0], on[1], (), span)
+    return EvalStmt(call, span)
 
 
 def _arg_expr(ctx: ParseContext, a: Any, node: ast.AST) -> Expr:
@@ -226,10 +248,18 @@ def constexpr_value(ctx: ParseContext, value: Any, node: ast.AST) -> Any:
 def _group_method(ctx: ParseContext, m: BoundMethod, node: ast.Call) -> Any:
     if node.args or node.keywords:
         raise ctx.error(ParserTypeError, f"group.{m.name}() takes no arguments", node)
-    t: TileGroupType = m.obj.type
+    if isinstance(m.obj, GroupChoice):
+        from .containers import on_choice
+
+        return on_choice(ctx, m.obj, lambda g: _group_access(ctx, g, m.name, node), node)
+    return _group_access(ctx, m.obj, m.name, node)
+
+
+def _group_access(ctx: ParseContext, group: Expr, name: str, node: ast.Call) -> Expr:
+    t: TileGroupType = group.type
     slot = t.slot_type(None) if t.depth > 1 else t.slot_type(0)
-    call = Call(f"tile_group.{m.name}", (m.obj,), (), slot, ctx.span(node))
-    return materialize(ctx, call, "tile") if m.name == "next" else call
+    call = Call(f"tile_group.{name}", (group,), (), slot, ctx.span(node))
+    return materialize(ctx, call, "tile") if name == "next" else call
 
 
 # ---------------------------------------------------------------- dispatch table

@@ -26,12 +26,35 @@ class PyList:
 
 
 @dataclass
+class NamedTuple(PyList):
+    """`pl.make_tuple(a=..., b=...)`: a compile-time tuple whose fields read back the values
+    packed into it (no C++ form, no runtime cost); indexable and unpackable like a tuple."""
+
+    names: tuple[str, ...] = ()
+
+    def field(self, name: str) -> Any:
+        return self.items[self.names.index(name)]
+
+
+@dataclass
+class GroupChoice:
+    """A tile group chosen at run time: `groups[selector]` (a runtime INDEX value that never
+    changes after the choice). Its accesses dispatch on the selector (see `containers`)."""
+
+    selector: Expr
+    groups: tuple[Any, ...]  # tile-group Vars or nested GroupChoices
+
+
+@dataclass
 class Unmerged:
-    """A name the branches of a runtime `if` bound to different variables that cannot share one
-    (tiles of other shapes, other tile groups): reading it after the `if` is an error."""
+    """A name the branches of a runtime `if` bound to values that cannot share one variable
+    (tiles of other shapes), or a loop re-bound to a compile-time value (a tile group, a
+    tuple): reading it after the `if` / loop is an error."""
 
     what: str  # "tiles" | "tile groups" | "values"
-    if_line: int
+    where: str  # "the branches of the if at line N" | "the loop at line N"
+    hint: str = ("bind it once before the if (re-assigning a same-shape tile in a branch is "
+                 "fine), or use it only inside the branches")
 
 
 class Builder:
@@ -60,10 +83,10 @@ class FunctionFrame:
     scope: dict[str, Any] = field(default_factory=dict)
     mutable: frozenset[str] = frozenset()
     vars: dict[str, Var] = field(default_factory=dict)
-    # helper inlining: where `return` stores its value, and the loop depth of the helper body
-    return_var: Var | None = None
-    return_value: Any = None
-    in_helper: bool = False
+    # per enclosing loop being parsed: name → ids of the bindings the loop body read
+    loop_reads: list[dict[str, set[int]]] = field(default_factory=list)
+    in_helper: bool = False  # an inlined helper (its returns were lowered by `returns`)
+    var_depth: dict[Var, int] = field(default_factory=dict)  # mutable Var → its flow depth
     loop_depth: int = 0
     # a SIMT function's own frame: "entry" | "callee", and its `return`s (value or None)
     simt: str | None = None
@@ -135,6 +158,7 @@ class ParseContext:
         self.extra_functions: list = []  # SIMT functions instantiated during parsing
         self.simt_instances: dict[tuple, Function] = {}  # (function, argument types) → IR
         self.simt_stack: list = []  # SIMT functions being instantiated (recursion check)
+        self.assign_target: Any = None  # the target AST of the assignment being evaluated
 
     # ------------------------------------------------------------ frames and names
     @property
@@ -145,13 +169,12 @@ class ParseContext:
         frame = self.frame
         if name in frame.scope:
             value = frame.scope[name]
+            for reads in frame.loop_reads:
+                reads.setdefault(name, set()).add(id(value))
             if isinstance(value, Unmerged):
                 raise self.error(UnsupportedFeatureError, f"'{name}' names different "
-                                 f"{value.what} on the branches of the if at line "
-                                 f"{value.if_line}, so it has no single value after it", span,
-                                 hint="bind it once before the if (re-assigning a same-shape "
-                                      "tile in a branch is fine), or use it only inside the "
-                                      "branches")
+                                 f"{value.what} on {value.where}, so it has no single value "
+                                 f"after it", span, hint=value.hint)
             return value
         if name in self.constants:
             return self.constants[name]
@@ -163,6 +186,10 @@ class ParseContext:
 
         if hasattr(builtins, name):
             return getattr(builtins, name)
+        if name == "vf":  # the real parser reads `vf.<op>(...)` by its spelling: no import
+            from ... import language
+
+            return language.vf
         from ...errors import UndefinedVariableError
 
         raise UndefinedVariableError(f"name '{name}' is not defined", span,
@@ -170,13 +197,18 @@ class ParseContext:
                                                         + list(frame.env.keys())))
 
     def new_var(self, name: str, ty: Type, span: Span) -> Var:
-        return Var(self.names.fresh(name), ty, span)
+        # names the parser makes up (`__pypto_result`) read as `result` in IR and C++
+        return Var(self.names.fresh(name.removeprefix("__pypto_")), ty, span)
 
     def bind_value(self, name: str, value: Any, span: Span) -> None:
         """Bind a Python name. Mutable names always live in one Var (Python scalars become IR
-        constants); a runtime expression bound once gets its own Var; other values alias."""
-        from ...ir.nodes import Cast, const
-        from ...ir.types import ScalarType
+        constants); a runtime expression bound once gets its own Var; other values alias. A
+        scalar of another dtype gets a new Var in straight-line code, but inside an `if` or a
+        loop nested deeper than the Var it converts to the Var's type, as the real SSA pass
+        types a phi or a loop-carried value by the value it had before (a new Var there would
+        leave the name unset on the other path)."""
+        from ...ir.nodes import Cast, ConstInt, GetItem, const
+        from ...ir.types import ScalarType, StructType
 
         frame = self.frame
         mutable = name in frame.mutable
@@ -184,35 +216,60 @@ class ParseContext:
             value = const(value, span)
         if isinstance(value, Var) and self._rename_fresh(value, name, span):
             return
-        if not isinstance(value, Expr) or (isinstance(value, Var) and not mutable):
+        if isinstance(value, GetItem) and isinstance(value.type, StructType):
+            # `slot = ring[i]` names that element of the struct_array (writes through `slot`
+            # change the ring, as in Python), at the index as it is now
+            index = value.index
+            if not isinstance(index, ConstInt):
+                index = self.new_var("idx", index.type, span)
+                self.builder.emit(AssignStmt(index, value.index, span))
+            frame.scope[name] = GetItem(value.value, index, value.type, value.span)
+            return
+        if not isinstance(value, Expr) or (isinstance(value, Var) and not mutable) or \
+                is_group(value):
             frame.scope[name] = value
             return
         var = frame.vars.get(name) if mutable else None
-        if var is not None and not _same_kind(var.type, value.type):
+        if var is not None and not _same_kind(var.type, value.type) and not (
+                isinstance(var.type, ScalarType) and isinstance(value.type, ScalarType)
+                and self.flow_depth > frame.var_depth.get(var, 0)):
             var = None  # a different kind of value: a new variable
         if var is None:
             var = self.new_var(name, value.type, span)
             if mutable:
                 frame.vars[name] = var
+                frame.var_depth[var] = self.flow_depth
         elif isinstance(var.type, ScalarType) and value.type != var.type:
             value = Cast(value, var.type, span)
         self.builder.emit(AssignStmt(var, value, span))
         frame.scope[name] = var
 
+    @property
+    def flow_depth(self) -> int:
+        """How many `if` / loop bodies the statement being parsed is nested in."""
+        return len(self.builder.stack) - (self.section is not None)
+
     def _rename_fresh(self, var: Var, name: str, span: Span) -> bool:
-        """`t = g.next()`: store the call just materialised straight into the user's name."""
-        stmts = self.builder.stack[-1]
-        last = stmts[-1] if stmts else None
-        if not (isinstance(last, AssignStmt) and last.var is var and var.name != name
-                and var.name.split("_")[0] in ("tile", "group", "val", "view", "old")):
+        """`t = g.next()` (or `a, b = helper()` returning new groups): store the value the
+        parser just materialised under a made-up name straight into the user's name, if
+        nothing used it since."""
+        if var.name == name or var.name.split("_")[0] not in (
+                "tile", "group", "val", "view", "old", "struct"):
             return False
+        stmts = self.builder.stack[-1]
+        at = _definition(stmts, var)
+        if at is None:
+            return False
+        last = stmts[at]
         frame = self.frame
-        target = frame.vars.get(name) if name in frame.mutable else None
+        shared = name in frame.mutable and not is_group(var)  # each group keeps its own Var
+        target = frame.vars.get(name) if shared else None
         if target is None or not _same_kind(target.type, var.type):
             target = self.new_var(name, var.type, span)
-            if name in frame.mutable:
+            if shared:
                 frame.vars[name] = target
-        stmts[-1] = AssignStmt(target, last.value, last.span)
+                frame.var_depth[target] = self.flow_depth
+        stmts[at] = AssignStmt(target, last.value, last.span)
         frame.scope[name] = target
         return True
 
@@ -226,6 +283,29 @@ class ParseContext:
 
     def span(self, node: ast.AST) -> Span:
         return span_of(node, self.frame.file)
+
+
+def _definition(stmts: list[Stmt], var: Var, window: int = 32) -> int | None:
+    """The index of `var`'s assignment among the last `window` statements, if no statement
+    after it reads `var`."""
+    from ...ir.mutator import walk
+
+    for i in range(len(stmts) - 1, max(len(stmts) - window, 0) - 1, -1):
+        s = stmts[i]
+        if isinstance(s, AssignStmt) and s.var is var:
+            return i
+        if any(n is var for n in walk(s)):
+            return None
+    return None
+
+
+def is_group(value: Any) -> bool:
+    """A tile group: bound by alias (a group is a compile-time placement, never copied into a
+    runtime variable), or a `GroupChoice` of groups."""
+    from ...ir.types import TileGroupType
+
+    return isinstance(value, GroupChoice) or (
+        isinstance(value, Expr) and isinstance(value.type, TileGroupType))
 
 
 def _same_kind(a: Any, b: Any) -> bool:

@@ -1,7 +1,9 @@
 """Expression handlers: Python expression AST → parse-time values (constants or IR expressions).
 
-Compile-time operands fold in Python (Python semantics and promotion); runtime operands build
-IR `BinaryExpr`s typed by `promote_scalar`. Calls are delegated to `calls.py`.
+Compile-time operands fold in Python (Python semantics and promotion, as the real parser folds
+them); runtime operands build IR `BinaryExpr`s typed by `promote_scalar`, whose `//` and `%`
+mean what the real generated C++ computes (`ir/scalar_semantics.py`). Calls are delegated to
+`calls.py`.
 """
 from __future__ import annotations
 
@@ -15,14 +17,14 @@ from ...errors import (
 )
 from ...ir.dtype import DataType, promote_scalar
 from ...ir.nodes import (
-    BinaryExpr, BinOp, ConstBool, ConstFloat, ConstInt, Expr, MakeTuple,
-    Select, UnaryExpr, UnOp, const,
+    BinaryExpr, BinOp, ConstBool, ConstFloat, ConstInt, Expr, IfStmt, MakeTuple,
+    Select, UnaryExpr, UnOp, const, seq,
 )
 from ...ir.types import (
-    BOOL, INDEX, ScalarType, TensorType, TileType,
+    BOOL, INDEX, PtrType, ScalarType, TensorType, TileType,
     TupleType,
 )
-from .context import ParseContext, PyList
+from .context import ParseContext, PyList, is_group
 
 _BINOPS = {
     ast.Add: BinOp.Add, ast.Sub: BinOp.Sub, ast.Mult: BinOp.Mul, ast.FloorDiv: BinOp.FloorDiv,
@@ -40,6 +42,7 @@ _PYFUNC = {
     BinOp.Shr: operator.rshift, BinOp.Eq: operator.eq, BinOp.Ne: operator.ne,
     BinOp.Lt: operator.lt, BinOp.Le: operator.le, BinOp.Gt: operator.gt, BinOp.Ge: operator.ge,
     BinOp.Min: min, BinOp.Max: max,
+    BinOp.And: lambda a, b: a and b, BinOp.Or: lambda a, b: a or b,
 }
 
 
@@ -100,7 +103,10 @@ def scalar_type(v: Any) -> ScalarType | None:
 def binary(ctx: ParseContext, op: BinOp, a: Any, b: Any, node: ast.AST) -> Any:
     ka, va = try_const(a)
     kb, vb = try_const(b)
-    if ka and kb and isinstance(va, (int, float, bool)) and isinstance(vb, (int, float, bool)):
+    if ka and kb and not (isinstance(va, (int, float, bool)) and isinstance(vb, (int, float,
+                                                                                 bool))):
+        return _fold_objects(ctx, op, va, vb, node)
+    if ka and kb:
         _check_huge(ctx, op, va, vb, node)
         try:
             return _PYFUNC[op](va, vb)
@@ -122,7 +128,28 @@ def binary(ctx: ParseContext, op: BinOp, a: Any, b: Any, node: ast.AST) -> Any:
         rtype = ScalarType(promote_scalar(promote_scalar(ta.dtype, tb.dtype), DataType.FP32))
     else:
         rtype = ScalarType(promote_scalar(ta.dtype, tb.dtype))
+    if op is BinOp.FloorMod and rtype.dtype.is_float:
+        raise ctx.error(UnsupportedFeatureError, "'%' on a run-time float scalar: the real "
+                        "toolchain emits C++ '%', which floats do not have", node,
+                        hint="compute a - b * x with x an integer quotient, or fold it on the "
+                             "host")
     return BinaryExpr(op, to_expr(ctx, a, node), to_expr(ctx, b, node), rtype, ctx.span(node))
+
+
+def _fold_objects(ctx: ParseContext, op: BinOp, va: Any, vb: Any, node: ast.AST) -> Any:
+    """An operator on compile-time values that are not numbers (dtypes, enums, strings,
+    tuples): `==` / `!=` compare them, as the real parser folds `dtype == pl.DT_FP16`;
+    ordering an enum is refused; anything else is Python's own operator, if it has one."""
+    if op in (BinOp.Eq, BinOp.Ne):
+        return (va == vb) == (op is BinOp.Eq)
+    if isinstance(va, (DataType, enum.Enum)) or isinstance(vb, (DataType, enum.Enum)):
+        raise ctx.error(UnsupportedFeatureError, f"operator '{op.value}' on enum values: only "
+                                                 f"== and != compare them", node)
+    try:
+        return _PYFUNC[op](va, vb)
+    except (TypeError, ValueError, KeyError) as e:
+        raise ctx.error(ParserTypeError, f"operator '{op.value}' cannot be applied to {va!r} "
+                                         f"and {vb!r}: {e}", node) from None
 
 
 def _check_huge(ctx: ParseContext, op: BinOp, va: Any, vb: Any, node: ast.AST) -> None:
@@ -146,6 +173,8 @@ def _check_huge(ctx: ParseContext, op: BinOp, va: Any, vb: Any, node: ast.AST) -
 
 def unary(ctx: ParseContext, op: UnOp, a: Any, node: ast.AST) -> Any:
     k, v = try_const(a)
+    if k and op is UnOp.Not:
+        return not v  # any compile-time value has a truth value
     if k and isinstance(v, (int, float, bool)):
         try:
             return {UnOp.Neg: operator.neg, UnOp.Not: operator.not_,
@@ -221,7 +250,10 @@ def _compare(ctx: ParseContext, node: ast.Compare) -> Any:
     left = eval_expr(ctx, node.left)
     result: Any = True
     for op_node, right_node in zip(node.ops, node.comparators):
-        if isinstance(op_node, (ast.In, ast.NotIn)):
+        if isinstance(op_node, (ast.Is, ast.IsNot)):
+            right = eval_expr(ctx, right_node)
+            part = _identity(ctx, left, right, isinstance(op_node, ast.IsNot), node)
+        elif isinstance(op_node, (ast.In, ast.NotIn)):
             part = _membership(ctx, left, right_node, node)
             if isinstance(op_node, ast.NotIn):
                 part = unary(ctx, UnOp.Not, part, node)
@@ -232,6 +264,20 @@ def _compare(ctx: ParseContext, node: ast.Compare) -> Any:
         result = part if result is True else binary(ctx, BinOp.And, result, part, node)
         left = right
     return result
+
+
+def _identity(ctx: ParseContext, left: Any, right: Any, negated: bool, node: ast.AST) -> bool:
+    """`a is b` / `a is not b` on compile-time values (None, enums, dtypes, objects); a tile,
+    scalar or tensor is never None (`valid is not None` in a helper with an optional
+    argument). Whether a pointer argument is null is a runtime question, not answered."""
+    if is_const(left) and is_const(right):
+        return (left is right) != negated
+    other = right if left is None else left if right is None else None
+    if other is not None and not isinstance(getattr(other, "type", None), PtrType):
+        return negated
+    raise ctx.error(UnsupportedFeatureError, "'is' compares compile-time values (and a value "
+                                             "with None) only", node,
+                    hint="compare runtime values with == / !=")
 
 
 def _membership(ctx: ParseContext, left: Any, right_node: ast.expr, node: ast.AST) -> Any:
@@ -267,9 +313,32 @@ def _ifexp(ctx: ParseContext, node: ast.IfExp) -> Any:
     k, c = try_const(cond)
     if k:
         return eval_expr(ctx, node.body if c else node.orelse)
+    ctx.builder.push()
     a = eval_expr(ctx, node.body)
+    then = ctx.builder.stack.pop()
+    ctx.builder.push()
     b = eval_expr(ctx, node.orelse)
-    return select(ctx, cond, a, b, node)
+    other = ctx.builder.stack.pop()
+    if not then and not other and _selectable(a) and _selectable(b):
+        return select(ctx, cond, a, b, node)
+    # a branch with effects (g.next()) runs only when chosen; tuples and tile groups join
+    from .containers import Merge, merge
+
+    span = ctx.span(node)
+    joined = Merge()
+    try:
+        value = merge(ctx, a, b, span, joined)
+    except ParserTypeError as e:
+        raise ctx.error(ParserTypeError, f"ternary branches cannot be joined: {e.message}",
+                        node) from None
+    ctx.builder.emit(IfStmt(to_expr(ctx, cond, node.test), seq(then + joined.then_stmts, span),
+                            seq(other + joined.else_stmts, span), (), span))
+    return value
+
+
+def _selectable(v: Any) -> bool:
+    """A value a `Select` can choose: not a tile group or a tuple (those join as containers)."""
+    return not is_group(v) and not isinstance(v, (PyList, tuple, list))
 
 
 def select(ctx: ParseContext, cond: Any, a: Any, b: Any, node: ast.AST) -> Any:

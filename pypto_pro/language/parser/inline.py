@@ -2,8 +2,8 @@
 
 A helper's parameters are bound positionally (and by keyword) to the caller's values, so tiles,
 groups and tuples pass through. A `return` at the end of the helper yields its value directly;
-earlier returns are lowered to a one-trip loop: `ret = v; break` (returns inside the helper's
-own loops are rejected).
+other returns (early, in branches, in loops) are rewritten by `returns` into assignments of the
+helper's result, joined across branches like any other name.
 """
 from __future__ import annotations
 
@@ -16,8 +16,9 @@ from typing import Any, Callable
 from ...errors import (
     InvalidOperationError, ParserTypeError, UnsupportedFeatureError,
 )
-from ...ir.nodes import AssignStmt, BreakStmt, ConstBool, SectionStmt, WhileStmt
+from ...ir.nodes import SectionStmt
 from ...ir.types import SectionKind
+from . import returns
 from .context import FunctionFrame, ParseContext, assigned_names
 
 _AST_CACHE: dict[Any, tuple[ast.FunctionDef, str]] = {}
@@ -84,7 +85,20 @@ def _returns(fdef: ast.FunctionDef) -> list[ast.Return]:
     return found
 
 
+_LOWERED: dict[ast.FunctionDef, list[ast.stmt]] = {}
+
+
+def _lowered_body(fdef: ast.FunctionDef) -> list[ast.stmt]:
+    """The body with its returns rewritten (`returns.lower`), once per function."""
+    body = _LOWERED.get(fdef)
+    if body is None:
+        body = _LOWERED[fdef] = returns.lower(fdef.body)[0]
+    return body
+
+
 def inline_helper(ctx: ParseContext, fn: Callable, node: ast.Call) -> Any:
+    """The helper's body parsed in place with its parameters bound to the call's arguments;
+    its result: the value of a lone final `return`, else of the returns `returns` lowered."""
     from .calls import eval_args
     from .expr import eval_expr
     from .stmt import parse_body
@@ -98,54 +112,23 @@ def inline_helper(ctx: ParseContext, fn: Callable, node: ast.Call) -> Any:
     if len(ctx.frames) > 64:
         raise ctx.error(InvalidOperationError, f"helper '{fn.__name__}' recurses too deeply "
                                                f"(recursion cannot be inlined)", node)
+    found = _returns(fdef)
+    tail = fdef.body[-1] if len(found) == 1 and found[0] is fdef.body[-1] else None
+    body = fdef.body[:-1] if tail is not None else _lowered_body(fdef) if found else fdef.body
     frame = FunctionFrame(file, function_env(fn), in_helper=True,
-                          mutable=frozenset(n for n, c in assigned_names(fdef.body).items()
+                          mutable=frozenset(n for n, c in assigned_names(body).items()
                                             if c > 1))
     frame.scope.update(bind_params(ctx, fdef, fn, args, kwargs, node))
-    returns = _returns(fdef)
     ctx.frames.append(frame)
     try:
-        if not returns:
-            parse_body(ctx, fdef.body)
-            return None
-        last = fdef.body[-1]
-        if len(returns) == 1 and last is returns[0]:
-            parse_body(ctx, fdef.body[:-1])
-            return eval_expr(ctx, last.value) if last.value is not None else None
-        return _inline_with_early_returns(ctx, fdef)
+        parse_body(ctx, body)
+        if tail is not None:
+            return eval_expr(ctx, tail.value) if tail.value is not None else None
+        if returns.RESULT in frame.scope:
+            return ctx.lookup(returns.RESULT, ctx.span(node))
+        return None
     finally:
         ctx.frames.pop()
-
-
-def _inline_with_early_returns(ctx: ParseContext, fdef: ast.FunctionDef) -> Any:
-    from .stmt import parse_body
-
-    span = ctx.span(fdef)
-    ctx.builder.push()
-    parse_body(ctx, fdef.body)
-    ctx.builder.emit(BreakStmt(span))
-    body = ctx.builder.pop(span)
-    ctx.builder.emit(WhileStmt(ConstBool(True, span), body, span=span))
-    frame = ctx.frame
-    return frame.return_var if frame.return_var is not None else frame.return_value
-
-
-def helper_return(ctx: ParseContext, node: ast.Return) -> None:
-    """`return v` inside a helper lowered with the one-trip loop."""
-    from .expr import eval_expr, to_expr
-
-    frame = ctx.frame
-    if frame.loop_depth > 0:
-        raise ctx.error(UnsupportedFeatureError, "return inside a loop of an inlined helper is "
-                                                 "not supported", node,
-                        hint="set a variable and break out of the loop instead")
-    value = eval_expr(ctx, node.value) if node.value is not None else None
-    if value is not None:
-        expr = to_expr(ctx, value, node)
-        if frame.return_var is None:
-            frame.return_var = ctx.new_var("ret", expr.type, ctx.span(node))
-        ctx.builder.emit(AssignStmt(frame.return_var, expr, ctx.span(node)))
-    ctx.builder.emit(BreakStmt(ctx.span(node)))
 
 
 def inline_vector_function(ctx: ParseContext, fn: Callable, node: ast.Call) -> Any:

@@ -11,6 +11,7 @@ from typing import Any
 
 from ...errors import (
     InvalidFormat, InvalidOperationError, InvalidShape, InvalidTile, OutOfRange, ParserTypeError,
+    UnsupportedFeatureError,
 )
 from ...ir import attrs
 from ...ir.dtype import DataType
@@ -22,7 +23,7 @@ from ...ir.types import (
 )
 from ..types import TileType as DslTileType
 from .calls import emit_op, eval_args, materialize
-from .context import ParseContext, PyList
+from .context import GroupChoice, ParseContext, PyList
 from .expr import binary, try_const
 
 M = MemorySpace
@@ -37,6 +38,12 @@ ALLOWED_LAYOUTS = {
     M.Mat: {TileLayout.NZ, TileLayout.ZN, TileLayout.ND, TileLayout.DN, TileLayout.ZZ,
             TileLayout.NN},
 }
+
+
+def _name(v: Any) -> str:
+    """How a message names a tile operand: `a` for a variable, else "the tile"."""
+    name = getattr(v, "name", None)
+    return f"`{name}`" if isinstance(name, str) and not name.startswith("__") else "the tile"
 
 
 def _tile(ctx: ParseContext, v: Any, node: ast.AST, what: str) -> Expr:
@@ -113,9 +120,9 @@ def make_tile(ctx: ParseContext, node: ast.Call, op: str) -> Any:
     check_address(ctx, t, addr, node)
     size = kwargs.get("size")
     size = t.nbytes if size is None else _const_int(ctx, size, node, "tile size")
-    if size < t.nbytes:
-        raise ctx.error(InvalidTile, f"tile size {size} is smaller than its footprint "
-                                     f"{t.nbytes} bytes", node)
+    if size <= 0:  # the real make_tile takes any positive span, smaller than the shape too
+        raise ctx.error(InvalidTile, f"pl.make_tile size must be a positive byte count, got "
+                                     f"{size}", node)
     t = replace(t, addr=addr)
     call = Call("block.make_tile", (MakeTuple(tuple(ConstInt(d) for d in t.shape),
                                               TupleType((INDEX, INDEX))),),
@@ -210,6 +217,14 @@ def set_validshape(ctx: ParseContext, node: ast.Call, op: str) -> Any:
     if len(args) != 2:
         raise ctx.error(ParserTypeError, "pl.set_validshape(tile, [rows, cols])", node)
     target, shape = args
+    if isinstance(target, GroupChoice):
+        from .containers import on_choice
+
+        return on_choice(ctx, target, lambda g: _set_validshape(ctx, g, shape, node), node)
+    return _set_validshape(ctx, target, shape, node)
+
+
+def _set_validshape(ctx: ParseContext, target: Any, shape: Any, node: ast.AST) -> None:
     t = getattr(target, "type", None)
     if not isinstance(t, (TileType, TileGroupType)):
         raise ctx.error(ParserTypeError, "pl.set_validshape needs a tile or tile group", node)
@@ -274,15 +289,50 @@ def _check_static_window(ctx: ParseContext, tensor: Expr, tile: TileType, offset
                                         f"exceeds the tensor's size {size}", node)
 
 
-def _order_dims(ctx: ParseContext, order: Any, rank: int, node: ast.AST) -> tuple[list[int],
-                                                                                   bool]:
+def _order_dims(ctx: ParseContext, order: Any, rank: int, node: ast.AST, op: str,
+                default: list[int]) -> tuple[list[int], bool]:
+    """`order=`: the tensor axes (absolute indices) the tile's rows and cols run along, as the
+    real `_resolve_order` reads it; descending means transposed (a DN view)."""
     if order is None:
-        return [rank - 2, rank - 1] if rank >= 2 else [0, 0], False
-    o = list(order) if isinstance(order, (list, tuple)) else [order]
-    if any(type(x) is not int for x in o) or sorted(o) != [0, 1]:
-        raise ctx.error(ParserTypeError, "order= maps the two tile dims to tensor axes, e.g. "
-                                         "[1, 0]", node)
-    return ([rank - 2 + x for x in o] if rank >= 2 else o), o[0] > o[1]
+        return default, False
+    items = order.items if isinstance(order, PyList) else order
+    o = list(items) if isinstance(items, (list, tuple)) else [items]
+    if len(o) != 2 or any(type(x) is not int for x in o) or o[0] == o[1] or \
+            not all(0 <= x < rank for x in o):
+        raise ctx.error(ParserTypeError, f"{op}: order= names two distinct tensor axes of the "
+                                         f"rank-{rank} tensor (absolute indices in [0, {rank}))"
+                                         f", got {o}", node,
+                        hint="e.g. order=[1, 0] for a transposed 2-D load, order=[1, 3] for "
+                             "axes 1 and 3 of a 4-D tensor")
+    if op.startswith("store") and o[0] > o[1]:
+        raise ctx.error(ParserTypeError, f"{op}: order must be ascending, got {o}", node)
+    return o, o[0] > o[1]
+
+
+def _tile_offsets(ctx: ParseContext, offs: list, dims: list[int], t: TileType,
+                  node: ast.AST) -> list:
+    """load_tile / store_tile: tile indices times the tile's extent, the real
+    `_compute_absolute_offsets` pairing the ascending axes with the tile's dims in order."""
+    axes = sorted(dims)
+    return [binary(ctx, BinOp.Mul, o, t.shape[axes.index(a)] if a in axes else 1, node)
+            for a, o in enumerate(offs)]
+
+
+def _mx_scale(ctx: ParseContext, t: TileType, src: Expr, node: ast.AST) -> str | None:
+    """"A" / "B" for an MX scale load (an E8M0 tensor into a fractal-32 ZZ / NN Mat tile: K
+    groups along the tile's cols / rows; the tensor's last axis is their size-2 phase), else
+    None."""
+    if not (t.dtype is DataType.FP8E8M0 and src.type.dtype is DataType.FP8E8M0 and
+            t.memory is M.Mat and t.fractal == 32 and t.layout in (TileLayout.ZZ,
+                                                                  TileLayout.NN)):
+        return None
+    shape = src.type.static_shape()
+    if len(shape) < 3 or shape[-1] != 2:
+        raise ctx.error(InvalidShape, f"load: an MX scale tensor (E8M0 into a {t.layout.value} "
+                                      f"Mat tile) ends in a physical phase axis of size 2, got "
+                                      f"shape {list(shape)}", node,
+                        hint="declare the packed shape, e.g. [M, K // 64, 2] for scale A")
+    return "A" if t.layout is TileLayout.ZZ else "B"
 
 
 def load(ctx: ParseContext, node: ast.Call, op: str) -> Any:
@@ -296,15 +346,31 @@ def load(ctx: ParseContext, node: ast.Call, op: str) -> Any:
     if t.memory not in (M.Vec, M.Mat):
         raise ctx.error(InvalidOperationError, f"load: destination must be a Vec or Mat tile, "
                                                f"got {t.memory.value}", node)
+    home = {"vector": M.Vec, "cube": M.Mat}.get(ctx.section or "")
+    if home is not None and t.memory is not home:  # the first wrong use: the load itself
+        core = "AIV loads GM into its UB (Vec)" if home is M.Vec else \
+            "AIC loads GM into its L1 (Mat)"
+        raise ctx.error(InvalidOperationError,
+                        f"load into {_name(dst)}, a {t.memory.value} tile, in a {ctx.section} "
+                        f"section: the {core}", node,
+                        hint=f"declare {_name(dst)} with pl.MemorySpace.{home.value}, or load "
+                             f"it in a pl.section_{'cube' if home is M.Vec else 'vector'}()")
     rank = src.type.rank
-    dims, transpose = _order_dims(ctx, kw.get("order"), rank, node)
+    mx = _mx_scale(ctx, t, src, node)
+    default = [rank - 3, rank - 2] if mx else [rank - 2, rank - 1] if rank >= 2 else [0, 0]
+    dims, transpose = _order_dims(ctx, kw.get("order"), rank, node, op, default)
+    if mx and (rank - 1 in dims or max(dims) != rank - 2):
+        raise ctx.error(UnsupportedFeatureError, f"load: an MX scale load along tensor axes "
+                                                 f"{dims}: the phase axis {rank - 1} cannot be "
+                                                 f"selected, and the higher axis must be the one "
+                                                 f"before it", node)
     offs = _offsets(ctx, args[2], rank, node)
     if op == "load_tile":
-        offs = [binary(ctx, BinOp.Mul, o, t.shape[dims.index(a)] if a in dims else 1, node)
-                for a, o in enumerate(offs)]
-    _check_static_window(ctx, src, t, offs, dims, node)
+        offs = _tile_offsets(ctx, offs, dims, t, node)
+    if not mx:
+        _check_static_window(ctx, src, t, offs, dims, node)
     return emit_op(ctx, "block.load", [dst, src, PyList(offs)],
-                   {"is_transpose": transpose, "tile_dims": tuple(dims)}, node)
+                   {"is_transpose": transpose, "tile_dims": tuple(dims), "mx_scale": mx}, node)
 
 
 def store(ctx: ParseContext, node: ast.Call, op: str) -> Any:
@@ -318,11 +384,11 @@ def store(ctx: ParseContext, node: ast.Call, op: str) -> Any:
         raise ctx.error(InvalidOperationError, f"store: source must be a Vec or Acc tile, got "
                                                f"{t.memory.value}", node)
     rank = dst.type.rank
-    dims, transpose = _order_dims(ctx, kw.get("order"), rank, node)
+    dims, transpose = _order_dims(ctx, kw.get("order"), rank, node, op,
+                                  [rank - 2, rank - 1] if rank >= 2 else [0, 0])
     offs = _offsets(ctx, args[2], rank, node)
     if op == "store_tile":
-        offs = [binary(ctx, BinOp.Mul, o, t.shape[dims.index(a)] if a in dims else 1, node)
-                for a, o in enumerate(offs)]
+        offs = _tile_offsets(ctx, offs, dims, t, node)
     _check_static_window(ctx, dst, t, offs, dims, node)
     scale = kw.get("scale")
     extra: list = []
@@ -337,7 +403,8 @@ def store(ctx: ParseContext, node: ast.Call, op: str) -> Any:
                                                    "combined with relu or phase", node)
         opname, extra, scale = "block.store_fp", [scale], None
     kwargs = {"relu_pre_mode": kw.get("relu_pre_mode"), "atomic": kw.get("atomic"),
-              "phase": kw.get("phase"), "scale": scale, "is_transpose": transpose or None}
+              "phase": kw.get("phase"), "scale": scale, "is_transpose": transpose or None,
+              "tile_dims": tuple(dims) if dims != [rank - 2, rank - 1] and rank >= 2 else None}
     _check_enum(ctx, kwargs, "atomic", attrs.AtomicType, node)
     _check_enum(ctx, kwargs, "phase", attrs.STPhase, node)
     _check_enum(ctx, kwargs, "relu_pre_mode", attrs.ReluPreMode, node)
@@ -385,6 +452,8 @@ def move(ctx: ParseContext, node: ast.Call, op: str) -> Any:
     rest = list(args[2:]) if len(args) == 3 else ([offset] if offset is not None else [])
     if rest:
         rest = [PyList(int_items(ctx, rest[0], node, "move offset"))]
+    if mode in (attrs.AccToVecMode.DualModeSplitM, attrs.AccToVecMode.DualModeSplitN):
+        src = _align_dual_split(ctx, src, mode, node)
     scale = kw.get("scale")
     if isinstance(getattr(scale, "type", None), TileType):
         return emit_op(ctx, "block.move_fp", [dst, src, scale, *rest],
@@ -392,6 +461,31 @@ def move(ctx: ParseContext, node: ast.Call, op: str) -> Any:
     return emit_op(ctx, "block.move", [dst, src, *rest],
                    {"acc_to_vec_mode": mode, "relu_pre_mode": kw.get("relu_pre_mode"),
                     "scale": scale}, node)
+
+
+def _align_dual_split(ctx: ParseContext, acc: Expr, mode: attrs.AccToVecMode,
+                      node: ast.AST) -> Expr:
+    """The real toolchain rounds the Acc tile's valid shape up before a dual-destination move
+    (rows to even for SplitM, columns to a multiple of 32 for SplitN; the fixpipe sends half of
+    the rounded window to each AIV) and keeps it rounded: an explicit `set_validshape` here."""
+    axis, align = (0, 2) if mode is attrs.AccToVecMode.DualModeSplitM else (1, 32)
+    static = acc.type.valid_shape[axis]
+    if static is not None:
+        if static % align:
+            what = ("row", "column")[axis]
+            raise ctx.error(InvalidShape, f"move: {mode.name} needs a valid {what} count that is "
+                                          f"a multiple of {align}; the Acc tile's static valid "
+                                          f"shape has {static}", node,
+                            hint="leave the valid shape dynamic (the move then rounds it up)")
+        return acc
+    if isinstance(acc, Call):
+        acc = materialize(ctx, acc, "acc")
+    span = ctx.span(node)
+    dims = [Call("block.tile_valid_shape", (acc, ConstInt(k)), (), INDEX, span) for k in (0, 1)]
+    dims[axis] = binary(ctx, BinOp.Mul, binary(ctx, BinOp.FloorDiv, binary(
+        ctx, BinOp.Add, dims[axis], align - 1, node), align, node), align, node)
+    emit_op(ctx, "block.set_validshape", [acc, PyList(dims)], {}, node, check_tiles=False)
+    return acc
 
 
 def insert(ctx: ParseContext, node: ast.Call, op: str) -> Any:
@@ -437,6 +531,12 @@ def arith(ctx: ParseContext, node: ast.Call, op: str) -> Any:
         return emit_op(ctx, f"block.{scalar}", args, {}, node)
     if len(args) == 3:
         _same_dtype(ctx, op, [_tile(ctx, a, node, f"pl.{op} operand") for a in args[1:]], node)
+    for a in args:
+        t = getattr(a, "type", None)
+        if isinstance(t, TileType) and t.memory is not M.Vec:
+            raise ctx.error(InvalidOperationError, f"pl.{op} works on Vec (UB) tiles; "
+                                                   f"{_name(a)} is a {t.memory.value} tile", node,
+                            hint="vector ops read and write the UB: move the data there first")
     return emit_op(ctx, f"block.{name}", args, {}, node)
 
 

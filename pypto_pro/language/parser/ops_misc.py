@@ -13,15 +13,16 @@ from typing import Any
 from ...errors import (
     InvalidOperationError, ParserSyntaxError, ParserTypeError,
 )
-from ...ir.dtype import DataType
-from ...ir.nodes import BinOp, Call, Cast, ConstInt, MakeTuple
+from ...ir.dtype import DataType, promote_scalar
+from ...ir.nodes import BinOp, Call, Cast, ConstInt, Expr, MakeTuple
 from ...ir.types import (
     INDEX, ArrayType, PtrType, ScalarType, StructType, TensorType, TileType,
     TupleType,
 )
 from .calls import emit_op, eval_args, materialize
-from .context import ParseContext, PyList
-from .expr import binary, scalar_type, to_expr, try_const
+from .context import NamedTuple, ParseContext, PyList
+from .expr import binary, to_expr, try_const
+from .printf_format import check_printf
 
 
 @dataclass
@@ -98,30 +99,17 @@ def printf(ctx: ParseContext, node: ast.Call, op: str) -> Any:
     args, kw = eval_args(ctx, node)
     if not args or not isinstance(args[0], str):
         raise ctx.error(ParserTypeError, "pl.printf needs a compile-time format string", node)
-    fmt = args[0]
-    n_conv = _count_conversions(fmt)
-    if n_conv != len(args) - 1:
-        raise ctx.error(ParserTypeError, f"pl.printf: format has {n_conv} conversions but "
-                                         f"{len(args) - 1} values were given", node)
-    for a in args[1:]:
-        if scalar_type(a) is None:
-            raise ctx.error(ParserTypeError, "pl.printf prints scalars only (use pl.dump_data "
-                                             "for tiles and tensors)", node)
+    check_printf(ctx, "printf", args[0], args[1:], node)
     return emit_op(ctx, "debug.printf", args, {"loc": bool(kw.get("loc", False))}, node,
                    check_tiles=False)
-
-
-def _count_conversions(fmt: str) -> int:
-    import re
-
-    return len([m for m in re.findall(r"%%|%[-+ #0]*\d*(?:\.\d+)?[lh]*[diuxXpfsc]", fmt)
-                if m != "%%"])
 
 
 def pto_assert(ctx: ParseContext, node: ast.Call, op: str) -> Any:
     args, kw = eval_args(ctx, node)
     if not args:
         raise ctx.error(ParserTypeError, "pl.pto_assert(cond, fmt=None, *args)", node)
+    if len(args) > 1 and isinstance(args[1], str):
+        check_printf(ctx, "pto_assert", args[1], args[2:], node)
     return emit_op(ctx, "debug.assert", args, {"loc": bool(kw.get("loc", False))}, node,
                    check_tiles=False)
 
@@ -140,7 +128,8 @@ def dump_data(ctx: ParseContext, node: ast.Call, op: str) -> Any:
     rest = [kw.get("offsets"), kw.get("shapes")]
     extra = [PyList(int_items(ctx, x, node, "dump_data offsets / shapes"))
              for x in args[1:] + [r for r in rest if r is not None]]
-    return emit_op(ctx, name, [args[0], *extra], {"flag": kw.get("flag")}, node)
+    return emit_op(ctx, name, [args[0], *extra],
+                   {"flag": kw.get("flag"), "loc": bool(kw.get("loc", False)) or None}, node)
 
 
 def trap(ctx: ParseContext, node: ast.Call, op: str) -> Any:
@@ -196,34 +185,65 @@ def addptr(ctx: ParseContext, node: ast.Call, op: str) -> Any:
 
 
 def struct(ctx: ParseContext, node: ast.Call, op: str) -> Any:
+    """`pl.struct("Name", f=v, arr=[0, 0])` (a C++ class; a list makes an array field) and
+    `pl.struct_array(N, "Name", ...)`: N such structs, `arr[i].f`, `arr[i].arr[j]`."""
     args, kw = eval_args(ctx, node)
     if op == "struct_array":
         n = args[0] if args else None
         name = args[1] if len(args) > 1 else None
-        if not isinstance(n, int) or n <= 0:
-            raise ctx.error(ParserTypeError, "pl.struct_array(N, 'Name', field=...)", node)
+        if not isinstance(n, int) or isinstance(n, bool) or n <= 0:
+            raise ctx.error(ParserSyntaxError, "pl.struct_array(N, 'Name', field=...): N must be "
+                                               "a positive compile-time int", node)
     else:
         n, name = None, args[0] if args else None
-    if not isinstance(name, str):
-        raise ctx.error(ParserTypeError, f"pl.{op} needs a struct name string", node)
+    if not isinstance(name, str) or not name.isidentifier():
+        raise ctx.error(ParserSyntaxError, f"pl.{op} needs a struct name string (a C "
+                                           f"identifier)", node)
+    if not kw:
+        raise ctx.error(ParserSyntaxError, f"pl.{op}(...) needs at least one keyword field",
+                        node)
     fields, values = [], []
     for k, v in kw.items():
-        e = to_expr(ctx, v, node)
-        ft = ArrayType(e.type, n) if n is not None else e.type
-        fields.append((k, ft))
+        e = _field_value(ctx, k, v, node)
+        fields.append((k, e.type if not isinstance(e, MakeTuple) else
+                       ArrayType(e.type.types[0], len(e.elements))))
         values.append(e)
     st = StructType(name, tuple(fields))
     call = Call("struct.create", tuple(values), (("name", name), ("fields", tuple(kw)),
-                                                 ("array_size", n)), st, ctx.span(node))
-    return materialize(ctx, call, name.lower())
+                                                 ("array_size", n)),
+                st if n is None else ArrayType(st, n), ctx.span(node))
+    return materialize(ctx, call, "struct")
+
+
+def _field_value(ctx: ParseContext, name: str, value: Any, node: ast.AST) -> Expr:
+    """A struct field's initial value; a list is an array of one scalar type."""
+    from .containers import items_of
+
+    items = items_of(value)
+    if items is None:
+        return to_expr(ctx, value, node)
+    elems = [to_expr(ctx, x, node) for x in items]
+    if not elems or not all(isinstance(e.type, ScalarType) for e in elems):
+        raise ctx.error(ParserTypeError, f"array field '{name}' needs a non-empty list of "
+                                         f"scalars", node)
+    dtype = elems[0].type.dtype
+    for e in elems[1:]:
+        dtype = promote_scalar(dtype, e.type.dtype)
+    et = ScalarType(dtype)
+    elems = [e if e.type == et else Cast(e, et, e.span) for e in elems]
+    return MakeTuple(tuple(elems), TupleType(tuple(et for _ in elems)))
 
 
 def make_tuple(ctx: ParseContext, node: ast.Call, op: str) -> Any:
+    """`pl.make_tuple(a=x, b=y)`: a compile-time named tuple; `t.a` is `x` itself."""
     args, kw = eval_args(ctx, node)
     if args:
-        raise ctx.error(ParserTypeError, "pl.make_tuple takes field=value keywords", node)
-    elems = tuple(to_expr(ctx, v, node) for v in kw.values())
-    return MakeTuple(elems, TupleType(tuple(e.type for e in elems), tuple(kw)), ctx.span(node))
+        raise ctx.error(ParserSyntaxError, "pl.make_tuple() takes field=value keywords, not "
+                                           "positional arguments", node)
+    if not kw:
+        raise ctx.error(ParserSyntaxError, "pl.make_tuple() needs at least one field=value",
+                        node)
+    return NamedTuple(list(kw.values()), tuple(kw))
 
 
 # ---------------------------------------------------------------- SIMT (spec §2.14)
@@ -233,7 +253,11 @@ def simt_context(ctx: ParseContext, node: ast.Call, op: str) -> Any:
     if ctx.section != "simt":
         raise ctx.error(InvalidOperationError, f"pl.{op}() is only valid inside a SIMT function",
                         node)
-    return Call(op, (), (), INDEX, ctx.span(node))
+    span = ctx.span(node)
+    if op in ("simt.linear_thread_idx", "simt.warp_size"):
+        return Call(op, (), (), INDEX, span)
+    xyz = ("x", "y", "z")  # a named tuple, as the real frontend returns it
+    return NamedTuple([Call(op, (), (("axis", a),), INDEX, span) for a in xyz], xyz)
 
 
 def simt_math(ctx: ParseContext, node: ast.Call, op: str) -> Any:

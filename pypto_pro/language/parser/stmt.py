@@ -6,23 +6,28 @@ Sections are projected here: a `with pl.section_cube():` body is parsed only for
 from __future__ import annotations
 
 import ast
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 from ...errors import (
-    InvalidOperationError, ParserSyntaxError, ParserTypeError, UnsupportedFeatureError,
+    InvalidOperationError, ParserSyntaxError, ParserTypeError, PyptoError,
+    UnsupportedFeatureError,
 )
 from ...ir.nodes import (
-    BinOp, BreakStmt, ConstBool, ContinueStmt, Expr, ForStmt, IfStmt, ReturnStmt, SectionStmt,
-    SetField, UnOp, WhileStmt,
+    BinOp, BreakStmt, ConstBool, ConstInt, ContinueStmt, Expr, ForStmt, GetField, IfStmt,
+    ReturnStmt, SectionStmt, SetField, UnOp, WhileStmt, seq,
 )
 from ...ir.types import (
     INDEX, ArrayType, ScalarType, SectionKind, StructType, TensorType, TileGroupType, TileType,
 )
 from ..decl import Declaration
 from .calls import emit_op, eval_condition, resolve_callee
-from .context import ParseContext, PyList, Unmerged
+from .containers import Merge, freeze, items_of, merge, snapshot
+from .context import ParseContext, PyList, Unmerged, is_group
 from .expr import binary, eval_expr, to_expr, try_const, unary
-from .values import linear_offset
+from .returns import is_result
+from .values import array_index, linear_offset
 
 _AUG = {ast.Add: BinOp.Add, ast.Sub: BinOp.Sub, ast.Mult: BinOp.Mul, ast.FloorDiv: BinOp.FloorDiv,
         ast.Mod: BinOp.FloorMod, ast.Div: BinOp.FloatDiv, ast.BitAnd: BinOp.BitAnd,
@@ -40,7 +45,14 @@ def parse_stmt(ctx: ParseContext, node: ast.stmt) -> None:
     if handler is None:
         raise ctx.error(UnsupportedFeatureError,
                         f"'{type(node).__name__}' statements are not supported in kernels", node)
-    handler(ctx, node)
+    try:
+        handler(ctx, node)
+    except (PyptoError, RecursionError):
+        raise
+    except Exception as e:  # an internal failure: typed, at the innermost statement
+        raise ctx.error(ParserSyntaxError, f"Failed to parse kernel function "
+                                           f"'{ctx.kernel_name}': {type(e).__name__}: {e}",
+                        node) from e
 
 
 def _block(ctx: ParseContext, stmts: list[ast.stmt], span) -> Any:
@@ -55,8 +67,14 @@ def _block(ctx: ParseContext, stmts: list[ast.stmt], span) -> Any:
 def _assign(ctx: ParseContext, node: ast.Assign | ast.AnnAssign) -> None:
     if node.value is None:
         return  # a bare annotation declares nothing
-    value = eval_expr(ctx, node.value)
     targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+    outer, ctx.assign_target = ctx.assign_target, targets[0] if len(targets) == 1 else None
+    try:  # the Reg API types some results by their target (ops_vf)
+        value = eval_expr(ctx, node.value)
+    finally:
+        ctx.assign_target = outer
+    if is_result(node):  # a helper's `return v`: the value as it is at the return
+        value = freeze(ctx, value, ctx.span(node))
     for target in targets:
         assign_target(ctx, target, value, node)
 
@@ -71,49 +89,72 @@ def assign_target(ctx: ParseContext, target: ast.expr, value: Any, node: ast.AST
             raise ctx.error(ParserTypeError, "cannot unpack this value into "
                                              f"{len(target.elts)} names", node)
         if len(items) > 1:  # Python evaluates the whole right side before assigning any name
-            items = [_snapshot(ctx, v, span) for v in items]
+            items = [snapshot(ctx, v, span) for v in items]
         for t, v in zip(target.elts, items):
             assign_target(ctx, t, v, node)
     elif isinstance(target, ast.Attribute):
-        base = eval_expr(ctx, target.value)
-        if not isinstance(getattr(base, "type", None), StructType):
-            raise ctx.error(UnsupportedFeatureError, "only struct fields can be assigned "
-                                                     "(s.field = value)", node)
-        ctx.builder.emit(SetField(base, target.attr, None, to_expr(ctx, value, node), span))
+        _assign_field(ctx, target, value, node)
     elif isinstance(target, ast.Subscript):
         _assign_subscript(ctx, target, value, node)
     else:
         raise ctx.error(UnsupportedFeatureError, "unsupported assignment target", node)
 
 
-def _snapshot(ctx: ParseContext, value: Any, span) -> Any:
-    """A runtime value copied into a fresh Var, so later assignments cannot change it."""
-    from ...ir.nodes import AssignStmt, ConstFloat, ConstInt, Expr
+def _immutable(ctx: ParseContext, target: ast.expr, node: ast.AST) -> ParserSyntaxError:
+    """A write into a `make_tuple` or a kernel tuple / list: they are immutable."""
+    named = isinstance(target, ast.Attribute) or isinstance(getattr(target, "value", None),
+                                                             ast.Attribute)
+    what = "named tuple field" if named else "tuple element"
+    return ctx.error(ParserSyntaxError, f"Cannot assign to immutable {what} "
+                                        f"'{ast.unparse(target)}'", node,
+                     hint="use pl.struct() or pl.struct_array() for mutable fields")
 
-    if not isinstance(value, Expr) or isinstance(value, (ConstInt, ConstFloat, ConstBool)):
-        return value
-    tmp = ctx.new_var("tmp", value.type, span)
-    ctx.builder.emit(AssignStmt(tmp, value, span))
-    return tmp
+
+def _assign_field(ctx: ParseContext, target: ast.Attribute, value: Any, node: ast.AST) -> None:
+    """`s.f = v` on a struct (or `arr[i].f = v` on a struct_array element); a list assigned to
+    an array field writes it element by element."""
+    base = eval_expr(ctx, target.value)
+    if isinstance(base, PyList):
+        raise _immutable(ctx, target, node)
+    t = getattr(base, "type", None)
+    if not isinstance(t, StructType):
+        raise ctx.error(UnsupportedFeatureError, "only struct fields can be assigned "
+                                                 "(s.field = value)", node)
+    ft = t.field_type(target.attr)
+    if ft is None:
+        raise ctx.error(ParserTypeError, f"struct {t.name} has no field '{target.attr}'", node,
+                        hint=f"fields: {', '.join(n for n, _ in t.fields)}")
+    span = ctx.span(node)
+    items = items_of(value)
+    if isinstance(ft, ArrayType) and items is not None:
+        if len(items) != ft.size:
+            raise ctx.error(ParserSyntaxError, f"array field '{target.attr}' expects {ft.size} "
+                                               f"elements, got {len(items)}", node)
+        for j, v in enumerate(items):
+            ctx.builder.emit(SetField(base, target.attr, ConstInt(j, span=span),
+                                      to_expr(ctx, v, node), span))
+        return
+    ctx.builder.emit(SetField(base, target.attr, None, to_expr(ctx, value, node), span))
 
 
 def _assign_subscript(ctx: ParseContext, target: ast.Subscript, value: Any,
                       node: ast.AST) -> None:
     base = eval_expr(ctx, target.value)
+    if items_of(base) is not None:
+        raise _immutable(ctx, target, node)
     index = eval_expr(ctx, target.slice)
     t = getattr(base, "type", None)
     if isinstance(t, (TensorType, TileType)):
         emit_op(ctx, "block.setval", [base, linear_offset(ctx, base, index, node), value],
                 {}, node)
         return
-    if isinstance(t, ArrayType):
-        from ...ir.nodes import GetField
-
-        if isinstance(base, GetField):
-            ctx.builder.emit(SetField(base.value, base.name, to_expr(ctx, index, node),
-                                      to_expr(ctx, value, node), ctx.span(node)))
-            return
-    raise ctx.error(UnsupportedFeatureError, "this value cannot be assigned by index", node)
+    if isinstance(t, ArrayType) and isinstance(base, GetField):  # s.arr[i] = v
+        ctx.builder.emit(SetField(base.value, base.name, array_index(ctx, t, index, node),
+                                  to_expr(ctx, value, node), ctx.span(node)))
+        return
+    raise ctx.error(UnsupportedFeatureError, "this value cannot be assigned by index", node,
+                    hint="element writes go to tiles, tensors and struct array fields "
+                         "(s.arr[i] = v, arr[i].f = v); tuples are immutable")
 
 
 def _augassign(ctx: ParseContext, node: ast.AugAssign) -> None:
@@ -150,36 +191,44 @@ def _if(ctx: ParseContext, node: ast.If) -> None:
     span = ctx.span(node)
     scope = ctx.frame.scope
     before = dict(scope)
-    then = _block(ctx, node.body, span)
+    then = _branch(ctx, node.body)
     after_then = dict(scope)
     scope.clear()  # the else branch starts from the names bound before the if
     scope.update(before)
-    other = _block(ctx, node.orelse, span) if node.orelse else None
-    _merge_branches(scope, before, after_then, node.lineno)
-    ctx.builder.emit(IfStmt(to_expr(ctx, cond, node.test), then, other, (), span))
+    other = _branch(ctx, node.orelse)
+    _merge_branches(ctx, scope, after_then, node.lineno, then, other, span)
+    ctx.builder.emit(IfStmt(to_expr(ctx, cond, node.test), seq(then, span),
+                            seq(other, span) if other else None, (), span))
 
 
-def _merge_branches(scope: dict[str, Any], before: dict[str, Any], after_then: dict[str, Any],
-                    if_line: int) -> None:
+def _branch(ctx: ParseContext, stmts: list[ast.stmt]) -> list:
+    ctx.builder.push()
+    parse_body(ctx, stmts)
+    return ctx.builder.stack.pop()
+
+
+def _merge_branches(ctx: ParseContext, scope: dict[str, Any], after_then: dict[str, Any],
+                    if_line: int, then: list, other: list, span) -> None:
     """`scope` (as the else branch left it) after the if. A mutable name keeps one Var on both
-    branches; a runtime name the branches bound to different Vars of non-scalar type (tiles of
-    other shapes, other tile groups) has no value after the if, only an error when read."""
+    branches; other values the branches bound differently are joined (`containers.merge`:
+    each branch ends by assigning the joined variables), or, where they cannot be (tiles of
+    other shapes), the name has no value after the if, only an error when read."""
     for name, then_value in after_then.items():
-        else_value = scope.get(name, then_value)  # bound on the then branch only: kept
+        else_value = scope.get(name, then_value)
         if else_value is then_value:
+            scope[name] = then_value  # bound on the then branch only: kept, as in Python
             continue
-        if not _runtime_object(then_value) and not _runtime_object(else_value):
-            scope[name] = else_value if else_value is not before.get(name) else then_value
+        joined = Merge()
+        try:
+            scope[name] = merge(ctx, then_value, else_value, span, joined)
+        except ParserTypeError:
+            ty = getattr(then_value, "type", None) or getattr(else_value, "type", None)
+            what = ("tiles" if isinstance(ty, TileType) else
+                    "tile groups" if isinstance(ty, TileGroupType) else "values")
+            scope[name] = Unmerged(what, f"the branches of the if at line {if_line}")
             continue
-        ty = getattr(then_value, "type", None) or getattr(else_value, "type", None)
-        what = ("tiles" if isinstance(ty, TileType) else
-                "tile groups" if isinstance(ty, TileGroupType) else "values")
-        scope[name] = Unmerged(what, if_line)
-
-
-def _runtime_object(value: Any) -> bool:
-    """An IR value that is not a scalar: a tile, tile group, tensor or struct."""
-    return isinstance(value, Expr) and not isinstance(value.type, ScalarType)
+        then.extend(joined.then_stmts)
+        other.extend(joined.else_stmts)
 
 
 def _range_args(ctx: ParseContext, node: ast.For) -> tuple[Any, Any, Any]:
@@ -221,11 +270,8 @@ def _for(ctx: ParseContext, node: ast.For) -> None:
     frame = ctx.frame
     frame.scope[node.target.id] = loop_var
     frame.vars.pop(node.target.id, None)
-    frame.loop_depth += 1
-    try:
+    with _loop(ctx, node):
         body = _block(ctx, node.body, span)
-    finally:
-        frame.loop_depth -= 1
     ctx.builder.emit(ForStmt(loop_var, to_expr(ctx, start, node), to_expr(ctx, stop, node),
                              to_expr(ctx, step, node), body, span=span))
 
@@ -234,9 +280,7 @@ def _while(ctx: ParseContext, node: ast.While) -> None:
     if node.orelse:
         raise ctx.error(UnsupportedFeatureError, "while-else is not supported", node)
     span = ctx.span(node)
-    frame = ctx.frame
-    frame.loop_depth += 1
-    try:
+    with _loop(ctx, node):
         ctx.builder.push()
         cond = eval_expr(ctx, node.test)
         cond_stmts = ctx.builder.pop(span)
@@ -244,10 +288,6 @@ def _while(ctx: ParseContext, node: ast.While) -> None:
         if known and not c:
             return
         body = _block(ctx, node.body, span)
-    finally:
-        frame.loop_depth -= 1
-    from ...ir.nodes import seq
-
     if known or not getattr(cond_stmts, "stmts", ()):
         test = ConstBool(True, span) if known else to_expr(ctx, cond, node.test)
         ctx.builder.emit(WhileStmt(test, body, span=span))
@@ -257,6 +297,46 @@ def _while(ctx: ParseContext, node: ast.While) -> None:
                      BreakStmt(span), None, (), span)
     ctx.builder.emit(WhileStmt(ConstBool(True, span), seq([cond_stmts, exit_if, body], span),
                                span=span))
+
+
+@contextlib.contextmanager
+def _loop(ctx: ParseContext, node: ast.For | ast.While) -> Iterator[None]:
+    """Parse a loop body once for all its iterations. A name the body re-binds to another
+    compile-time value (a tile group, a tuple, a tile of another kind) after reading the old
+    one would need that value carried from one iteration to the next: refused. After the loop
+    such a name has no single value (the loop may run no iteration)."""
+    frame = ctx.frame
+    before = dict(frame.scope)
+    frame.loop_depth += 1
+    frame.loop_reads.append({})
+    try:
+        yield
+    finally:
+        frame.loop_depth -= 1
+        reads = frame.loop_reads.pop()
+    for name, old in before.items():
+        new = frame.scope.get(name, old)
+        if new is old:
+            continue
+        if id(old) in reads.get(name, ()):
+            raise ctx.error(UnsupportedFeatureError, f"'{name}' is re-bound inside the loop at "
+                                                     f"line {node.lineno} after the loop read "
+                                                     f"it: the next iteration would need the "
+                                                     f"new value, and {_kind(new)} cannot be "
+                                                     f"carried from one iteration to the next",
+                            node, hint="choose the value from the iteration count instead, "
+                                       "e.g. pair[i % 2]")
+        frame.scope[name] = Unmerged(_kind(new), f"the loop at line {node.lineno}",
+                                     "bind it before the loop, or use it only inside the loop")
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, Unmerged):
+        return value.what
+    t = getattr(value, "type", None)
+    return ("tiles" if isinstance(t, TileType) else
+            "tile groups" if is_group(value) else
+            "tuples" if isinstance(value, PyList) else "values")
 
 
 def _break(ctx: ParseContext, node: ast.Break) -> None:
@@ -273,11 +353,10 @@ def _continue(ctx: ParseContext, node: ast.Continue) -> None:
 
 def _return(ctx: ParseContext, node: ast.Return) -> None:
     frame = ctx.frame
-    if frame.in_helper:
-        from .inline import helper_return
-
-        helper_return(ctx, node)
-        return
+    if frame.in_helper:  # the helper's other returns were rewritten before parsing
+        raise ctx.error(UnsupportedFeatureError, "return inside a 'with' section of an "
+                                                 "inlined helper", node,
+                        hint="return after the section, or call the helper inside it")
     if frame.simt is not None:
         from .simt import simt_return
 

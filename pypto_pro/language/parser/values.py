@@ -11,25 +11,30 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...errors import (
-    InvalidOperationError, OutOfRange, ParserTypeError, UndefinedVariableError,
-    UnsupportedFeatureError,
+    InvalidOperationError, OutOfRange, ParserSyntaxError, ParserTypeError,
+    UndefinedVariableError, UnsupportedFeatureError,
 )
 from ...ir.nodes import (
-    BinOp, Call, ConstInt, Expr, GetField, GetItem, MakeTuple,
+    BinOp, Call, ConstInt, Expr, GetField, GetItem,
 )
 from ...ir.types import (
-    INDEX, ArrayType, ScalarType, StructType, TensorType, TileGroupType, TileType, TupleType,
+    INDEX, ArrayType, MemorySpace, ScalarType, StructType, TensorType, TileGroupType, TileLayout,
+    TileType, TupleType,
 )
 from ..decl import Namespace
-from .context import ParseContext, PyList
-from .expr import binary, eval_expr, is_const, select, to_expr, try_const
+from .containers import index_runtime, on_choice
+from .context import GroupChoice, NamedTuple, ParseContext, PyList
+from .expr import binary, eval_expr, is_const, to_expr, try_const
+
+
+GROUP_METHODS = ("next", "current", "previous")
 
 
 @dataclass
 class BoundMethod:
-    """`group.next` etc., called later."""
+    """`group.next` etc., called later (on a group Var or a `GroupChoice`)."""
 
-    obj: Expr
+    obj: Any
     name: str
 
 
@@ -68,7 +73,14 @@ def attribute_of(ctx: ParseContext, base: Any, attr: str, node: ast.AST) -> Any:
         return value
     if isinstance(base, Expr):
         return _expr_attribute(ctx, base, attr, node)
-    if isinstance(base, PyList):
+    if isinstance(base, NamedTuple):
+        if attr not in base.names:
+            raise ctx.error(UnsupportedFeatureError, f"make_tuple has no field '{attr}'", node,
+                            hint=f"fields: {', '.join(base.names)}")
+        return base.field(attr)
+    if isinstance(base, GroupChoice) and attr in GROUP_METHODS:
+        return BoundMethod(base, attr)
+    if isinstance(base, (PyList, GroupChoice)):
         raise ctx.error(UnsupportedFeatureError, f"'.{attr}' on a tuple of runtime values", node)
     try:
         return getattr(base, attr)
@@ -92,7 +104,7 @@ def _expr_attribute(ctx: ParseContext, base: Expr, attr: str, node: ast.AST) -> 
             return t.dtype
         if attr == "valid_shape":
             return ValidShape(base)
-    if isinstance(t, TileGroupType) and attr in ("next", "current", "previous"):
+    if isinstance(t, TileGroupType) and attr in GROUP_METHODS:
         return BoundMethod(base, attr)
     if isinstance(t, StructType):
         ft = t.field_type(attr)
@@ -103,8 +115,6 @@ def _expr_attribute(ctx: ParseContext, base: Expr, attr: str, node: ast.AST) -> 
     if isinstance(t, TupleType) and t.names and attr in t.names:
         i = t.names.index(attr)
         return GetItem(base, ConstInt(i), t.types[i], span)
-    if attr in ("x", "y", "z") and isinstance(base, Call) and base.op.startswith("simt."):
-        return Call(base.op, base.args, base.kwargs + (("axis", attr),), INDEX, span)
     raise ctx.error(UndefinedVariableError, f"no attribute '{attr}' on this value", node)
 
 
@@ -119,6 +129,8 @@ def subscript_of(ctx: ParseContext, base: Any, index_node: ast.expr, node: ast.A
     if isinstance(base, PyList) or (is_const(base) and isinstance(base, (tuple, list))):
         items = base.items if isinstance(base, PyList) else list(base)
         return _index_sequence(ctx, items, index, node)
+    if isinstance(base, GroupChoice):
+        return on_choice(ctx, base, lambda g: group_slot(ctx, g, index, node), node)
     if is_const(base):
         k, i = try_const(index)
         if not k:
@@ -132,20 +144,51 @@ def subscript_of(ctx: ParseContext, base: Any, index_node: ast.expr, node: ast.A
     if isinstance(t, TileGroupType):
         return group_slot(ctx, base, index, node)
     if isinstance(t, (TensorType, TileType)):
-        return Call("block.getval", (base, linear_offset(ctx, base, index, node)), (),
-                    ScalarType(t.dtype), ctx.span(node))
+        from .calls import materialize
+
+        offset = to_expr(ctx, linear_offset(ctx, base, index, node), node)
+        read = Call("block.getval", (base, offset), (), ScalarType(t.dtype), ctx.span(node))
+        if ctx.section == "simt":
+            return read  # a SIMT thread reads its element where the expression stands
+        return materialize(ctx, read, "val")  # the scalar unit reads at this program point
     if isinstance(t, ArrayType):
-        return GetItem(base, to_expr(ctx, index, node), t.elem, ctx.span(node))
+        return GetItem(base, array_index(ctx, t, index, node), t.elem, ctx.span(node))
     if isinstance(t, TupleType):
         k, i = try_const(index)
         if k:
+            if not isinstance(i, int) or not 0 <= i < len(t.types):
+                raise ctx.error(OutOfRange, f"index {i!r} out of range for a tuple of "
+                                            f"{len(t.types)} elements", node)
             return GetItem(base, ConstInt(i), t.types[i], ctx.span(node))
-    raise ctx.error(UnsupportedFeatureError, "this value cannot be indexed", node)
+        if len(set(t.types)) == 1:
+            return GetItem(base, to_expr(ctx, index, node), t.types[0], ctx.span(node))
+        raise ctx.error(ParserTypeError, "a runtime index into a tuple needs elements of one "
+                                         "type", node)
+    what = "a struct" if isinstance(t, StructType) else "this value"
+    raise ctx.error(UnsupportedFeatureError, f"{what} cannot be indexed", node)
+
+
+def array_index(ctx: ParseContext, t: ArrayType, index: Any, node: ast.AST) -> Expr:
+    """The index of an element of the array `t`: one integer, checked when constant."""
+    if isinstance(index, (tuple, list, PyList)):
+        raise ctx.error(ParserSyntaxError, "an array is indexed with one integer: a[i]", node)
+    k, i = try_const(index)
+    if k and (not isinstance(i, int) or isinstance(i, bool) or not 0 <= i < t.size):
+        raise ctx.error(OutOfRange, f"index {i!r} out of bounds for an array of {t.size} "
+                                    f"elements", node)
+    if not k and not (isinstance(getattr(index, "type", None), ScalarType)
+                      and index.type.dtype.is_int):
+        raise ctx.error(ParserTypeError, "an array index must be an integer", node)
+    return to_expr(ctx, index, node)
 
 
 def group_slot(ctx: ParseContext, group: Expr, index: Any, node: ast.AST) -> Expr:
     t: TileGroupType = group.type
     k, i = try_const(index)
+    if (k and (not isinstance(i, int) or isinstance(i, bool))) or (not k and not (
+            isinstance(getattr(index, "type", None), ScalarType) and index.type.dtype.is_int)):
+        raise ctx.error(ParserTypeError, "a tile group index must be an integer scalar: g[i]",
+                        node)
     if k:
         if not 0 <= i < t.depth:
             raise ctx.error(OutOfRange, f"tile group index {i} out of range 0..{t.depth - 1}",
@@ -175,16 +218,15 @@ def linear_offset(ctx: ParseContext, base: Expr, index: Any, node: ast.AST) -> A
 def _index_sequence(ctx: ParseContext, items: list, index: Any, node: ast.AST) -> Any:
     k, i = try_const(index)
     if k:
+        if not isinstance(i, int) or isinstance(i, bool):
+            raise ctx.error(ParserSyntaxError, f"a tuple index must be an integer, got {i!r}",
+                            node)
         try:
             return items[i]
-        except (IndexError, TypeError):
+        except IndexError:
             raise ctx.error(OutOfRange, f"index {i!r} out of range for {len(items)} items",
                             node) from None
-    # runtime index: a chain of selects, last item as the default
-    result = items[-1]
-    for pos in range(len(items) - 2, -1, -1):
-        result = select(ctx, binary(ctx, BinOp.Eq, index, pos, node), items[pos], result, node)
-    return result
+    return index_runtime(ctx, items, index, node)
 
 
 def _is_slice(index_node: ast.expr) -> bool:
@@ -193,33 +235,49 @@ def _is_slice(index_node: ast.expr) -> bool:
 
 
 def _tile_slice(ctx: ParseContext, tile: Expr, index_node: ast.expr, node: ast.AST) -> Expr:
+    """`t[r0:r1, c0:c1]` of a Vec ND / DN tile, as the real frontend makes it: a tile of the
+    same shape (its row stride unchanged) at the window's first element, whose valid shape is
+    the window clipped to the tile and to `t`'s valid shape; bounds may be run-time values."""
     t: TileType = tile.type
+    if t.memory is not MemorySpace.Vec or t.layout not in (TileLayout.ND, TileLayout.DN):
+        raise ctx.error(UnsupportedFeatureError, "tile slicing is supported on Vec (UB) tiles "
+                                                 "of layout ND or DN", node,
+                        hint="use pl.load with offsets or pl.move with offset= instead")
     elts = index_node.elts if isinstance(index_node, ast.Tuple) else [index_node]
     if len(elts) != 2:
         raise ctx.error(UnsupportedFeatureError, "tile slicing needs two axes: t[r0:, c0:]",
                         node)
-    offsets, shape = [], []
+    starts, sizes = [], []
     for axis, e in enumerate(elts):
         if not isinstance(e, ast.Slice) or e.step is not None:
             raise ctx.error(UnsupportedFeatureError, "tile slicing takes 'start:stop' per axis",
                             node)
+        full = t.shape[axis]
         lo = eval_expr(ctx, e.lower) if e.lower is not None else 0
-        hi = eval_expr(ctx, e.upper) if e.upper is not None else t.shape[axis]
+        hi = eval_expr(ctx, e.upper) if e.upper is not None else full
         klo, vlo = try_const(lo)
         khi, vhi = try_const(hi)
-        if not (klo and khi):
-            raise ctx.error(ParserTypeError, "tile slice bounds must be compile-time", node)
-        if not 0 <= vlo < vhi <= t.shape[axis]:
-            raise ctx.error(OutOfRange, f"slice {vlo}:{vhi} outside tile axis {axis} "
-                                        f"(size {t.shape[axis]})", node)
-        offsets.append(vlo)
-        shape.append(vhi - vlo)
+        if khi and vhi > full:  # Python's slice semantics: the stop is clipped to the axis
+            hi, vhi = full, full
+        if (klo and not 0 <= vlo <= full) or (klo and khi and vhi < vlo):
+            raise ctx.error(OutOfRange, f"slice {vlo if klo else '?'}:{vhi if khi else '?'} "
+                                        f"outside tile axis {axis} (size {full})", node)
+        size = binary(ctx, BinOp.Sub, hi, lo, node)
+        valid = t.valid_shape[axis]
+        valid = valid if valid is not None else Call(
+            "block.tile_valid_shape", (tile, ConstInt(axis)), (), INDEX, ctx.span(node))
+        left = valid if klo and vlo == 0 else binary(ctx, BinOp.Sub, valid, lo, node)
+        starts.append(lo)
+        sizes.append(binary(ctx, BinOp.Min, size, left, node))
     from dataclasses import replace
 
-    sub = replace(t, shape=(shape[0], shape[1]), valid_shape=(shape[0], shape[1]))
-    args = (tile, MakeTuple((ConstInt(offsets[0]), ConstInt(offsets[1])), TupleType((INDEX,
-                                                                                     INDEX))))
-    return Call("block.subview", args, (("shape", tuple(shape)),), sub, ctx.span(node))
+    static = tuple(v if k else None for k, v in (try_const(x) for x in sizes))
+    sub = replace(t, valid_shape=static)
+    from .calls import materialize  # (a view object, as the real code generator makes one)
+
+    return materialize(ctx, Call("block.subview", (tile, to_expr(ctx, PyList(starts), node),
+                                                   to_expr(ctx, PyList(sizes), node)), (), sub,
+                                 ctx.span(node)), "view")
 
 
 def _const_index(ctx: ParseContext, v: Any, node: ast.AST) -> int:

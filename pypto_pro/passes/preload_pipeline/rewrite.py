@@ -97,7 +97,7 @@ class _Emitter:
         self.kept.add(id(call))
         if delayed:
             slot = f"{it} % {self.ring}"
-            args = {key: _expr(f"{CTX}.{self.fields[s.index, key][0]}[{slot}]")
+            args = {key: _expr(f"{CTX}[{slot}].{self.fields[s.index, key][0]}")
                     if key in s.carried else a for key, a in s.args}
             call.args = [args[i] for i in range(len(s.call.args))]
             call.keywords = [ast.keyword(k.arg, args[k.arg]) for k in s.call.keywords]
@@ -169,7 +169,7 @@ class _Emitter:
                 for key, _ in s.args:
                     field, text = self.fields.get((s.index, key), (None, None))
                     if field is not None and field not in captured:
-                        body.append(_stmt(f"{CTX}.{field}[{slot}] = {text}"))
+                        body.append(_stmt(f"{CTX}[{slot}].{field} = {text}"))
                         captured.add(field)
         return body
 

@@ -83,6 +83,9 @@ class Backend(Protocol):
 
 _factories: dict[str, Callable[[], Backend]] = {}
 _instances: dict[str, Backend] = {}
+#: each built-in module's own factory, outside `_factories` (which tests swap for a copy): a
+#: module first imported while a copy was in place (e.g. by a build thread) is still found
+_builtin: dict[str, Callable[[], Backend]] = {}
 _lock = threading.RLock()
 _override: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "pypto_pro_backend", default=None)
@@ -96,6 +99,8 @@ def register_backend(name: str, factory: Callable[[], Backend]) -> None:
     with _lock:
         _factories[name] = factory
         _instances.pop(name, None)
+        if getattr(factory, "__module__", None) == BUILTIN_BACKENDS.get(name):
+            _builtin[name] = factory
 
 
 def known_backends() -> tuple[str, ...]:
@@ -109,11 +114,15 @@ def get_backend(name: str) -> Backend:
     with _lock:
         if name in _instances:
             return _instances[name]
-        if name not in _factories:
-            _import_builtin(name)
-        backend = _factories[name]()
-        _instances[name] = backend
-        return backend
+        registered = name in _factories
+    if not registered:
+        # Outside the lock: the module registers itself under the lock, and another thread
+        # (a simulator helper building in the background) may be importing it right now.
+        _import_builtin(name)
+    with _lock:
+        if name not in _instances:
+            _instances[name] = _factories[name]()
+        return _instances[name]
 
 
 def _import_builtin(name: str) -> None:
@@ -122,10 +131,13 @@ def _import_builtin(name: str) -> None:
         raise InvalidArgument(f"unknown backend {name!r}; known backends: "
                               f"{', '.join(known_backends())}", module="PRO_RUNTIME")
     try:
-        importlib.import_module(module)
+        imported = importlib.import_module(module)
     except ImportError as e:
         raise RuntimeFailure(f"backend {name!r} is not available: {module} cannot be imported "
                              f"({e})", module="PRO_RUNTIME") from e
+    if name not in _factories and getattr(imported, "__name__", None) == module and \
+            name in _builtin:
+        _factories[name] = _builtin[name]
     if name not in _factories:
         raise RuntimeFailure(f"backend {name!r} is not available: {module} did not register it",
                              module="PRO_RUNTIME")
@@ -146,10 +158,26 @@ def current_backend_name() -> str:
     return "npu" if npu_available() else "sim"
 
 
+#: `mode=` of the simulator → its SimBackend options
+SIM_MODES = {"timed": {}, "functional": {"functional_only": True},
+             "timing": {"timing_only": True}}
+
+
 @contextlib.contextmanager
-def use_backend(name: str) -> Iterator[str]:
-    """Run the launches inside the `with` block on backend `name` (per thread / task)."""
-    if name not in BUILTIN_BACKENDS and name not in _factories:
+def use_backend(name: str, *, soc: str | None = None, mode: str | None = None
+                ) -> Iterator[str]:
+    """Run the launches inside the `with` block on backend `name` (per thread / task).
+
+    For the simulator, `soc` picks the SoC table ("950PR", "950DT", "910B1", ... any name of
+    `pypto_pro.soc.list_socs()`) and `mode` what it computes: "timed" (values and a
+    Trace, the default), "functional" (values only, no Trace) or "timing" (a Trace only, no
+    values). The configured simulator is registered once as "sim@<soc>/<mode>" (without `soc`:
+    "sim@default/<mode>", whose SoC follows env `PYPTOPRO_SIM_SOC`); the name is what the
+    `with` block yields.
+    """
+    if soc is not None or mode is not None:
+        name = _configured_sim(name, soc, mode)
+    elif name not in BUILTIN_BACKENDS and name not in _factories:
         raise InvalidArgument(f"unknown backend {name!r}; known backends: "
                               f"{', '.join(known_backends())}", module="PRO_RUNTIME")
     token = _override.set(name)
@@ -157,3 +185,26 @@ def use_backend(name: str) -> Iterator[str]:
         yield name
     finally:
         _override.reset(token)
+
+
+def _configured_sim(name: str, soc: str | None, mode: str | None) -> str:
+    """The registered name of a simulator with this SoC and mode (registered on first use;
+    a bad SoC or mode fails here, before any launch)."""
+    if name != "sim":
+        raise InvalidArgument(f"soc= and mode= configure the simulator; backend {name!r} takes "
+                              "neither", module="PRO_RUNTIME")
+    mode = mode or "timed"
+    if mode not in SIM_MODES:
+        raise InvalidArgument(f"unknown simulator mode {mode!r}; modes: "
+                              f"{', '.join(SIM_MODES)}", module="PRO_RUNTIME")
+    from .sim import SimBackend
+
+    try:
+        backend = SimBackend(soc_name=soc, **SIM_MODES[mode])
+    except ValueError as e:
+        raise InvalidArgument(f"soc={soc!r}: {e}", module="PRO_RUNTIME") from None
+    configured = f"sim@{backend.soc.name if soc else 'default'}/{mode}"
+    with _lock:
+        if configured not in _factories:
+            _factories[configured] = lambda: backend
+    return configured

@@ -474,10 +474,12 @@ def plan_launch(request: LaunchRequest, lib: NativeLibrary) -> _Plan:
             offsets[i] = start
             regions.append((start, start + (hi - lo), name))
         else:
-            raw = ctypes.create_string_buffer(bytes(value), max(1, len(value)))
-            buf = place(ctypes.addressof(raw), len(value), False, raw)
+            # the TilingData: the vector core's copy-in reads whole 32-byte bursts
+            data = bytes(value) + bytes(-len(value) % 32)
+            raw = ctypes.create_string_buffer(data, max(1, len(data)))
+            buf = place(ctypes.addressof(raw), len(data), False, raw)
             offsets[i] = buf.offset
-            regions.append((buf.offset, buf.offset + len(value), name))
+            regions.append((buf.offset, buf.offset + len(data), name))
     dyn = request.dyn_dims
     args: list[bytes] = []
     for i, ctype in enumerate(lib.arg_ctypes):

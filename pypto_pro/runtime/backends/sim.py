@@ -27,7 +27,7 @@ Tile ops run torch on small tensors, where intra-op threads only add synchronisa
 single-threaded (`torch_threads`, default 1; None keeps the process setting) and restores the
 thread count afterwards. Python's cyclic garbage collector is paused during a launch for the
 same reason (it only rescans live objects there) and resumed after it. A relaunch's tape runs
-the blocks' independent work in two lanes, the second on one worker thread (`sim.lanes`; env
+the blocks' independent work in two lanes, the second on one worker thread (`sim.fast.lanes`; env
 `PYPTOPRO_SIM_LANES=1` keeps one lane on a shared machine).
 
 Sanitized launches (`@pl.jit(sanitizer=True)`, `pypto_pro.sanitizer.sanitize()`, env
@@ -176,7 +176,7 @@ class SimBackend:
         if self.timing_only:
             raise InvalidArgument("the sanitizer needs the values: it cannot run on a "
                                   "timing_only simulator", module="PRO_RUNTIME")
-        return sanitizer.Sanitizer(compiled.name)
+        return sanitizer.Sanitizer(compiled.name, getattr(compiled, "programs", None))
 
 
 #: env PYPTOPRO_SIM_SOC value → its SoC (the tables are immutable: `soc()` returns the same one)

@@ -39,7 +39,7 @@ from ...ir.span import Span
 from ...ir.types import PipeType
 from .. import settings
 from . import replay, scheduler_native, memo
-from ..frontend.calls_issue import Instr, OpSite
+from ..frontend.calls_issue import ALL_LANES, Instr, OpSite
 from ..model.cost_model import GM_OPS, VF_SECTION, op_cost, window_onchip_cost
 from ..reference.engine import AIC_PIPES, AIV_PIPES, Core, _flag_ids, hw_op
 from .footprints import Footprints, number, window_span
@@ -211,6 +211,7 @@ class RecordingCore:
         self.printed: list[str] = []
         self.time = self._mark = 0
         self.spr = 0
+        self.vector_mask = ALL_LANES  # the {MASK1, MASK0} SPR (pl.set_vec_mask)
         self.iterations = 0
         self.max_iterations = 50_000_000
 
@@ -401,6 +402,8 @@ class RecordingCore:
             row = (PIPE_CODE[key[0]], PIPE_CODE[key[1]], rec.sites.key(("flag", key)))
             ids = blocked = _flag_ids(key)
         elif pipe is PipeType.S:
+            if kind in ("xset", "xwait", "lock", "unlock"):  # the Python engine runs them
+                raise Ineligible(f"{instr.ir_op} on pipe S")
             raise SimulationError(f"{instr.ir_op} on pipe S is not supported", instr.span)
         elif kind in ("lock", "unlock"):
             row = (rec.sites.key(("mutex", key)), 0, 0)
@@ -440,6 +443,9 @@ class RecordingCore:
 
     def resolve_scalar_target(self, value: Any, span: Span) -> Any:
         raise Ineligible("a scalar access of memory")
+
+    def ssbuf(self) -> bytearray:
+        raise Ineligible("an SSBUF copy")
 
     def dispose(self) -> None:
         """The launch is over (`Core.dispose`): drop the links that make cycles (the recording,

@@ -11,13 +11,15 @@ from typing import Any, Callable, Mapping, Sequence
 
 from ...errors import KernelTrap, NotSupported, SimulationError
 from ...ir import ops as opreg
-from ...ir.nodes import Call, Expr, Var
+from ...ir.nodes import Call, ConstInt, Expr, Var
 from ...ir.span import Span
 from ...ir.types import PipeType, TileType
+from . import dump_text
 from ..model.cost_model import WINDOW_OPS
 from ..model.memory import GMRef
 from .program import NOTHING, Frame, RtGroup, RtTile
 from .simt import SimtLaunch, compile_simt
+from .ssbuf import compile_ssbuf
 
 
 #: the keyword arguments of an instruction without any (sync instructions): one shared,
@@ -132,6 +134,23 @@ def _tile_op(c, e: Call, spec: opreg.OpSpec) -> Callable:
 def _noop(c, e: Call) -> Callable:
     def run(fr: Frame) -> tuple:
         fr.core.time += 1
+        return NOTHING
+
+    return run
+
+
+#: the vector-mask SPR {MASK1, MASK0} after reset: every lane
+ALL_LANES = (2**64 - 1, 2**64 - 1)
+
+
+def _vector_mask(c, e: Call) -> Callable:
+    """`pl.set_vec_mask(high, low)` / `pl.reset_mask()`: the SPR `vf.get_mask_spr` reads."""
+    words = [c.expr(a) for a in e.args] if e.op == "system.set_vec_mask" else []
+
+    def run(fr: Frame) -> tuple:
+        core = fr.core
+        core.time += 1
+        core.vector_mask = tuple(int(w(fr)) % 2**64 for w in words) if words else ALL_LANES
         return NOTHING
 
     return run
@@ -383,16 +402,28 @@ def _trap(c, e: Call) -> Callable:
 
 
 def _dump(c, e: Call) -> Callable:
+    """`pl.dump_data`: after a barrier, the text the real device code prints (`dump_text`)."""
     target = c.expr(e.args[0])
+    window = [c.expr(a) for a in e.args[1:3]]
     span = e.span
+    op = e.op.split(".")[1]
+    head = dump_text.headers(span.file, span.line, op, bool(e.kwarg("loc")), e.kwarg("flag"))
 
     def run(fr: Frame):
         core = fr.core
         yield from core.barrier("ALL", span)
-        value = target(fr)
-        ref = core.resolve_scalar_target(value, span)
-        data = ref.read() if hasattr(ref, "valid") else ref.tensor
-        core.print(f"dump at line {span.line}: {type(ref).__name__} {list(data.shape)}\n{data}\n")
+        ref = core.resolve_scalar_target(target(fr), span)
+        where = [w(fr) for w in window]
+        if isinstance(ref, GMRef):
+            offsets, shapes = where or ([0] * len(ref.shape), list(ref.shape))
+            last = e.args[0].type.shape[-1]
+            dn = len(ref.shape) == 2 and isinstance(last, ConstInt) and last.value == 1
+            text = dump_text.tensor_text(ref, offsets, shapes, "DN" if dn else "ND")
+        elif where:
+            text = dump_text.tile_window_text(ref, *where)
+        else:
+            text = dump_text.tile_text(ref)
+        core.print(head + text)
         return None
 
     return run
@@ -422,6 +453,7 @@ _EFFECTS: dict[str, Callable] = {
     "block.set_validshape": _set_validshape,
     "block.setval": _setval,
     "block.set_stride": _set_stride,
+    "block.ssbuf_store": compile_ssbuf, "block.ssbuf_load": compile_ssbuf,
     **{f"system.{n}": _flag for n in ("sync_src", "sync_dst", "sync_src_dyn", "sync_dst_dyn")},
     **{f"system.bar_{p}": _barrier(p.upper()) for p in ("all", "m", "fix", "mte1", "mte2",
                                                        "mte3", "v")},
@@ -430,6 +462,7 @@ _EFFECTS: dict[str, Callable] = {
     **{f"system.{n}": _cross_core for n in ("set_cross_core", "wait_cross_core",
                                             "set_cross_core_dyn", "wait_cross_core_dyn")},
     "system.sync_all": _sync_all,
+    "system.set_vec_mask": _vector_mask, "system.reset_mask": _vector_mask,
     "debug.printf": _printf, "debug.assert": _assert, "debug.trap": _trap,
     "debug.dump_tensor": _dump, "debug.dump_tile": _dump,
     "simt.launch": _simt_launch,

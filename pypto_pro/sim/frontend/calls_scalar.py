@@ -12,7 +12,7 @@ from typing import Any, Callable
 import torch
 
 from ...errors import NotSupported, SimulationError
-from ...ir.nodes import Call
+from ...ir.nodes import Call, MakeTuple
 from ...ir.types import TensorType, TileGroupType, TileType
 from ..model.memory import GMRef, TileGeometry
 from .program import Frame, RtGroup, RtTile, initial_valid, make_rt_tile
@@ -79,20 +79,21 @@ def _valid_shape(c, e: Call) -> Fn:
 
 
 def _subview(c, e: Call) -> Fn:
-    src, offs = c.expr(e.args[0]), c.expr(e.args[1])
+    """`t[r0:r1, c0:c1]`: a tile of `t`'s geometry (its row stride) at the window's first
+    element (ND row-major, DN column-major), valid shape the parser's clipped window."""
+    src, starts, sizes = (c.expr(a) for a in e.args)
     sub: TileType = e.type
     span = e.span
 
     def build(fr: Frame) -> RtTile:
         parent: RtTile = src(fr)
-        r0, c0 = offs(fr)
+        (r0, c0), (rows, cols) = starts(fr), sizes(fr)
         g = parent.geom
-        if g.layout.value != "ND" or (c0 != 0 or sub.shape[1] != g.cols):
-            raise NotSupported("simulator: tile slices must keep whole rows of an ND tile",
-                               span)
-        addr = g.addr + r0 * g.cols * g.dtype.itemsize
-        geom = replace(g, rows=sub.shape[0], cols=sub.shape[1], addr=addr)
-        return RtTile(geom, (min(parent.valid[0] - r0, sub.shape[0]), sub.shape[1]), sub)
+        first = c0 * g.rows + r0 if g.layout.value == "DN" else r0 * g.cols + c0
+        if rows < 0 or cols < 0:
+            raise SimulationError(f"tile slice from [{r0}, {c0}] starts past the tile's valid "
+                                  f"shape {list(parent.valid)}", span)
+        return RtTile(replace(g, addr=g.addr + first * g.dtype.itemsize), (rows, cols), sub)
 
     return build
 
@@ -153,12 +154,19 @@ def _addptr(c, e: Call) -> Fn:
 
 
 def _struct(c, e: Call) -> Fn:
+    """A struct is a dict of its fields (an array field a list); a struct_array a list of
+    such dicts, each with its own arrays."""
     names = e.kwarg("fields", ())
     size = e.kwarg("array_size")
     values = [c.expr(v) for v in e.args]
+    arrays = [isinstance(v, MakeTuple) for v in e.args]
+
+    def one(fr: Frame) -> dict:
+        return {n: list(v(fr)) if a else v(fr) for n, v, a in zip(names, values, arrays)}
+
     if size:
-        return lambda fr: {n: [v(fr)] * size for n, v in zip(names, values)}
-    return lambda fr: {n: v(fr) for n, v in zip(names, values)}
+        return lambda fr: [one(fr) for _ in range(size)]
+    return one
 
 
 def _spr(c, e: Call) -> Fn:

@@ -56,6 +56,7 @@ from ...ir.nodes import (
     WhileStmt,
     YieldStmt,
 )
+from ...ir.scalar_semantics import RUNTIME_BINOPS
 from ...ir.span import Span
 from ...ir.types import ScalarType, SectionKind, TileType
 from ..model.memory import TileGeometry
@@ -105,15 +106,6 @@ def initial_valid(t: TileType) -> tuple[int, int]:
 
 # ---------------------------------------------------------------- scalar semantics
 
-_INT_BIN = {
-    BinOp.Add: operator.add, BinOp.Sub: operator.sub, BinOp.Mul: operator.mul,
-    BinOp.FloorDiv: operator.floordiv, BinOp.FloorMod: operator.mod,
-    BinOp.FloatDiv: operator.truediv, BinOp.Pow: operator.pow, BinOp.Min: min, BinOp.Max: max,
-    BinOp.Eq: operator.eq, BinOp.Ne: operator.ne, BinOp.Lt: operator.lt, BinOp.Le: operator.le,
-    BinOp.Gt: operator.gt, BinOp.Ge: operator.ge, BinOp.BitAnd: operator.and_,
-    BinOp.BitOr: operator.or_, BinOp.BitXor: operator.xor, BinOp.Shl: operator.lshift,
-    BinOp.Shr: operator.rshift,
-}
 
 
 def convert_scalar(value: Any, dtype: DataType) -> Any:
@@ -253,7 +245,7 @@ class _Compiler:
             return lambda fr: bool(a(fr)) and bool(b(fr))
         if e.op is BinOp.Or:
             return lambda fr: bool(a(fr)) or bool(b(fr))
-        op = _INT_BIN[e.op]
+        op = RUNTIME_BINOPS[e.op]
         dt = e.type.dtype if isinstance(e.type, ScalarType) else None
         rounded = dt if dt is not None and dt.is_float and dt.bits < 64 else None
         span = e.span

@@ -4,7 +4,7 @@ A value is a Python scalar when every thread holds the same one (uniform) and a 
 with one element per thread otherwise. Both follow the C++ the native backend runs: FP32 / FP16
 / BF16 results are rounded to their type after every operation (uniform floats too, so a
 uniform and a per-thread computation agree bit for bit), integers wrap at their width, division
-and modulo round as the simulator's scalar unit does (`program.py`: floor semantics).
+and modulo are C++'s (`ir/scalar_semantics.py`: integer division truncates).
 """
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ import torch
 from ...errors import NotSupported, SimulationError
 from ...ir.dtype import DataType
 from ...ir.nodes import BinOp, UnOp
+from ...ir.scalar_semantics import RUNTIME_BINOPS
 from ...ir.span import Span
 from ..model.memory import storage_dtype
 from .program import convert_scalar
@@ -60,13 +61,7 @@ def merge(old: Value | None, new: Value, mask: torch.Tensor | None, dtype: DataT
 # ---------------------------------------------------------------- operators
 
 _SCALAR = {
-    BinOp.Add: operator.add, BinOp.Sub: operator.sub, BinOp.Mul: operator.mul,
-    BinOp.FloorDiv: operator.floordiv, BinOp.FloorMod: operator.mod,
-    BinOp.FloatDiv: operator.truediv, BinOp.Pow: operator.pow, BinOp.Min: min, BinOp.Max: max,
-    BinOp.Eq: operator.eq, BinOp.Ne: operator.ne, BinOp.Lt: operator.lt, BinOp.Le: operator.le,
-    BinOp.Gt: operator.gt, BinOp.Ge: operator.ge, BinOp.BitAnd: operator.and_,
-    BinOp.BitOr: operator.or_, BinOp.BitXor: operator.xor, BinOp.Shl: operator.lshift,
-    BinOp.Shr: operator.rshift,
+    **RUNTIME_BINOPS,
     BinOp.And: lambda a, b: bool(a) and bool(b), BinOp.Or: lambda a, b: bool(a) or bool(b),
 }
 
@@ -119,10 +114,10 @@ def _divide(op: BinOp, a: Value, b: Value, dtype: DataType | None, active, span:
         return round_scalar(out, dtype) if dtype is not None else out
     if isinstance(zero, torch.Tensor) and integral:
         b = torch.where(zero, torch.ones_like(_t(b)), _t(b))  # inactive threads only
-    if op is BinOp.FloorDiv:
-        out = torch.div(_t(a), b, rounding_mode="floor")
+    if op is BinOp.FloorDiv and integral:  # C++ `/` and `%` (ir/scalar_semantics.py)
+        out = torch.div(_t(a), b, rounding_mode="trunc")
     elif op is BinOp.FloorMod:
-        out = torch.remainder(_t(a), b)
+        out = torch.fmod(_t(a), b)
     else:
         out = _LANES[BinOp.FloatDiv](a, b)
     return to_dtype(out, dtype) if dtype is not None else out

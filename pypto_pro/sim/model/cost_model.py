@@ -43,7 +43,7 @@ class OpCost(NamedTuple):
     flops: int
     gm_bytes: int  # bytes read from or written to GM
     path: str  # transfer path, "vector:<class>", "cube:<dtype>", "scalar", "sync"
-    gm: GMAccess | None = None  # the GM lines, for the L2/HBM model (sim.memory_system)
+    gm: GMAccess | None = None  # the GM lines, for the L2/HBM model (sim.model.memory_system)
 
 
 #: (src space, dst space) -> transfer path of `move` / `insert` / `ub_copy`
@@ -192,7 +192,7 @@ def _scalar_access_cost(op: str, args: list, soc: SoC) -> OpCost:
                   GMAccess(lines, op == "block.setval", container.storage))
 
 
-#: the pipe-V instruction of a VF section (`sim.vf.section`; not an IR op)
+#: the pipe-V instruction of a VF section (`sim.frontend.vf.section`; not an IR op)
 VF_SECTION = "vf.vec_scope"
 
 

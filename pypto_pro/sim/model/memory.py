@@ -19,7 +19,7 @@ import functools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
@@ -69,10 +69,11 @@ _UNSET = object()  # `GMWindow.view` not made yet
 class SimMemoryError(IndexError):
     """An access outside a simulated buffer (or outside a GM tensor's extent)."""
 
-    def __init__(self, space: str, start: int, end: int, size: int, what: str = "access"):
+    def __init__(self, space: str, start: int, end: int, size: int, what: str = "access",
+                 message: str | None = None):
         self.space, self.start, self.end, self.size = space, start, end, size
-        super().__init__(f"{what} of bytes [{start:#x}, {end:#x}) is outside {space} "
-                         f"({size} bytes)")
+        super().__init__(message or f"{what} of bytes [{start:#x}, {end:#x}) is outside {space} "
+                                    f"({size} bytes)")
 
 
 def storage_dtype(dtype: DataType) -> torch.dtype:
@@ -396,7 +397,7 @@ class TileRef:
         alive)."""
         rows, cols = self.valid_rows, self.valid_cols
         if not self.writes_now or src.dtype is not self.dtype or src._bits == 4 or not rows \
-                or not cols:
+                or not cols or type(axes) is MxAxes:
             return None
         window = src.window(offsets, rows, cols, transpose, axes)
         return self._kept_step(window.plans, self, self._load_plan, src, window)
@@ -787,10 +788,11 @@ class GMRef:
         return view
 
     def window(self, offsets: Sequence[int], rows: int, cols: int, transpose: bool = False,
-               axes: tuple[int, int] | None = None) -> GMWindow:
+               axes: tuple[int, int] | MxAxes | None = None) -> GMWindow:
         """The bounds-checked window (`_window_geometry`) with what is derived from it, made once
         per window of this view: the op and its cost both ask, and a relaunch with unchanged
-        arguments reuses the GMRef (`runtime.backends.sim`)."""
+        arguments reuses the GMRef (`runtime.backends.sim`). An `MxAxes` window is the box it
+        reads (`MxAxes`), not the tile's shape."""
         if not isinstance(offsets, (list, tuple)):
             offsets = offsets if isinstance(offsets, Sequence) else [offsets]
         key = (*offsets, rows, cols, transpose, axes)  # (ints convert only on a miss)
@@ -798,6 +800,8 @@ class GMRef:
         found = windows.get(key)
         if found is None:
             geometry = self._window_geometry(offsets, rows, cols, transpose, axes)
+            if type(axes) is MxAxes:
+                rows, cols = axes.box(rows, cols)
             if len(windows) >= _WINDOWS_MAX:
                 windows.clear()
             found = windows[key] = GMWindow(geometry, WindowLines(*geometry, rows, cols,
@@ -847,8 +851,10 @@ class GMRef:
         self._write_elems(elems, torch.full((count,), value).to(storage_dtype(self.dtype)))
 
     def _window_offsets(self, offsets: Sequence[int], rows: int, cols: int, transpose: bool,
-                        axes: tuple[int, int] | None) -> torch.Tensor:
+                        axes: tuple[int, int] | MxAxes | None) -> torch.Tensor:
         base, rs, cs = self._window_geometry(offsets, rows, cols, transpose, axes)
+        if type(axes) is MxAxes:
+            rows, cols = axes.box(rows, cols)
         return base + torch.arange(rows)[:, None] * rs + torch.arange(cols)[None, :] * cs
 
     def _window_geometry(self, offsets: Sequence[int], rows: int, cols: int, transpose: bool,
@@ -865,12 +871,13 @@ class GMRef:
         if pad:  # a 1-D tensor is one row
             offsets = [0, *offsets] if len(offsets) == 1 else offsets
         base = self.base_offset
-        for o, e, n, st in zip(offsets, extents, shape, strides):
-            if o < 0 or o + e > n:
-                raise SimMemoryError("GM", min(offsets),
-                                     max(o + e for o, e in zip(offsets, extents)),
-                                     math.prod(shape), what=f"window {offsets}+{list(extents)} "
-                                     f"of tensor {list(shape)}: access")
+        for axis, (o, e, n, st) in enumerate(zip(offsets, extents, shape, strides)):
+            if o < 0 or o + e > n:  # said in the tensor's terms: indices and shape
+                raise SimMemoryError(
+                    "GM", min(offsets), max(o + e for o, e in zip(offsets, extents)),
+                    math.prod(shape), message=f"window {offsets}+{list(extents)} of tensor "
+                    f"{list(shape)}: axis {axis} spans [{o}, {o + e}) but the tensor has "
+                    f"{n} there")
             base += o * st
         return base, row_stride, col_stride
 
@@ -884,6 +891,8 @@ class GMRef:
             shape, strides = (1, *shape), (0, *strides)
         if (count + 1 if pad and count == 1 else count) != len(shape):
             raise ValueError(f"{count} offsets for a rank-{self.rank} GM tensor")
+        if type(axes) is MxAxes:
+            return (pad, shape, strides, *axes.plan(shape, strides, rows, cols))
         row_axis, col_axis = (len(shape) - 2, len(shape) - 1) if axes is None else (
             axes[0] % len(shape), axes[1] % len(shape))
         if transpose:
@@ -960,6 +969,58 @@ def _dtype_of(tensor: torch.Tensor) -> DataType:
         if getattr(torch, name) == tensor.dtype and dtype not in (DataType.HF8, DataType.INDEX):
             return dtype
     raise ValueError(f"no PyPTO Pro dtype for torch {tensor.dtype}; pass dtype=")
+
+
+class MxAxes(NamedTuple):
+    """The window of an MX scale load (spec: `load` of an E8M0 tensor into a fractal-32 ZZ / NN
+    Mat tile). The tensor's last axis is the physical phase (size 2) of consecutive K groups:
+    the tile's rows / cols run along tensor axes `rows` / `cols`, and its dim `k_dim` (0 rows,
+    1 cols) counts K groups, group k at k // 2 on its axis and k % 2 on the phase axis. GM
+    holds that as the box [extent on the lower axis, 2 x extent on the higher one], the higher
+    axis merged with the phase axis (which needs them adjacent, the higher one's stride twice
+    the phase's); `unpack` turns the box into the tile."""
+
+    rows: int
+    cols: int
+    k_dim: int
+
+    def _extents(self, rows: int, cols: int) -> tuple[int, int, int, int]:
+        """(lower axis, higher axis, extent on the lower, on the higher)."""
+        k_axis = (self.rows, self.cols)[self.k_dim]
+        ext = {k_axis: -(-(rows, cols)[self.k_dim] // 2),
+               (self.cols, self.rows)[self.k_dim]: (cols, rows)[self.k_dim]}
+        lo, hi = sorted((self.rows, self.cols))
+        return lo, hi, ext[lo], ext[hi]
+
+    def box(self, rows: int, cols: int) -> tuple[int, int]:
+        """The [rows, cols] of the GM box a [rows, cols] tile reads."""
+        _, _, lo_ext, hi_ext = self._extents(rows, cols)
+        return lo_ext, 2 * hi_ext
+
+    def plan(self, shape: tuple[int, ...], strides: tuple[int, ...], rows: int, cols: int
+             ) -> tuple[tuple[int, ...], int, int]:
+        """(extent per axis, row stride, col stride) of the box."""
+        lo, hi, lo_ext, hi_ext = self._extents(rows, cols)
+        phase = len(shape) - 1
+        if shape[phase] != 2 or hi != phase - 1 or strides[hi] != 2 * strides[phase]:
+            raise ValueError(f"an MX scale load of tensor axes {lo} and {hi} of a tensor of "
+                             f"shape {list(shape)}, strides {list(strides)} is not supported: "
+                             "the higher axis must be the one before the size-2 phase axis, "
+                             "contiguous with it")
+        extents = [1] * len(shape)
+        extents[lo], extents[hi], extents[phase] = lo_ext, hi_ext, 2
+        return tuple(extents), strides[lo], strides[phase]
+
+    def unpack(self, box: torch.Tensor, rows: int, cols: int) -> torch.Tensor:
+        """The [rows, cols] tile of a box `GMRef.read_window` returned."""
+        lo, hi, lo_ext, hi_ext = self._extents(rows, cols)
+        pairs = box.reshape(lo_ext, hi_ext, 2)
+        k_axis = (self.rows, self.cols)[self.k_dim]
+        # [k // 2, other, k % 2] or [other, k // 2, k % 2] → [k, other]
+        by_k = pairs.permute(0, 2, 1) if k_axis == lo else pairs.permute(1, 2, 0)
+        by_k = by_k.reshape(2 * by_k.shape[0], -1)
+        tile = by_k if self.k_dim == 0 else by_k.T
+        return tile[:rows, :cols]
 
 
 class GMWindow:

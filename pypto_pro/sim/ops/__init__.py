@@ -49,6 +49,7 @@ from . import (  # noqa: E402
     elementwise,
     expand,
     fixpipe,
+    fused,
     gather,
     launches,
     movement,
@@ -63,8 +64,8 @@ _SCALAR_DATA_OPS = {"block.getval", "block.setval"}
 _BODY_OPS = {"vf.vec_scope", "simt.launch"}  # one instruction for a whole compiled body
 
 
-_FAMILIES = (movement, elementwise, compare, convert, rearrange, reduce, expand, gather, sort,
-             quant, cube, fixpipe, launches)
+_FAMILIES = (movement, elementwise, fused, compare, convert, rearrange, reduce, expand, gather,
+             sort, quant, cube, fixpipe, launches)
 
 
 def _collect(name: str) -> dict:

@@ -1,8 +1,8 @@
-"""Type conversion (pipe V): `cast` and the fused `add_relu_cast`, `sub_relu_cast`, `mul_cast`.
+"""Type conversion (pipe V): `cast` (the fused casts, `add_relu_cast` & co., are in `fused`).
 
 Rounding follows the `mode` kwarg exactly (pto-isa RoundMode: NONE, RINT = half to even,
 ROUND = half away from zero, FLOOR, CEIL, TRUNC, ODD); `cast` defaults to CAST_ROUND as
-`pl.cast` does, the fused casts to CAST_RINT. Float -> integer conversions saturate to the
+`pl.cast` does. Float -> integer conversions saturate to the
 target range (NaN -> 0), integer -> narrower integer saturates, float -> float overflows to
 inf under nearest rounding and to the largest finite value under directed rounding (formats
 without inf, e.g. FP8 E4M3FN, saturate). `BATCH_IMPLS` cast many cores' tiles at once
@@ -10,7 +10,6 @@ without inf, e.g. FP8 E4M3FN, saturate). `BATCH_IMPLS` cast many cores' tiles at
 """
 from __future__ import annotations
 
-from collections.abc import Callable
 
 import torch
 
@@ -20,7 +19,7 @@ from . import SimOpError
 from .batching import Writes, batched, column, stack_blocks, tile_writes
 from .elementwise import NUMERIC, block_values
 from .numerics import RoundMode, int_to_stored, saturate_int, to_compute
-from .operands import dtype_arg, encode, require_dtype, require_same_dtype, round_mode, tile_arg
+from .operands import encode, require_dtype, round_mode, tile_arg
 
 CASTABLE = NUMERIC + (DataType.FP8E4M3FN, DataType.FP8E5M2, DataType.HF8, DataType.FP4E2M1,
                       DataType.FP4E1M2, DataType.FP4, DataType.INT4, DataType.UINT4,
@@ -56,32 +55,6 @@ def _cast_batch(calls: list[list], kwargs: dict) -> Writes:
     return tile_writes(column(calls, 0), convert(values, src.dtype, out.dtype, mode))
 
 
-FUSED: dict[str, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]] = {
-    "add_relu_cast": lambda a, b: torch.relu(a + b),
-    "sub_relu_cast": lambda a, b: torch.relu(a - b),
-    "mul_cast": torch.mul,
-}
-
-
-def _fused_impl(name: str) -> Callable[[list, dict], None]:
-    fn, op = FUSED[name], f"block.{name}"
-
-    def impl(args: list, kwargs: dict) -> None:
-        out, lhs, rhs = (tile_arg(a, op=op, position=i) for i, a in enumerate(args[:3]))
-        require_same_dtype(op, lhs, rhs)
-        require_dtype(op, (lhs,), NUMERIC)
-        target = dtype_arg(kwargs.get("target_type", out.dtype), op=op)
-        if target is not out.dtype:
-            raise SimOpError(f"{op}: target_type {target.value} differs from the output tile's "
-                             f"{out.dtype.value}")
-        mode = round_mode(kwargs, RoundMode.CAST_RINT, op=op)
-        result = fn(block_values(lhs, out.valid), block_values(rhs, out.valid))
-        # the sum or product is formed in the source dtype, then converted
-        intermediate = to_compute(encode(lhs.dtype, result), lhs.dtype)
-        out.write(convert(intermediate, lhs.dtype, out.dtype, mode))
-    return impl
-
-
-IMPLS = {"block.cast": cast, **{f"block.{n}": _fused_impl(n) for n in FUSED}}
+IMPLS = {"block.cast": cast}
 
 BATCH_IMPLS = {"block.cast": batched(cast, _cast_batch)}

@@ -1,5 +1,6 @@
-"""Element-wise vector ops (pipe V): binary tile-tile and tile-scalar, unary, fills, ternary /
-fused ops and the partial (tail) ops `part*`.
+"""Element-wise vector ops (pipe V): binary tile-tile and tile-scalar, unary, fills, ternary
+ops (`addc` & co., `axpy`) and the partial (tail) ops `part*` (the fused ops the real code
+generator lowers through their first input are in `fused`).
 
 Every op iterates over the destination's valid window (pto-isa convention) and reads each tile
 operand's block of the same shape. Float math is done in float32 and rounded once into the
@@ -104,8 +105,6 @@ BINARY: dict[str, tuple[Binary, tuple[DataType, ...]]] = {
     "shl": (_shift_left, INTS),
     "shr": (_shift_right, INTS),
     "rem": (_rem, NUMERIC),
-    "add_relu": (lambda a, b: torch.relu(a + b), NUMERIC),
-    "sub_relu": (lambda a, b: torch.relu(a - b), NUMERIC),
 }
 #: binary ops computed in the FP16/BF16 storage dtype (module docstring), as `out=` functions
 NATIVE = {"add": torch.add, "sub": torch.sub, "mul": torch.mul, "div": torch.div,
@@ -407,24 +406,6 @@ def subsc(args: list, kwargs: dict) -> None:
     store(out, a - scalar_in_dtype(args[2], out.dtype) + c)
 
 
-def mul_add_dst(args: list, kwargs: dict) -> None:
-    """`mul_add_dst(out, a, b)`: out = a * b + out."""
-    out, (a, b) = _ternary("block.mul_add_dst", args, 2)
-    store(out, a * b + block_values(out, out.valid))
-
-
-def fused_mul_add(args: list, kwargs: dict) -> None:
-    """`fused_mul_add(out, a, b)`: out = a * out + b."""
-    out, (a, b) = _ternary("block.fused_mul_add", args, 2)
-    store(out, a * block_values(out, out.valid) + b)
-
-
-def fused_mul_add_relu(args: list, kwargs: dict) -> None:
-    """`fused_mul_add_relu(out, a, b)`: out = relu(out * a + b)."""
-    out, (a, b) = _ternary("block.fused_mul_add_relu", args, 2)
-    store(out, torch.relu(block_values(out, out.valid) * a + b))
-
-
 def axpy(args: list, kwargs: dict) -> None:
     """`axpy(out, src, alpha)`: out = alpha * src + out."""
     out, (src,) = _ternary("block.axpy", args, 1)
@@ -470,8 +451,7 @@ IMPLS = {
     **{f"block.{n}": _part_impl(n) for n in PART},
     "block.expands": expands, "block.full": expands, "block.fill_index": fill_index,
     "block.addc": addc, "block.subc": subc, "block.addsc": addsc, "block.subsc": subsc,
-    "block.mul_add_dst": mul_add_dst, "block.fused_mul_add": fused_mul_add,
-    "block.fused_mul_add_relu": fused_mul_add_relu, "block.axpy": axpy,
+    "block.axpy": axpy,
 }
 
 STEPS = {

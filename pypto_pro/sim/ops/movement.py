@@ -16,9 +16,9 @@ from collections.abc import Sequence
 
 import torch
 
-from pypto_pro.ir.types import MemorySpace
+from pypto_pro.ir.types import MemorySpace, TileLayout
 
-from ..model.memory import GMRef, TileRef, storage_dtype
+from ..model.memory import GMRef, MxAxes, TileRef, storage_dtype
 from ..step import Step
 from . import SimOpError
 from .batching import Writes, always, batched
@@ -42,10 +42,16 @@ _PLAIN_VIEW = {"transpose": False, "axes": None}  # (read only: callers unpack i
 
 
 def _gm_view(kwargs: dict) -> dict:
-    """Window kwargs for GMRef: `tile_dims` (tensor axes of tile rows/cols), `is_transpose`."""
+    """Window kwargs for GMRef: `tile_dims` (tensor axes of tile rows/cols), `is_transpose`;
+    an MX scale load (`mx_scale` "A": K groups along the tile's cols, "B": its rows) reads
+    through `MxAxes`."""
     if not kwargs:  # the usual load or store
         return _PLAIN_VIEW
     dims = kwargs.get("tile_dims")
+    mx = kwargs.get("mx_scale")
+    if mx is not None:
+        return {"transpose": False, "axes": MxAxes(int(dims[0]), int(dims[1]),
+                                                   1 if mx == "A" else 0)}
     return {"transpose": bool(kwargs.get("is_transpose", False)) and not dims,  # dims win
             "axes": (int(dims[0]), int(dims[1])) if dims else None}
 
@@ -75,6 +81,8 @@ def _loaded(dst: TileRef, src: GMRef, offsets: object, view: dict) -> torch.Tens
     # memory.WRITES_NOW, LATE_SNAPSHOT: a view when nothing can write GM before it is used
     read = src.peek_window if dst.writes_now or dst.late_snapshot else src.read_window
     window = read(_offsets(offsets), *dst.valid, **view)
+    if type(view["axes"]) is MxAxes:
+        window = view["axes"].unpack(window, *dst.valid)
     return _as_tile_dtype(window, src.dtype, dst, "block.load")
 
 
@@ -259,7 +267,8 @@ def move_fp(args: list, kwargs: dict) -> None:
 
 
 def insert(args: list, kwargs: dict) -> None:
-    """`insert(dst, src, (row, col))`: src's valid window written into dst at [row, col]."""
+    """`insert(dst, src, (row, col))`: src's valid window written into dst at [row, col] (an
+    NZ source into a ZN destination: transposed, at [col, row])."""
     op = "block.insert"
     dst, src = tile_arg(args[0], op=op, position=0), tile_arg(args[1], op=op, position=1)
     if src.space is MemorySpace.Acc:
@@ -267,6 +276,11 @@ def insert(args: list, kwargs: dict) -> None:
     else:
         data = _as_tile_dtype(src.read(), src.dtype, dst, op)
     r0, c0 = _offsets(args[2])
+    if src.geometry.layout is TileLayout.NZ and dst.geometry.layout is TileLayout.ZN:
+        # pto-isa writes the NZ blocks into the ZN tile read as NZ [cols, rows] (the same
+        # bytes): the destination holds the source transposed (a transposed left / right)
+        dst.write(data.T, offset=(c0, r0))
+        return
     dst.write(data, offset=(r0, c0))
 
 

@@ -5,7 +5,7 @@ Owns `RoundMode` (pto-isa values), `FloatFormat` and the conversions between sto
 (see `memory.storage_dtype`) and compute tensors: float32 for float types, int64 for integers.
 Rounding is done on float64 magnitudes with a per-element quantum, so every mode (RINT = half to
 even, ROUND = half away from zero, FLOOR, CEIL, TRUNC, ODD = von Neumann) is exact for every
-target. Imports `pypto_pro.ir.dtype` and `sim.memory` only.
+target. Imports `pypto_pro.ir.dtype` and `sim.model.memory` only.
 """
 from __future__ import annotations
 

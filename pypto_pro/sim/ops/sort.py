@@ -11,6 +11,8 @@ PyPTO Pro doc example shows.
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 import torch
 
 from pypto_pro.ir.dtype import DataType
@@ -129,15 +131,27 @@ def mrgsort2(args: list, kwargs: dict) -> None:
         count = min(int(position[0, source[0] == n].max()) + 1 for n in range(len(lists)))
     order = order[:, :count]
     merged = encode_records(values.gather(-1, order), index.gather(-1, order), dst.dtype)
-    old_tmp = _tile_bytes(tmp, tmp.shape[1])[:1]
-    if merged.shape[-1] > old_tmp.shape[-1]:
-        raise SimOpError(f"{op}: tmp holds {old_tmp.shape[-1]} bytes, the merge needs "
-                         f"{merged.shape[-1]}")
-    new_tmp = old_tmp.clone()
-    new_tmp[:, :merged.shape[-1]] = merged
+    # vmrgsort4 writes the whole merge from tmp's address (past tmp's own columns when it is
+    # shorter: pto-isa sizes tmp only against the UB), then dst's valid columns are copied
     dst_bytes = dst.valid_cols * dst.dtype.itemsize
-    _write_bytes(tmp, new_tmp)
-    dst.write(new_tmp[:, :dst_bytes].contiguous().view(storage_dtype(dst.dtype)), offset=(0, 0))
+    out = _run(tmp, max(merged.shape[-1], dst_bytes))
+    raw = _tile_bytes(out, out.shape[1])[:1].clone()
+    raw[:, :merged.shape[-1]] = merged
+    data = raw.contiguous().view(storage_dtype(tmp.dtype))
+    target = getattr(tmp, "_deferred_target", None)  # an engine operand writes at the op's end
+    if target is None:
+        out.write(data, offset=(0, 0))
+    else:
+        tmp._deferred_writes.append((out.write, (data,), {"offset": (0, 0)}))
+    dst.write(raw[:, :dst_bytes].contiguous().view(storage_dtype(dst.dtype)), offset=(0, 0))
+
+
+def _run(tile: TileRef, nbytes: int) -> TileRef:
+    """The single-row run of at least `nbytes` bytes (whole elements) from `tile`'s address,
+    in the memory `tile` writes to."""
+    cols = max(tile.shape[1], -(-nbytes // tile.dtype.itemsize))
+    target = getattr(tile, "_deferred_target", tile)
+    return TileRef(target.memory, replace(target.geometry, cols=cols), 1, cols)
 
 
 def histogram(args: list, kwargs: dict) -> None:

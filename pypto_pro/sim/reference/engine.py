@@ -24,7 +24,7 @@ from ...errors import DeadlockError, SimulationError
 from ...ir.span import Span
 from ...ir.types import PipeType
 from ...trace.schema import EventLog
-from ..frontend.calls_issue import Instr
+from ..frontend.calls_issue import ALL_LANES, Instr
 from ..model.cost_model import op_cost
 from ..model.memory import CoreMemory, GMRef, TileRef
 from ..model.memory_system import MemorySystem
@@ -236,6 +236,7 @@ class Core:
         self.pipes = {p: Pipe(self, p) for p in (AIC_PIPES if kind == "AIC" else AIV_PIPES)}
         self.time = 0
         self.spr = 0
+        self.vector_mask = ALL_LANES  # the {MASK1, MASK0} SPR (pl.set_vec_mask)
         self.gen = None
         self.waiting: Callable[[], bool] | None = None
         self.wait_info: tuple[int, str, str, Instr | None] | None = None
@@ -394,6 +395,19 @@ class Core:
         elif instr.kind == "set_flag":
             now = max(self.time, self.engine.now)
             flow, role = self._set_flag(instr, now), "set"
+        elif instr.kind in ("xset", "xwait", "lock", "unlock"):  # run by the scalar unit
+            if instr.kind == "lock":  # (a copy: the call site's instruction is shared)
+                instr = instr.copy()
+                instr.req = _MutexReq(_S)
+                self.mutex.setdefault(key, deque()).append(instr.req)
+            blocked = self._sync_blocked(None, instr)
+            if blocked is not None:
+                yield (lambda: self._sync_blocked(None, instr) is None, blocked[0], blocked[1],
+                       instr)
+            now = max(self.time, self.engine.now)
+            self._complete_sync(None, instr, now)
+            self.time = now + 1
+            return
         else:
             raise SimulationError(f"{instr.ir_op} on pipe S is not supported", instr.span)
         self._event(PipeType.S, "sync", hw_op(instr.ir_op, instr.kind), instr.ir_op,
@@ -413,7 +427,7 @@ class Core:
             pipe.queue.popleft()
             if eng.observer is not None:
                 eng.observer.sync(self, pipe.kind, instr)
-            self._unlock(pipe, instr)
+            self._unlock(pipe.kind, instr)
             self._event(pipe.kind, "sync", "rls_buf", instr.ir_op, instr.span, now, now + 1, 0,
                         0, str(instr.key), "")
             pipe.busy_until = now + 1
@@ -471,8 +485,9 @@ class Core:
                     end, cost.bytes, cost.flops, "", reason)
         heappush(eng._heap, (end, next(eng._seq), pipe._finish))
 
-    def _sync_blocked(self, pipe: Pipe, instr: Instr) -> tuple[str, str] | None:
-        """(reason, ids) when the sync instruction at the head of `pipe` cannot run yet."""
+    def _sync_blocked(self, pipe: Pipe | None, instr: Instr) -> tuple[str, str] | None:
+        """(reason, ids) when the sync instruction at the head of `pipe` (None: issued by the
+        scalar unit) cannot run yet."""
         kind, key = instr.kind, instr.key
         if kind == "wait_flag":
             return None if key in self.flags else ("flag", _flag_ids(key))
@@ -481,7 +496,8 @@ class Core:
             if not q or q[0] is instr.req:  # (empty: an unlock before it popped it)
                 return None
             same = " (held by this same pipe: a double lock hangs the hardware)" \
-                if q[0].pipe is pipe.kind else f" (held by pipe {q[0].pipe.value})"
+                if q[0].pipe is (_S if pipe is None else pipe.kind) else \
+                f" (held by pipe {q[0].pipe.value})"
             return "mutex", f"mutex {key}{same}"
         if kind == "xwait":
             slots = self.launch.xwait_slots(self, key, instr.span)
@@ -491,17 +507,19 @@ class Core:
                 f"xcore {key[1]} ({key[0].name if hasattr(key[0], 'name') else key[0]})"
         return None
 
-    def _complete_sync(self, pipe: Pipe, instr: Instr, now: int) -> None:
+    def _complete_sync(self, pipe: Pipe | None, instr: Instr, now: int) -> None:
+        """Run sync `instr` at `now` on `pipe` (None: the scalar unit, pipe S)."""
         kind, key = instr.kind, instr.key
+        pipe_kind = _S if pipe is None else pipe.kind
         flow, role = -1, ""
         if self.engine.observer is not None:
-            self.engine.observer.sync(self, pipe.kind, instr)
+            self.engine.observer.sync(self, pipe_kind, instr)
         if kind == "set_flag":
             flow, role = self._set_flag(instr, now), "set"
         elif kind == "wait_flag":
             flow, role = self._take_flag(key), "wait"
         elif kind == "unlock":
-            self._unlock(pipe, instr)
+            self._unlock(pipe_kind, instr)
         elif kind == "xset":
             for core, slot in self.launch.xset_slots(self, key, instr.span):
                 core.xcount[slot] = core.xcount.get(slot, 0) + 1
@@ -510,7 +528,7 @@ class Core:
             for core, slot in self.launch.xwait_slots(self, key, instr.span):
                 core.xcount[slot] -= 1
         ids = _flag_ids(key) if kind in ("set_flag", "wait_flag") else str(key)
-        self._event(pipe.kind, "sync", hw_op(instr.ir_op, kind), instr.ir_op, instr.span, now,
+        self._event(pipe_kind, "sync", hw_op(instr.ir_op, kind), instr.ir_op, instr.span, now,
                     now + 1, 0, 0, ids, "", flow, role)
 
     def _set_flag(self, instr: Instr, now: int) -> int:
@@ -553,13 +571,13 @@ class Core:
             self.flags[key] = pending.popleft()
         return flow
 
-    def _unlock(self, pipe: Pipe, instr: Instr) -> None:
+    def _unlock(self, pipe: PipeType, instr: Instr) -> None:
         q = self.mutex.get(instr.key)
-        if not q or q[0].pipe is not pipe.kind:  # the head of the FIFO holds the mutex
+        if not q or q[0].pipe is not pipe:  # the head of the FIFO holds the mutex
             if self.engine.observer is not None:
                 return  # the sanitizer reported MUTEX_UNLOCK_BEFORE_LOCK; ignore the unlock
             raise SimulationError(f"{self.label}: mutex {instr.key} unlocked on pipe "
-                                  f"{pipe.kind.value} without a matching lock", instr.span)
+                                  f"{pipe.value} without a matching lock", instr.span)
         q.popleft()
         self.kick_blocked()
 
@@ -574,6 +592,10 @@ class Core:
         if isinstance(value, RtTile):
             return self.launch.tile_ref(self, value, span, pair, mode)
         return value
+
+    def ssbuf(self) -> bytearray:
+        """The SSBUF of this core's block."""
+        return self.launch.ssbuf(self.block)
 
     def resolve_scalar_target(self, value: Any, span: Span) -> Any:
         if isinstance(value, RtTile):

@@ -221,7 +221,7 @@ class FunctionalCore(Core):
                     return _PARK_STEP
                 self._execute_op(instr)
             elif kind == "unlock":  # the most frequent sync, without the dispatch
-                self._unlock(pipe, instr)
+                self._unlock(pipe.kind, instr)
             else:
                 self._sync_now(pipe, instr)
             return NOTHING
@@ -277,7 +277,7 @@ class FunctionalCore(Core):
         of the shared instruction, which keeps its issue order or FIFO place if it stalls."""
         kind = instr.kind
         if kind == "unlock":
-            self._unlock(pipe, instr)
+            self._unlock(pipe.kind, instr)
             return
         if kind == "lock":
             q = self.mutex.get(instr.key)

@@ -1,6 +1,7 @@
 """Smoke test of the Triton comparison harness (`benchmarks/bench_triton.py`): on each
-workload's small warm-up shape, our DSL kernel (simulator, functional-only) and its Triton twin
-(CPU interpreter) both match torch. Skipped where triton is not installed (CI does not install
+workload's small warm-up shape, our DSL kernel (simulator functional-only, and decorated again
+and compiled afresh as the compile + first launch column runs it) and its Triton twin (CPU
+interpreter) all match torch. Skipped where triton is not installed (CI does not install
 the `bench` extra)."""
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ register_backend("sim-func", lambda: SimBackend(functional_only=True))
 
 
 @pytest.mark.parametrize("workload", bench.workloads(), ids=lambda w: w.key)
-@pytest.mark.parametrize("backend", ["sim-func", "triton"])
+@pytest.mark.parametrize("backend", ["sim-func", "sim-cold", "triton"])
 def test_small_shape_matches_torch(workload, backend):
     args = workload.make(0)
     out = args[workload.out_index]
@@ -33,3 +34,10 @@ def test_small_shape_matches_torch(workload, backend):
     bench._launcher(workload, backend)(args)
     err = (out.float() - workload.reference(args).float()).abs().max().item()
     assert err <= workload.atol, f"{workload.key} on {backend}: max |err| {err}"
+
+
+def test_redecorated_kernel_compiles_afresh():
+    kernel = bench.workloads()[0].kernel
+    again = bench.redecorate(kernel)
+    assert again is not kernel and again.compiled_variants == {}
+    assert again.options == kernel.options and again.kernel_def.fn is kernel.kernel_def.fn

@@ -28,7 +28,7 @@ def hooks(x: pl.Tensor[[32, 16], pl.DT_FP32], y: pl.Tensor[[16], pl.DT_FP32],
             d = pl.make_tile(T16, addr=0x1000)  # the same as c, in an inner block
             pl.add(d, a, b)
         pl.system.bar_all()
-        pl.printf("%d %d %d %ld %x\n", n, m, 5_000_000_000, m, n)
+        pl.printf("%d %d %d %d %x\n", n, m, 5_000_000_000, m, pl.get_block_idx())
         pl.setval(y, 1, pl.getval(c, 3))
 
 
@@ -51,7 +51,7 @@ def test_element_access_and_gm_window_hooks(gen, cxx_check, cg):
     body = [cg.code(line) for line in cg.impl_body(art.kernel_cpp)]
     assert "float val = PYPTO_TILE_ELEM(c, 3);" in body and "PYPTO_GM_ELEM(y_ptr, 1) = val;" in body
     check = body.index('PYPTO_GM_CHECK("x", n, a.GetValidRow(), 32, 0, a.GetValidCol(), 16);')
-    assert body[check + 3] == "TASSIGN(x_gt, x_ptr + n * x_stride[0]);"
+    assert body[check + 2] == "TASSIGN(x_gt, x_ptr + n * x_stride[0]);"
     for macro in ("PYPTO_TILE_ELEM", "PYPTO_GM_ELEM", "PYPTO_GM_CHECK"):
         assert f"#ifndef {macro}" in art.kernel_cpp  # the NPU's plain definitions
     cxx_check(art)
@@ -71,9 +71,10 @@ def test_one_dimensional_windows_check_the_row_too(gen, cg):
 def test_printf_keeps_64_bit_integers(gen, cg):
     body = [cg.code(line) for line in cg.impl_body(gen(hooks).kernel_cpp)]
     (line,) = [b for b in body if b.startswith("cce::printf(")]
-    assert line == ('cce::printf("%lld %d %lld %lld %llx\\n", static_cast<long long>(n), '
+    assert line == ('cce::printf("%lld %d %lld %d %llx\\n", static_cast<long long>(n), '
                     'static_cast<int32_t>(m), static_cast<long long>(5000000000LL), '
-                    'static_cast<long long>(m), static_cast<unsigned long long>(n));')
+                    'static_cast<int32_t>(m), static_cast<unsigned long long>(static_cast<'
+                    'int64_t>(get_block_idx() * get_subblockdim() + get_subblockid())));')
 
 
 def test_make_tile_dedup(gen, cg):

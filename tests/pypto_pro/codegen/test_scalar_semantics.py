@@ -1,7 +1,7 @@
 """The generated C++ means what the simulator means: a kernel full of scalar control flow is run
 on the simulator and, compiled with the host g++ against the stand-in headers, as a native
-program; both must write the same values. Covers Python floor `//` and `%` (negative
-operands), negative and run-time-signed `pl.range` steps, loop-carried values through
+program; both must write the same values. Covers `//` and `%` on run-time values (the real
+generated C++'s truncating `/` and `%`, negative operands), negative and run-time-signed `pl.range` steps, loop-carried values through
 `continue` / `break`, parallel assignment of carried values, `while`, `if` results, min / max /
 abs, `**`, bit operations and ternaries.
 """
@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import pypto_pro.language as pl
+from pypto_pro.ir.scalar_semantics import c_div, c_mod
 from pypto_pro.runtime.backends import use_backend
 
 N_OUT = 16
@@ -144,8 +145,8 @@ def simulate(n: int, m: int) -> list[int]:
 
 
 def python_reference(n: int, m: int) -> list[int]:
-    """The same computation in plain Python (what both must agree with)."""
-    vals = [n // m, n % m, sum(range(n, -7, -3)),
+    """The same computation in plain Python (what both must agree with), `//` and `%` as C++."""
+    vals = [c_div(n, m), c_mod(n, m), sum(range(n, -7, -3)),
             sum(i * i for i in range(0, m * 2, 1 if m > 0 else -1))]
     odd = 0
     for i in range(20):
@@ -165,7 +166,8 @@ def python_reference(n: int, m: int) -> list[int]:
             inner += j * n
         outer = outer * 2 + inner
     vals += [odd, count, min(n, m) * 100 + max(n, m), abs(n - m), (n & 7) | ((m ^ 5) << 2),
-             m ** 3, 1 if (n > 0 and m < 0) or n == m else 0, outer, (-n) // 3 + (-m) % 4]
+             m ** 3, 1 if (n > 0 and m < 0) or n == m else 0, outer,
+             c_div(-n, 3) + c_mod(-m, 4)]
     s = 0
     for i in range(50):
         s += i

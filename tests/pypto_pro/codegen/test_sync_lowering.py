@@ -85,7 +85,7 @@ def test_flags_barriers_and_system_ops(cg):
     assert "wait_flag(PIPE_MTE2, PIPE_V, (event_t)(n));" in vec
     assert "pipe_barrier(PIPE_ALL);" in vec and "pipe_barrier(PIPE_MTE2);" in vec
     assert "pipe_barrier(PIPE_M);" in cube
-    assert "SYNCALL<SyncCoreType::MIX, SyncAllMode::HARD>();" in vec
+    assert "SYNCALL<SyncCoreType::Mix>();" in vec
     assert "dcci((__gm__ void*)(x_ptr + 8), ENTIRE_DATA_CACHE, CACHELINE_ALL);" in vec
     assert "set_mask_count();" in vec and "set_vector_mask(1, 2);" in vec
     assert "set_vector_mask(static_cast<uint64_t>(-1), static_cast<uint64_t>(-1));" in vec
@@ -112,8 +112,12 @@ def test_debug_ops(cg):
                             'test_sync_lowering.py:') and x.endswith(': n=%d\\n", '
                                                                      'static_cast<int32_t>(n)); }')
                for x in vec)
-    i = vec.index("TPRINT(x_gt);")
-    assert vec[i - 4] == "pipe_barrier(PIPE_ALL);"
+    i = vec.index("TPRINT(dump_gt);")  # a GlobalTensor over the whole tensor, five dims
+    assert vec[i - 3] == "pipe_barrier(PIPE_ALL);"
+    assert vec[i - 2].startswith("using dump_GT = GlobalTensor<float, pto::Shape<-1, -1, -1, -1, "
+                                 "-1>, pto::Stride<-1, -1, -1, -1, -1>>;")
+    assert vec[i - 1] == "dump_GT dump_gt(x_ptr, dump_GT::Shape(1, 1, 1, static_cast<int64_t>(" \
+        "16), static_cast<int64_t>(64)), dump_GT::Stride(1, 1, 1, x_stride[0], x_stride[1]));"
     assert "trap();" in vec
     assert art.uses_print
 

@@ -4,6 +4,7 @@ type, emits its key ops in order, fits the Ascend 950 buffers and respects the a
 also compiles (`compile_kernel`)."""
 from __future__ import annotations
 
+import dataclasses
 
 import pytest
 import torch
@@ -96,7 +97,8 @@ def test_all_examples_lists_every_module():
 def test_reference_matches_the_output_argument(name):
     m = load(name)
     args = m.make_inputs(seed=1)
-    assert all(isinstance(a, (torch.Tensor, float, int)) for a in args)
+    assert all(isinstance(a, (torch.Tensor, float, int)) or dataclasses.is_dataclass(a)
+               for a in args)
     assert all(a.device.type == "cpu" for a in args if isinstance(a, torch.Tensor))
     expected = m.reference(*args)
     outputs = [a for a in args if isinstance(a, torch.Tensor)
@@ -278,8 +280,8 @@ def test_layernorm_ops():
     loop = next(n for n in walk(program) if isinstance(n, ForStmt))
     ops = [op for op in _ops(loop.body) if op.startswith("block.")
            and op != "block.set_validshape"]
-    assert ops == ["block.load", "block.row_sum", "block.divs", "block.row_expand_sub",
-                   "block.mul", "block.row_sum", "block.divs", "block.adds", "block.rsqrt",
+    assert ops == ["block.load", "block.divs", "block.row_sum", "block.row_expand_sub",
+                   "block.mul", "block.divs", "block.adds", "block.row_sum", "block.rsqrt",
                    "block.row_expand_mul", "block.col_expand_mul", "block.col_expand_sub",
                    "block.store"]
     before = _ops(program)[:_ops(program).index("tile_group.next")]
@@ -344,6 +346,31 @@ def test_flash_attention_structure():
     loads = [n for n in walk(cube) if isinstance(n, Call) and n.op == "block.load"]
     assert [dict(n.kwargs)["is_transpose"] for n in loads] == [False, True, False]
     assert sum(1 for n in walk(cube) if isinstance(n, Call) and n.op == "block.matmul") == 2
+
+
+def test_flash_attention_gm_hands_off_through_gm_only():
+    """Every cube ↔ vector hand-off is a GM store and a GM load on the workspaces (no fixpipe
+    move into the AIVs, no insert into the cube's L1): the form pto-isa's CPU simulator runs."""
+    cube = _parse("flash_attention_gm", "flash_attention_gm_kernel", "cube").program
+    vec = _parse("flash_attention_gm", "flash_attention_gm_kernel", "vector").program
+    calls = [n for p in (cube, vec) for n in walk(p) if isinstance(n, Call)]
+    assert not [n for n in calls if n.op == "block.insert" or
+                (n.op == "block.move" and dict(n.kwargs).get("acc_to_vec_mode") is not None)]
+
+    def gm(program, op):
+        at = {"block.load": 1, "block.store": 0}[op]
+        return [n.args[at].name for n in walk(program) if isinstance(n, Call) and n.op == op]
+
+    assert gm(cube, "block.store") == ["s_ws", "o_ws"]
+    assert gm(cube, "block.load") == ["q", "k", "v", "p_ws"]
+    assert gm(vec, "block.load") == ["s_ws", "o_ws"]
+    assert gm(vec, "block.store") == ["p_ws", "o"]
+    # the producer sets on the pipe that wrote, the consumer waits on the pipe that reads
+    fa = load("flash_attention_gm")
+    assert (("set_cross_core", "FIX", fa.S_READY) in _cross_core(cube) and
+            ("wait_cross_core", "MTE2", fa.S_READY) in _cross_core(vec) and
+            ("set_cross_core", "MTE3", fa.P_READY) in _cross_core(vec) and
+            ("wait_cross_core", "MTE2", fa.P_READY) in _cross_core(cube))
 
 
 def _sync_counts(stmt, ops: tuple[str, ...], key, depth: int = 0, weight: int = 1,

@@ -1,8 +1,9 @@
 """Op coverage of the CPU headers against the code generator: every name the generator may emit
 (its surface list, the tile instructions of its op table, the VF intrinsics and constants) is
-defined in pypto_pro/include; a kernel using every vector tile op and one using the cube ops
-compile against the real headers; a Reg API (VF) kernel and a SIMT kernel run natively and
-give the torch result."""
+defined in pypto_pro/include; a kernel using every vector tile op (with every optional operand,
+as pto-isa declares the scratch and offset tiles required) and one using the cube ops compile
+against the headers, which mirror pto-isa's declarations; a Reg API (VF) kernel and a SIMT
+kernel run natively and give the torch result."""
 from __future__ import annotations
 
 import re
@@ -14,6 +15,7 @@ import torch
 import pypto_pro
 import pypto_pro.language as pl
 from pypto_pro.codegen import generate
+from pypto_pro.codegen.lowered import LOWERED
 from pypto_pro.codegen.ops import TILE_OPS
 from pypto_pro.codegen.surface import all_identifiers
 from pypto_pro.codegen.vf import vf_constants
@@ -115,10 +117,14 @@ def test_every_vector_tile_op_compiles(tmp_path):
         v, d = _tile(f"t{i}", 0x1000 * i)
         tiles.append(v)
         decls.append(d)
-    ops = sorted(op for op in TILE_OPS if opreg.get(op).family != "cube")
+    ops = sorted(op for op in [*TILE_OPS, *LOWERED]
+                 if op.startswith("block.") and opreg.get(op).family != "cube" and
+                 op not in ("block.quant", "block.fill_index", "block.ssbuf_load",
+                            "block.ssbuf_store"))
     stmts = []
     for op in ops:
-        n = opreg.get(op).min_args
+        spec = opreg.get(op)
+        n = spec.max_args or spec.min_args
         args = [ConstFloat(1.5) if SCALAR_AT.get(op) == i else tiles[i % 4] for i in range(n)]
         stmts.append(EvalStmt(Call(op, tuple(args), KWARGS.get(op, ()), span=SPAN), SPAN))
     _compile_against_headers(_compiled(stmts, decls, "vector", "aiv"), tmp_path)

@@ -21,6 +21,7 @@ from pypto_pro.ir.nodes import (
     YieldStmt, seq,
 )
 from pypto_pro.ir.printer import python_print
+from pypto_pro.ir.scalar_semantics import RUNTIME_BINOPS
 from pypto_pro.ir.span import Span
 from pypto_pro.ir.types import (
     BOOL, INDEX, MemorySpace, SectionKind, TensorType, TileGroupType, TileType, TupleType,
@@ -30,10 +31,7 @@ from pypto_pro.passes.manager import PassContext
 
 M = MemorySpace
 _BIN = {
-    BinOp.Add: operator.add, BinOp.Sub: operator.sub, BinOp.Mul: operator.mul,
-    BinOp.FloorDiv: operator.floordiv, BinOp.FloorMod: operator.mod, BinOp.Min: min,
-    BinOp.Max: max, BinOp.Eq: operator.eq, BinOp.Ne: operator.ne, BinOp.Lt: operator.lt,
-    BinOp.Le: operator.le, BinOp.Gt: operator.gt, BinOp.Ge: operator.ge,
+    **RUNTIME_BINOPS,
     BinOp.And: lambda a, b: a and b, BinOp.Or: lambda a, b: a or b,
 }
 

@@ -69,6 +69,7 @@ def overlapping_kernel(x: pl.Tensor[[64, 64], pl.DT_FP16]):
         u = pl.make_tile(VEC, addr=0x1000)
         pl.load(t, x, [0, 0])
         pl.load(u, x, [0, 0])
+        pl.store(x, t, [0, 0])
 
 
 @pl.kernel(arch="a5")
@@ -108,15 +109,14 @@ def test_real_kernels_keep_their_ops_and_lock_every_access(kernel, target, param
     locked(final, trace(final, **params))
 
 
-def test_overlapping_tiles_warn_with_both_source_lines():
-    result = compiled(overlapping_kernel)
+def test_overlapping_tiles_in_use_together_fail_with_both_source_lines():
     lines = inspect.getsource(overlapping_kernel.fn).splitlines()
     first = overlapping_kernel.tree.lineno + next(
         i for i, line in enumerate(lines) if "addr=0x0" in line) - 1
-    assert len(result.warnings) == 1
-    w = result.warnings[0]
-    assert (w.span.line, w.related[0].line) == (first, first + 1)
-    assert w.span.file == __file__
+    with pytest.raises(InvalidTile) as err:
+        compiled(overlapping_kernel)
+    assert f"(line {first})" in err.value.message and f"(line {first + 1})" in err.value.message
+    assert err.value.span.file == __file__ and err.value.span.line == first + 3
 
 
 def test_a_tile_beyond_the_buffer_fails_at_its_line():

@@ -286,22 +286,22 @@ def test_flash_attention_preload_golden_structure():
         f"pl.system.wait_cross_core(pipe=pl.PipeType.FIX, event_id=2 + {ff})",
         "compute_qk(qk_vec, q, k, q_slot, q_right, k_l1, k_left, s_acc, qi, ki)",
         f"pl.system.set_cross_core(pipe=pl.PipeType.FIX, event_id={ff})",
-        "_pl_ctx.ki[_pl_beat % 3] = ki",
+        "_pl_ctx[_pl_beat % 3].ki = ki",
         "if _pl_beat >= 1 and _pl_beat < _pl_n + 1:",
         "_pl_i = _pl_beat - 1",
         f"pl.system.wait_cross_core(pipe=pl.PipeType.V, event_id={fi.format(2)})",
         f"pl.system.wait_cross_core(pipe=pl.PipeType.MTE3, event_id=11 + {fi.format(3)})",
-        "compute_p(qk_vec, p_mat, p16, m_run, l_run, corr_ring, sub, _pl_ctx.ki[_pl_i % 3])",
+        "compute_p(qk_vec, p_mat, p16, m_run, l_run, corr_ring, sub, _pl_ctx[_pl_i % 3].ki)",
         f"pl.system.set_cross_core(pipe=pl.PipeType.V, event_id=2 + {fi.format(2)})",
         f"pl.system.set_cross_core(pipe=pl.PipeType.MTE3, event_id=4 + {fi.format(3)})",
         "if _pl_beat >= 2 and _pl_beat < _pl_n + 2:",
         f"pl.system.wait_cross_core(pipe=pl.PipeType.MTE1, event_id=4 + {fi.format(3)})",
         f"pl.system.wait_cross_core(pipe=pl.PipeType.FIX, event_id=9 + {fi.format(2)})",
-        "compute_pv(p_mat, pv_vec, v, v_l1, v_right, p_left, o_acc, _pl_ctx.ki[_pl_i % 3])",
+        "compute_pv(p_mat, pv_vec, v, v_l1, v_right, p_left, o_acc, _pl_ctx[_pl_i % 3].ki)",
         f"pl.system.set_cross_core(pipe=pl.PipeType.MTE1, event_id=11 + {fi.format(3)})",
         f"pl.system.set_cross_core(pipe=pl.PipeType.FIX, event_id=7 + {fi.format(2)})",
         f"pl.system.wait_cross_core(pipe=pl.PipeType.V, event_id=7 + {fi.format(2)})",
-        ("compute_gu(pv_vec, o_run, o16, corr_ring, l_run, o, row0, _pl_ctx.ki[_pl_i % 3], "
+        ("compute_gu(pv_vec, o_run, o16, corr_ring, l_run, o, row0, _pl_ctx[_pl_i % 3].ki, "
          "last)"),
         f"pl.system.set_cross_core(pipe=pl.PipeType.V, event_id=9 + {fi.format(2)})",
         "_pl_task = _pl_task + _pl_n",
@@ -339,7 +339,7 @@ def test_scattered_ids_strided_loop_and_extra_release_ids():
         "produce(buf, i)",
         ("pl.system.set_cross_core(pipe=pl.PipeType.FIX, "
          "event_id=0 if (_pl_t0 + _pl_beat) % 2 == 0 else 5)"),
-        "consume(buf, y, _pl_ctx.i[_pl_i % 2])",
+        "consume(buf, y, _pl_ctx[_pl_i % 2].i)",
         "pl.system.wait_cross_core(pipe=pl.PipeType.FIX, event_id=2)",
     ], src), src
     assert "wait_cross_core_dyn(0 if" in compiled.passes["vector"][-1].ir_text
@@ -517,7 +517,7 @@ def test_reused_ring_bytes_get_extra_ids_in_the_generated_source():
         "pl.system.wait_cross_core(pipe=pl.PipeType.FIX, event_id=2 + (_pl_t0 + _pl_beat) % 2)",
         "pl.system.wait_cross_core(pipe=pl.PipeType.FIX, event_id=4)",
         "matmul_into_ring(ring, a, w, i)",
-        "bump_in_scratch(x, z, sub, _pl_ctx.i[_pl_i % 2])",
+        "bump_in_scratch(x, z, sub, _pl_ctx[_pl_i % 2].i)",
         "pl.system.set_cross_core(pipe=pl.PipeType.MTE3, event_id=4)",
         "pl.system.wait_cross_core(pipe=pl.PipeType.FIX, event_id=4)",
     ], src), src
@@ -628,7 +628,7 @@ def test_a_slot_aligned_reuse_is_ordered_per_slot_and_accepted_at_preload_2():
         "for _pl_beat in pl.range(_pl_n + 2):",
         f"pl.system.wait_cross_core(pipe=pl.PipeType.FIX, event_id=4 + {slot})",
         "matmul_into_ring(ring, a, w, i)",
-        "bump_in_slot(scratch, x, z, sub, _pl_ctx.i[_pl_i % 3])",
+        "bump_in_slot(scratch, x, z, sub, _pl_ctx[_pl_i % 3].i)",
         "pl.system.set_cross_core(pipe=pl.PipeType.MTE3, event_id=4 + (_pl_t0 + _pl_i) % 2)",
         "pl.system.wait_cross_core(pipe=pl.PipeType.FIX, event_id=4)",
         "pl.system.wait_cross_core(pipe=pl.PipeType.FIX, event_id=5)",
@@ -667,7 +667,7 @@ def test_a_slot_aligned_reuse_the_skew_keeps_apart_is_accepted():
     assert _subsequence(["bump_in_slot(scratch, x, z, sub, i)",
                          "pl.system.set_cross_core(pipe=pl.PipeType.MTE3, event_id=4)",
                          "pl.system.wait_cross_core(pipe=pl.PipeType.FIX, event_id=4)",
-                         "matmul_into_ring(ring, a, w, _pl_ctx.i[_pl_i % 2])"], src), src
+                         "matmul_into_ring(ring, a, w, _pl_ctx[_pl_i % 2].i)"], src), src
     _check_reuse_run(reuses_slots_first, n=3)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 import pytest
 
 from pypto_pro.errors import InvalidTile
+from pypto_pro.ir.nodes import BinOp
 from pypto_pro.ir.types import MemorySpace as M
 from pypto_pro.passes import verify_memory
 from pypto_pro.passes.manager import PassContext, PassManager, soc_facts
@@ -40,24 +41,37 @@ def test_a_group_slot_past_the_end_is_an_error(irb):
     assert "group acc slot 2 [0x40000, 0x50000)" in err.value.message
 
 
-def test_partial_overlaps_warn_with_both_lines_and_aliases_pass(irb):
+def test_overlaps_of_buffers_never_in_use_together_pass(irb):
     _, a = irb.make_tile("a", 0x0, line=10)
     _, same_start = irb.make_tile("a_dn", 0x0, shape=(64, 1), line=11)
     _, inside = irb.make_tile("half", 0x1000, shape=(32, 64), line=12)
     _, g = irb.group("g", (0x1800, 0x4000), line=13)
     ctx = check(irb.program([a, same_start, inside, g]))
-    assert len(ctx.warnings) == 2
-    first = ctx.warnings[0]
-    assert first.span.line == 10 and first.related[0].line == 13
-    assert "tile a [0x0, 0x2000) (line 10)" in first.message
-    assert "group g slot 0 [0x1800, 0x3800) (line 13)" in first.message
-    assert "--> kernel.py:13:5" in str(first)
+    assert ctx.warnings == []
+
+
+def _branch_clobber(irb):
+    """`a` loaded, `b` (sharing a's second half) loaded only when n > 0, then `a` stored."""
+    x, n = irb.tensor("x"), irb.var("n")
+    a, mk_a = irb.make_tile("a", 0x0, line=10)
+    b, mk_b = irb.make_tile("b", 0x1000, line=11)
+    body = [mk_a, mk_b, irb.ev("block.load", a, x, [0, 0], line=12),
+            irb.if_(irb.bin(BinOp.Gt, n, 0), [irb.ev("block.load", b, x, [0, 0], line=14)]),
+            irb.ev("block.store", x, a, [0, 0], line=15)]
+    return irb.program(body, params=(x, n))
+
+
+def test_an_overlap_behind_a_branch_warns_with_both_lines(irb):
+    ctx = check(_branch_clobber(irb))
+    [w] = ctx.warnings
+    assert w.span.line == 14 and {s.line for s in w.related} == {10, 11}
+    assert "tile a [0x0, 0x2000) (line 10)" in w.message
+    assert "tile b [0x1000, 0x3000) (line 11)" in w.message
+    assert "--> kernel.py:14:5" in str(w)
 
 
 def test_warnings_reach_the_pass_record(irb):
-    _, a = irb.make_tile("a", 0x0)
-    _, b = irb.make_tile("b", 0x1000)
-    _, records = PassManager([verify_memory]).run(irb.program([a, b]), PassContext("vector"))
+    _, records = PassManager([verify_memory]).run(_branch_clobber(irb), PassContext("vector"))
     assert len(records["verify_memory"].warnings) == 1
     assert records["verify_memory"].warnings[0].pass_name == "verify_memory"
 

@@ -128,3 +128,13 @@ def test_module_that_does_not_register_is_a_runtime_failure(clean_backends, monk
     monkeypatch.setattr(backends.importlib, "import_module", lambda name: None)
     with pytest.raises(RuntimeError, match="backend 'npu' is not available.*did not register"):
         backends.get_backend("npu")
+
+
+def test_builtin_module_imported_under_a_swapped_registry_is_still_found(monkeypatch):
+    """A build thread may import a backend module while a test has swapped the registry for
+    a copy: the registration went into the copy, yet the backend is found afterwards."""
+    from pypto_pro.runtime.backends.sim import SimBackend
+
+    monkeypatch.setattr(backends, "_factories", {})
+    monkeypatch.setattr(backends, "_instances", {})
+    assert isinstance(backends.get_backend("sim"), SimBackend)

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import pypto_pro.language as pl
-from pypto_pro.errors import InvalidArgument, InvalidType, OutOfRange
+from pypto_pro.errors import InvalidArgument, InvalidType
 from pypto_pro.runtime.binding import bind, dynamic_dims, resolve_datatype
 from pypto_pro.runtime.kernel_def import Specialization
 
@@ -125,14 +125,17 @@ def test_scalar_values_are_normalised():
     assert type(bound.args[1]) is int and type(bound.args[3]) is bool
 
 
+def test_int_scalars_wrap_to_their_width_as_the_real_ctypes_binding():
+    bound = bind(scalars, (200, -1, 2.0, True, 2**64 + 5), {}, A5)
+    assert bound.args == (-56, 255, 2.0, True, 5)
+
+
 @pytest.mark.parametrize("args, error, fragment", [
     ((1, 1, 2, True, 0), InvalidType, "arg[2] 'f': dtype mismatch — expected a float"),
     ((1.0, 1, 2.0, True, 0), InvalidType, "arg[0] 'i8': dtype mismatch — expected an int"),
     ((1, 1, 2.0, 1, 0), InvalidType, "arg[3] 'flag': dtype mismatch — expected a bool"),
     ((1, 1, True, True, 0), InvalidType, "arg[2] 'f': dtype mismatch"),
     ((1, "1", 2.0, True, 0), InvalidType, "arg[1] 'u8': dtype mismatch"),
-    ((200, 1, 2.0, True, 0), OutOfRange, "arg[0] 'i8': value 200 out of range for pl.DT_INT8"),
-    ((1, -1, 2.0, True, 0), OutOfRange, "arg[1] 'u8': value -1 out of range"),
 ])
 def test_scalar_rules(args, error, fragment):
     with pytest.raises(error) as info:

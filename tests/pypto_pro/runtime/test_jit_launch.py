@@ -25,7 +25,8 @@ class OpKey:
     OP_FLAG = TilingKeyField(bits=1, values=[0, 1])
 
     def is_valid(self, key):
-        return not (key["OP_MODE"] == 2 and key["OP_FLAG"] == 1)
+        op_mode, op_flag = key
+        return not (op_mode == 2 and op_flag == 1)
 
 
 @pl.jit(tiling_key=OpKey)

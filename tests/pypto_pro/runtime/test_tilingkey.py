@@ -13,7 +13,8 @@ class Key:
     FLAG = TilingKeyField(bits=1, values=(0, 1))
 
     def is_valid(self, key):
-        return not (key["MODE"] == 30 and key["FLAG"] == 1)
+        mode, _kind, flag = key  # the values in declaration order, as the real runtime passes
+        return not (mode == 30 and flag == 1)
 
 
 def _key_class(**fields):

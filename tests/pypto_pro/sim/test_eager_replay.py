@@ -1,4 +1,4 @@
-"""The stream engine's eager replay (`sim/replay.py`, `footprints.py`, `scheduler.cpp`
+"""The stream engine's eager replay (`sim/fast/replay.py`, `footprints.py`, `scheduler.cpp`
 `first_race`): a launch whose schedule never starts an op on memory a running op writes runs
 its ops at their starts; a racy one keeps the deferred replay and computes what the Python
 engine computes. The footprint overlap test is exact for GM windows of one tensor: tiles whose

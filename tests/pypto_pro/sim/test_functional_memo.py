@@ -1,6 +1,6 @@
 """A functional-only relaunch replays the ops its last launch ran, in their order
 (`sim/fast/memo.py`; issue 9), from the third launch of the same operands on as a tape of
-prebuilt steps (`sim/tape.py`, moved to new tensors of the same geometry): with new data in the
+prebuilt steps (`sim/fast/tape.py`, moved to new tensors of the same geometry): with new data in the
 same tensors or in new tensors of the same geometry it computes exactly what the functional
 executor computes, while a launch whose control flow or text depends on values (a scalar read
 of memory, printf), a changed launch, or a failed one runs the executor."""

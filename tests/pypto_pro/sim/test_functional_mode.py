@@ -1,4 +1,4 @@
-"""The functional-only executor (`sim/functional.py`): every example and benchmark kernel gives
+"""The functional-only executor (`sim/reference/functional.py`): every example and benchmark kernel gives
 bit-identical values to the timing engine; cross-core hand-offs (INTER_BLOCK / INTER_SUBBLOCK
 barriers, sync_all, intra-block AIC<->AIV events) order the cores' data as on the engine even
 though each core runs until it blocks; a pipe whose head waits for a set issued later keeps its

@@ -1,4 +1,4 @@
-"""A tape in two lanes (`sim/lanes.py`): ops touching one on-chip buffer, or GM bytes another
+"""A tape in two lanes (`sim/fast/lanes.py`): ops touching one on-chip buffer, or GM bytes another
 op writes, stay in one group; the groups are dealt to two lanes run at once (the second on a
 worker thread) or one after the other, and either way a taped relaunch gives the values,
 trace rows and op errors of one lane in the replay's order."""

@@ -1,4 +1,4 @@
-"""The eager replay's tape (`sim/tape.py`, `ops.STEPS`): a kept recording's relaunch makes it,
+"""The eager replay's tape (`sim/fast/tape.py`, `ops.STEPS`): a kept recording's relaunch makes it,
 the later ones run its ops' steps (views and plans bound) instead of dispatching each op, with
 the values and trace rows of the Python engine for new data in the same tensors (NaN bits of
 the FP16 fallback included); relaunches on new tensors (the memo rebinds) move the tape to

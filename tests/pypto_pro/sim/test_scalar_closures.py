@@ -1,6 +1,7 @@
 """Scalar arithmetic with a constant operand (`program._binary_const`: the index arithmetic
-of every tile loop) keeps the general path's semantics: INT32 results wrap at 32 bits, floor
-division and modulo round toward minus infinity, and a constant zero divisor raises the typed
+of every tile loop) keeps the general path's semantics: INT32 results wrap at 32 bits, division
+truncates toward zero and the remainder takes the dividend's sign (the generated C++'s `/` and
+`%`), and a constant zero divisor raises the typed
 error at its line only when the division runs."""
 from __future__ import annotations
 
@@ -36,7 +37,7 @@ def test_constant_operands_keep_the_scalar_semantics(engine):
     out = torch.zeros(5, dtype=torch.int32)
     with backends.use_backend(engine):
         int_math(out, 65537, -7)
-    assert out.tolist() == [65536, -2, 1, 0, 0]  # 65537 * 65536 wraps to 65536 in INT32
+    assert out.tolist() == [65536, -1, -3, 0, 0]  # 65537 * 65536 wraps to 65536 in INT32
 
 
 @pytest.mark.parametrize("engine", ENGINES)

@@ -1,4 +1,4 @@
-"""The stream engine (`sim/stream.py`, `scheduler.cpp`, `replay.py`; issue 9): a timed launch
+"""The stream engine (`sim/fast/stream.py`, `scheduler.cpp`, `replay.py`; issue 9): a timed launch
 recorded, scheduled in C++ and replayed gives exactly what the Python engine gives — every
 trace row, the instruction count, the outputs (races included), the L2 counters — and the
 Python engine's exact error when the run fails. Ineligible launches, a missing library and

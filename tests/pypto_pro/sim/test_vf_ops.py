@@ -68,16 +68,32 @@ def test_masks(dtype):
     assert torch.equal(m3, torch.arange(lanes) % 3 == 0)
     first = call("update_mask", 5, dtype=dtype)
     assert torch.equal(first.lanes(dtype), torch.arange(lanes) < 5)
-    assert call("update_mask", -3, dtype=dtype).bits.sum() == 0
+    assert call("update_mask", -3, dtype=dtype).bits.all()  # read as a uint32, as plt does
     assert call("update_mask", 10_000, dtype=dtype).bits.all()
     # one predicate serves every width: 5 FP32 lanes = 20 bytes = 10 FP16 lanes
     if dtype is DT.FP32:
         assert first.lanes(DT.FP16).sum() == 10
+    assert call("get_mask_spr", attrs.MaskWidth.B16,
+                st=VFState([], torch.zeros(0, dtype=torch.uint8), 0)).bits.all()
+
+
+@pytest.mark.parametrize("dtype", [DT.INT16, DT.UINT32])
+def test_mask_from_register_bits(dtype):
+    """movvp: lane i where bit `offset` of lane i is set."""
+    lanes = lane_count(dtype)
     r = Reg(torch.zeros(lanes, dtype=storage_dtype(dtype)), dtype)
-    r.data[3] = 1
-    assert torch.equal(call("mask_gen_with_reg_tensor", r).lanes(dtype),
-                       torch.arange(lanes) == 3)
-    assert call("get_mask_spr", attrs.MaskWidth.B16).bits.all()
+    r.data[3], r.data[5] = 1, 4
+    assert torch.equal(call("mask_gen_with_reg_tensor", r).lanes(dtype), torch.arange(lanes) == 3)
+    assert torch.equal(call("mask_gen_with_reg_tensor", r, offset=2).lanes(dtype),
+                       torch.arange(lanes) == 5)
+
+
+def test_mask_spr_follows_set_vec_mask():
+    st = VFState([], torch.zeros(0, dtype=torch.uint8), 0, (0b1, 0xFFFFFFFF))
+    b32 = call("get_mask_spr", attrs.MaskWidth.B32, st=st).lanes(DT.FP32)
+    assert torch.equal(b32, torch.arange(64) < 32)
+    b16 = call("get_mask_spr", attrs.MaskWidth.B16, st=st).lanes(DT.FP16)
+    assert torch.equal(b16, (torch.arange(128) < 32) | (torch.arange(128) == 64))
 
 
 # ---------------------------------------------------------------- arithmetic
@@ -176,7 +192,7 @@ def test_fused_accumulate_into_destination(dtype):
 
 
 @pytest.mark.parametrize("dtype", INTS)
-def test_logic_shift_and_wide_ops(dtype):
+def test_logic_and_shifts(dtype):
     x, y = rand_reg(dtype, 7), rand_reg(dtype, 8)
     for name, fn in {"and_": torch.bitwise_and, "or_": torch.bitwise_or,
                      "xor": torch.bitwise_xor}.items():
@@ -184,15 +200,42 @@ def test_logic_shift_and_wide_ops(dtype):
     assert torch.equal(call("not_", x, ALL).data, ref_int(torch.bitwise_not, dtype, x))
     assert torch.equal(call("shift_left", x, 3, ALL).data, ref_int(lambda a: a << 3, dtype, x))
     assert torch.equal(call("shift_right", x, 2, ALL).data, ref_int(lambda a: a >> 2, dtype, x))
-    if dtype is not DT.UINT32:  # (the 64-bit unsigned product: test_mull_uint32_high_word)
-        full = x.data.to(torch.int64) * y.data.to(torch.int64)
-        assert torch.equal(call("mull", x, y, ALL).data, wrap(full >> dtype.bits, dtype))
+    amounts = Reg((torch.arange(lane_count(dtype)) % 5).to(storage_dtype(dtype)), dtype)
+    per_lane = amounts.data.to(torch.int64)
+    assert torch.equal(call("shift_left", x, amounts, ALL).data,
+                       ref_int(lambda a: a << per_lane, dtype, x))
+
+
+@pytest.mark.parametrize("dtype", [DT.FP32, DT.FP16])
+def test_logic_on_float_registers_works_on_the_bits(dtype):
+    x, y = rand_reg(dtype, 7), rand_reg(dtype, 8)
+    width = {DT.FP32: torch.int32, DT.FP16: torch.int16}[dtype]
+    got = call("xor", x, y, ALL)
+    assert got.dtype is dtype
+    assert torch.equal(got.data.view(width), x.data.view(width) ^ y.data.view(width))
+    assert torch.equal(call("not_", x, ALL).data.view(width), ~x.data.view(width))
+
+
+@pytest.mark.parametrize("dtype", [DT.INT32, DT.UINT32])
+def test_wide_multiply_and_carries(dtype):
+    x, y = rand_reg(dtype, 7), rand_reg(dtype, 8)
+    bits32 = 1 << 32
+    ux, uy = x.data.to(torch.int64) % bits32, y.data.to(torch.int64) % bits32
+    lo, hi = call("mull", x, y, ALL)
+    full = x.data.to(torch.int64) * y.data.to(torch.int64)
+    assert torch.equal(lo.data, wrap(full, dtype))
+    if dtype is DT.INT32:
+        assert torch.equal(hi.data, wrap(full >> 32, dtype))
     carry = half_mask(dtype)
     c = carry.lanes(dtype).to(torch.int64)
-    assert torch.equal(call("addc", x, y, carry).data,
-                       ref_int(lambda a, b: a + b + c, dtype, x, y))
-    assert torch.equal(call("subc", x, y, carry).data,
-                       ref_int(lambda a, b: a - b - c, dtype, x, y))
+    flag, total = call("addc", x, y, carry, ALL)
+    assert torch.equal(total.data, wrap(ux + uy + c, dtype))
+    assert torch.equal(flag.lanes(dtype), ux + uy + c >= bits32)
+    # subtract through the complement adder: the carry in set gives a - b, the flag is the
+    # borrow (nothing carried out)
+    flag, diff = call("subc", x, y, carry, ALL)
+    assert torch.equal(diff.data, wrap(ux - uy - (1 - c), dtype))
+    assert torch.equal(flag.lanes(dtype), ux + (bits32 - 1 - uy) + c < bits32)
 
 
 def test_mull_uint32_high_word():
@@ -200,7 +243,7 @@ def test_mull_uint32_high_word():
                          dtype=torch.int64).to(torch.uint32), DT.UINT32)
     y = Reg(torch.tensor([0xFFFFFFFF, 4, 67890] + [1] * 61, dtype=torch.int64).to(torch.uint32),
             DT.UINT32)
-    got = call("mull", x, y, ALL).data.to(torch.int64)[:3].tolist()
+    got = call("mull", x, y, ALL)[1].data.to(torch.int64)[:3].tolist()
     assert got == [(0xFFFFFFFF * 0xFFFFFFFF) >> 32, 2, (12345 * 67890) >> 32]
 
 
@@ -267,7 +310,9 @@ def test_broadcasts(dtype):
     ramp = call("arange", 5, dtype=dtype)
     assert torch.equal(ramp.data, (5 + torch.arange(n)).to(storage_dtype(dtype)))
     down = call("arange", 100, dtype=dtype, index_order=attrs.IndexOrder.DECREASE_ORDER)
-    assert int(down.data[3]) == 97
+    assert torch.equal(down.data, (100 + torch.arange(n).flip(0)).to(storage_dtype(dtype)))
+    if dtype.bits < 64:  # vci DEC_ORDER counts down to start (the docs' 126, ..., 63)
+        assert int(down.data[-1]) == 100
     moved = call("move", src, half_mask(dtype), old=ramp)
     on = half_mask(dtype).lanes(dtype)
     assert torch.equal(moved.data[on], src.data[on]) and torch.equal(moved.data[~on],
@@ -289,34 +334,40 @@ def test_astype_float_to_int_round_modes(mode, fn):
 
 
 def test_astype_widening_narrowing_layouts():
+    """The narrower type's lanes interleave: layout k is lane r·i + k (r the width ratio)."""
     h = Reg(torch.arange(128, dtype=torch.float16), DT.FP16)
-    lo = call("astype", h, ALL, dtype=DT.FP32)
-    hi = call("astype", h, ALL, DT.FP32, attrs.CastLayout.ONE, dtype=DT.FP32)
-    assert torch.equal(lo.data, torch.arange(64.0)) and torch.equal(hi.data,
-                                                                    torch.arange(64.0) + 64)
+    even = call("astype", h, ALL, dtype=DT.FP32)
+    odd = call("astype", h, ALL, DT.FP32, attrs.CastLayout.ONE, dtype=DT.FP32)
+    assert torch.equal(even.data, torch.arange(0.0, 128, 2))
+    assert torch.equal(odd.data, torch.arange(1.0, 128, 2))
     f = Reg(torch.arange(64, dtype=torch.float32) + 0.25, DT.FP32)
     upper = call("astype", f, ALL, DT.FP16, attrs.CastLayout.ONE, dtype=DT.FP16, old=h)
-    assert torch.equal(upper.data[64:], f.data.half()) and torch.equal(upper.data[:64],
-                                                                       h.data[:64])
+    assert torch.equal(upper.data[1::2], f.data.half()) and not upper.data[0::2].any()
+    e8 = Reg(torch.arange(256, dtype=torch.float32).to(torch.float8_e4m3fn), DT.FP8E4M3FN)
+    third = call("astype", e8, ALL, layout=attrs.CastLayout.TWO, dtype=DT.FP32)
+    assert torch.equal(third.data, e8.data[2::4].float())
+    sparse = mask_of_lanes(torch.arange(128) % 4 == 0, DT.FP16)  # predicate on source lanes
+    assert torch.equal(call("astype", h, sparse, dtype=DT.FP32).data,
+                       torch.where(torch.arange(64) % 2 == 0, torch.arange(0.0, 128, 2), 0))
 
 
 def test_astype_fp8_and_saturation():
     x = Reg(torch.tensor([1.0, 1000.0, -1000.0, 0.3] * 16), DT.FP32)
     e4 = call("astype", x, ALL, dtype=DT.FP8E4M3FN)
     assert e4.data.dtype == torch.float8_e4m3fn
-    assert torch.equal(e4.data[:4].float(), torch.tensor([1.0, 448.0, -448.0, 0.3]).to(
+    assert torch.equal(e4.data[0::4][:4].float(), torch.tensor([1.0, 448.0, -448.0, 0.3]).to(
         torch.float8_e4m3fn).float())
     h = call("astype", x, ALL, dtype=DT.FP16)
     assert torch.isfinite(h.data.float()).all()
-    over = Reg(torch.full((64,), 1e6), DT.FP32)  # narrowing: destination lanes 0..63
-    assert torch.isinf(call("astype", over, ALL, dtype=DT.FP16).data[:64].float()).all()
+    over = Reg(torch.full((64,), 1e6), DT.FP32)  # narrowing: destination lanes 0, 2, 4, ...
+    assert torch.isinf(call("astype", over, ALL, dtype=DT.FP16).data[0::2].float()).all()
     sat = call("astype", over, ALL, saturate=attrs.SaturateMode.ON, dtype=DT.FP16)
-    assert (sat.data[:64].float() == 65504.0).all()
+    assert (sat.data[0::2].float() == 65504.0).all()
     i = Reg(torch.tensor([300, -300, 5, 127] * 16, dtype=torch.int32), DT.INT32)
     wrapped = call("astype", i, ALL, dtype=DT.INT8)
-    assert wrapped.data[:4].tolist() == [44, -44, 5, 127]
+    assert wrapped.data[0::4][:4].tolist() == [44, -44, 5, 127]
     clamped = call("astype", i, ALL, saturate=attrs.SaturateMode.ON, dtype=DT.INT8)
-    assert clamped.data[:4].tolist() == [127, -128, 5, 127]
+    assert clamped.data[0::4][:4].tolist() == [127, -128, 5, 127]
 
 
 def test_bitcast_pack_unpack_interleave():
@@ -332,52 +383,59 @@ def test_bitcast_pack_unpack_interleave():
                                                                              dtype=torch.int32))
     a = Reg(torch.arange(64, dtype=torch.float32), DT.FP32)
     b = Reg(-torch.arange(64, dtype=torch.float32), DT.FP32)
-    il = call("interleave", a, b)
-    assert il.data[:4].tolist() == [0, 0, 1, -1]
-    hi = call("interleave", a, b, attrs.PackPart.UPPER)
-    assert hi.data[:2].tolist() == [32, -32]
-    assert torch.equal(call("de_interleave", il, call("interleave", a, b,
-                                                      attrs.PackPart.UPPER)).data, a.data)
-    assert torch.equal(call("de_interleave", il, hi, attrs.PackPart.UPPER).data, b.data)
+    lo, hi = call("interleave", a, b)
+    assert lo.data[:4].tolist() == [0, 0, 1, -1] and hi.data[:2].tolist() == [32, -32]
+    even, odd = call("de_interleave", lo, hi)
+    assert torch.equal(even.data, a.data) and torch.equal(odd.data, b.data)
 
 
 def test_squeeze_unsqueeze_and_spr():
     st = VFState([], torch.zeros(0, dtype=torch.uint8), 0)
     x = Reg(torch.arange(64, dtype=torch.float32), DT.FP32)
     m = mask_of_lanes(torch.arange(64) % 3 == 0, DT.FP32)
-    sq = call("squeeze", x, m, st=st)
-    assert st.spr == 22 and torch.equal(sq.data[:22], torch.arange(0, 64, 3.0))
+    sq = call("squeeze", x, m, st=st)  # STORE_REG: the AR holds the bytes kept
+    assert st.spr == 22 * 4 and torch.equal(sq.data[:22], torch.arange(0, 64, 3.0))
     assert not sq.data[22:].any()
-    back = call("unsqueeze", sq, m)
-    assert torch.equal(back.data, torch.where(m.lanes(DT.FP32), x.data, 0))
+    counts = call("unsqueeze", m, dtype=DT.INT32)  # lane i: active lanes before it
+    assert torch.equal(counts.data, (torch.arange(64) + 2).div(3, rounding_mode="floor").int())
     call("squeeze", x, ALL, attrs.SqueezeMode.NO_STORE_REG, st=st)
-    assert st.spr == 22
+    assert st.spr == 22 * 4
     call("clear_spr", st=st)
     assert st.spr == 0
 
 
 def test_muls_cast_and_histograms():
     x = Reg(torch.linspace(-2, 2, 64), DT.FP32)
-    got = call("muls_cast", x, 3.0, ALL, dtype=DT.FP16)
-    assert torch.equal(got.data[:64], (x.data * 3.0).half()) and not got.data[64:].any()
+    x = Reg(torch.tensor([0.5, 1.5, -2.5, 2.5] * 16), DT.FP32)
+    got = call("muls_cast", x, 1.0, ALL, dtype=DT.FP16)  # CAST_ROUND: halves away from zero
+    assert got.data[0::2][:4].tolist() == [0.5, 1.5, -2.5, 2.5] and not got.data[1::2].any()
+    odd = call("muls_cast", x, 3.0, ALL, layout=attrs.CastLayout.ONE, dtype=DT.FP16)
+    assert torch.equal(odd.data[1::2], (x.data * 3.0).half())
     codes = Reg(torch.tensor(list(range(200)) + [7] * 56, dtype=torch.uint8), DT.UINT8)
-    hist = call("histograms", codes, ALL, dtype=DT.UINT16)
-    assert hist.data.to(torch.int64)[7] == 57 and hist.data.to(torch.int64)[100] == 1
-    assert int(hist.data.to(torch.int64).sum()) == 128 + 56
-    upper = call("histograms", codes, ALL, attrs.BinType.BIN1, dtype=DT.UINT16)
+    freq = call("histograms", codes, ALL, hist_type=attrs.HistType.FREQUENCY, dtype=DT.UINT16)
+    assert freq.data.to(torch.int64)[7] == 57 and freq.data.to(torch.int64)[100] == 1
+    assert int(freq.data.to(torch.int64).sum()) == 128 + 56
+    upper = call("histograms", codes, ALL, attrs.BinType.BIN1, attrs.HistType.FREQUENCY,
+                 dtype=DT.UINT16)
     assert int(upper.data.to(torch.int64).sum()) == 200 - 128
-    acc = call("histograms", codes, ALL, attrs.BinType.BIN0, attrs.HistType.ACCUMULATE,
-               dtype=DT.UINT16, old=hist)
-    assert int(acc.data.to(torch.int64)[7]) == 114
+    cumulative = call("histograms", codes, ALL, dtype=DT.UINT16)  # ACCUMULATE by default
+    assert torch.equal(cumulative.data.to(torch.int64), torch.cumsum(
+        freq.data.to(torch.int64), 0))
+    again = call("histograms", codes, ALL, attrs.BinType.BIN0, attrs.HistType.FREQUENCY,
+                 dtype=DT.UINT16, old=freq)  # counts add to the destination's
+    assert int(again.data.to(torch.int64)[7]) == 114
 
 
 def test_astype_fp4_packs_two_lanes_per_byte():
-    x = Reg(torch.tensor([1.0, -1.5, 3.2, 0.24] * 16), DT.FP32)
+    """BF16 ↔ FP4 converts in pairs: BF16 lanes 2j, 2j+1 ↔ FP4 byte 4j + layout."""
+    x = Reg(torch.tensor([1.0, -1.5, 3.2, 0.24] * 32).to(torch.bfloat16), DT.BF16)
     f4 = call("astype", x, ALL, dtype=DT.FP4E2M1)
     assert f4.data.numel() == 256 and lane_count(DT.FP4E2M1) == 512
-    assert f4.data[:2].tolist() == [0x2 | (0xB << 4), 0x5]  # (1, -1.5), (3, 0)
-    back = call("astype", f4, ALL, dtype=DT.FP16)
-    assert back.data[:4].tolist() == [1.0, -1.5, 3.0, 0.0]
-    upper = call("astype", x, ALL, layout=attrs.CastLayout.ONE, dtype=DT.FP4E2M1, old=f4)
-    assert torch.equal(upper.data[:32], f4.data[:32]) and torch.equal(upper.data[32:64],
-                                                                      f4.data[:32])
+    assert f4.data[0:8:4].tolist() == [0x2 | (0xB << 4), 0x5]  # (1, -1.5), (3, 0)
+    assert not f4.data.reshape(-1, 4)[:, 1:].any()
+    back = call("astype", f4, ALL, dtype=DT.BF16)
+    assert back.data[:4].float().tolist() == [1.0, -1.5, 3.0, 0.0]
+    two = call("astype", x, ALL, layout=attrs.CastLayout.TWO, dtype=DT.FP4E2M1)
+    assert torch.equal(two.data[2::4], f4.data[0::4])
+    odd_off = mask_of_lanes(torch.arange(128) % 2 == 0, DT.BF16)  # the even lane rules a pair
+    assert torch.equal(call("astype", x, odd_off, dtype=DT.FP4E2M1).data, f4.data)

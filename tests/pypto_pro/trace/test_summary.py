@@ -38,15 +38,19 @@ def test_busy_never_exceeds_wall_time_with_overlaps_on_one_pipe(make_meta) -> No
     assert trace.block_detail()["mte2_ratio"].tolist() == pytest.approx([170 / 310])
 
 
-def test_pipelined_pipes_are_counted_per_pipe(make_meta) -> None:
-    """Double-buffered MTE2 / V / MTE3 overlapping in time: each pipe's busy stays within the
-    wall time even though their sum exceeds it."""
+def _pipelined(make_meta) -> Trace:
+    """Double-buffered MTE2 / V / MTE3 on one core, overlapping in time."""
     log = EventLog()
     for pipe, spans in (("MTE2", [(0, 100), (100, 200)]), ("V", [(100, 150), (200, 250)]),
                         ("MTE3", [(150, 200), (250, 300)])):
         for start, end in spans:
             log.add(core_kind="AIV", pipe=pipe, kind="instr", start=start, end=end)
-    trace = Trace(log, make_meta(block_dim=1))
+    return Trace(log, make_meta(block_dim=1))
+
+
+def test_pipelined_pipes_are_counted_per_pipe(make_meta) -> None:
+    """Each pipe's busy stays within the wall time even though their sum exceeds it."""
+    trace = _pipelined(make_meta)
     util = trace.pipe_utilization()
     assert dict(zip(util["pipe"].astype(str), util["busy_cycles"])) == {
         "MTE2": 200, "V": 100, "MTE3": 100}
@@ -122,3 +126,18 @@ def test_several_stall_reasons_are_kept_apart(make_meta) -> None:
         "flag": 7, "mutex": 8}
     assert dict(zip(stalls["stall_reason"].astype(str), stalls["count"])) == {
         "flag": 1, "mutex": 2}
+
+
+def test_overlap_counts_the_cycles_two_pipes_are_busy_at_once(make_meta) -> None:
+    trace = _pipelined(make_meta)
+    assert trace.overlap("MTE2", "V")["cycles"].tolist() == [50]    # [100, 150)
+    assert trace.overlap("MTE2", "MTE3")["cycles"].tolist() == [50]  # [150, 200)
+    assert trace.overlap("V", "MTE3")["cycles"].tolist() == [0]
+    assert trace.overlap("MTE2", "V")["us"].tolist() == pytest.approx([0.05])
+
+
+def test_overlap_by_block_joins_the_cores_of_a_block(mix: Trace) -> None:
+    per_core = mix.overlap("M", "V")
+    assert per_core["cycles"].sum() == 0  # M and V are on different cores
+    per_block = mix.overlap("M", "V", by="block")
+    assert per_block[["block", "cycles"]].values.tolist() == [[0, 0], [1, 0]]  # V after M

@@ -19,6 +19,7 @@
 #define __cb__
 #define __cc__
 #define __fbuf__
+#define __ssbuf__
 #define __simt_vf__
 #define __simt_callee__
 #define __launch_bounds__(n)

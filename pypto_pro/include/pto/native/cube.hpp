@@ -196,48 +196,59 @@ inline void matmul_mx(Dst& dst, Lhs& lhs, Rhs& rhs, Acc* acc, SA& sa, SB& sb, in
 
 #define PYPTO_COMMA ,
 
+// Declared as pto-isa declares them: result, inputs (an accumulating form takes the output and
+// the input accumulator, of one tile type), the MX forms each operand followed by its scale
+// tile; every form also with an AccPhase (unit-flag) first template argument.
 namespace pto {
 
 PYPTO_MM_PAIR(TMATMUL,
-              ::pypto_native::matmul("TMATMUL", d, l, r, static_cast<D*>(nullptr),
-                                     static_cast<D*>(nullptr), loc.line),
-              D& d PYPTO_COMMA L& l PYPTO_COMMA R& r,
-              typename D PYPTO_COMMA typename L PYPTO_COMMA typename R)
+              ::pypto_native::matmul("TMATMUL", c, a, b, static_cast<TileRes*>(nullptr),
+                                     static_cast<TileRes*>(nullptr), loc.line),
+              TileRes& c PYPTO_COMMA TileLeft& a PYPTO_COMMA TileRight& b,
+              typename TileRes PYPTO_COMMA typename TileLeft PYPTO_COMMA typename TileRight)
 PYPTO_MM_PAIR(TGEMV,
-              ::pypto_native::matmul("TGEMV", d, l, r, static_cast<D*>(nullptr),
-                                     static_cast<D*>(nullptr), loc.line),
-              D& d PYPTO_COMMA L& l PYPTO_COMMA R& r,
-              typename D PYPTO_COMMA typename L PYPTO_COMMA typename R)
+              ::pypto_native::matmul("TGEMV", c, a, b, static_cast<TileRes*>(nullptr),
+                                     static_cast<TileRes*>(nullptr), loc.line),
+              TileRes& c PYPTO_COMMA TileLeft& a PYPTO_COMMA TileRight& b,
+              typename TileRes PYPTO_COMMA typename TileLeft PYPTO_COMMA typename TileRight)
 PYPTO_MM_PAIR(TMATMUL_ACC,
-              ::pypto_native::matmul("TMATMUL_ACC", d, l, r, &a, static_cast<D*>(nullptr),
-                                     loc.line),
-              D& d PYPTO_COMMA A& a PYPTO_COMMA L& l PYPTO_COMMA R& r,
-              typename D PYPTO_COMMA typename A PYPTO_COMMA typename L PYPTO_COMMA typename R)
+              ::pypto_native::matmul("TMATMUL_ACC", c, a, b, &cin,
+                                     static_cast<TileRes*>(nullptr), loc.line),
+              TileRes& c PYPTO_COMMA TileRes& cin PYPTO_COMMA TileLeft& a PYPTO_COMMA TileRight& b,
+              typename TileRes PYPTO_COMMA typename TileLeft PYPTO_COMMA typename TileRight)
 PYPTO_MM_PAIR(TGEMV_ACC,
-              ::pypto_native::matmul("TGEMV_ACC", d, l, r, &a, static_cast<D*>(nullptr),
+              ::pypto_native::matmul("TGEMV_ACC", c, a, b, &cin, static_cast<TileRes*>(nullptr),
                                      loc.line),
-              D& d PYPTO_COMMA A& a PYPTO_COMMA L& l PYPTO_COMMA R& r,
-              typename D PYPTO_COMMA typename A PYPTO_COMMA typename L PYPTO_COMMA typename R)
+              TileRes& c PYPTO_COMMA TileRes& cin PYPTO_COMMA TileLeft& a PYPTO_COMMA TileRight& b,
+              typename TileRes PYPTO_COMMA typename TileLeft PYPTO_COMMA typename TileRight)
 PYPTO_MM_PAIR(TMATMUL_BIAS,
-              ::pypto_native::matmul("TMATMUL_BIAS", d, l, r, static_cast<D*>(nullptr), &b,
-                                     loc.line),
-              D& d PYPTO_COMMA L& l PYPTO_COMMA R& r PYPTO_COMMA B& b,
-              typename D PYPTO_COMMA typename L PYPTO_COMMA typename R PYPTO_COMMA typename B)
+              ::pypto_native::matmul("TMATMUL_BIAS", c, a, b, static_cast<TileRes*>(nullptr),
+                                     &bias, loc.line),
+              TileRes& c PYPTO_COMMA TileLeft& a PYPTO_COMMA TileRight& b PYPTO_COMMA
+              TileBias& bias,
+              typename TileRes PYPTO_COMMA typename TileLeft PYPTO_COMMA typename TileRight
+              PYPTO_COMMA typename TileBias)
 PYPTO_MM_PAIR(TGEMV_BIAS,
-              ::pypto_native::matmul("TGEMV_BIAS", d, l, r, static_cast<D*>(nullptr), &b,
-                                     loc.line),
-              D& d PYPTO_COMMA L& l PYPTO_COMMA R& r PYPTO_COMMA B& b,
-              typename D PYPTO_COMMA typename L PYPTO_COMMA typename R PYPTO_COMMA typename B)
+              ::pypto_native::matmul("TGEMV_BIAS", c, a, b, static_cast<TileRes*>(nullptr),
+                                     &bias, loc.line),
+              TileRes& c PYPTO_COMMA TileLeft& a PYPTO_COMMA TileRight& b PYPTO_COMMA
+              TileBias& bias,
+              typename TileRes PYPTO_COMMA typename TileLeft PYPTO_COMMA typename TileRight
+              PYPTO_COMMA typename TileBias)
 PYPTO_MM_PAIR(TMATMUL_MX,
-              ::pypto_native::matmul_mx(d, l, r, static_cast<D*>(nullptr), sa, sb, loc.line),
-              D& d PYPTO_COMMA L& l PYPTO_COMMA R& r PYPTO_COMMA SA& sa PYPTO_COMMA SB& sb,
-              typename D PYPTO_COMMA typename L PYPTO_COMMA typename R PYPTO_COMMA
-              typename SA PYPTO_COMMA typename SB)
-PYPTO_MM_PAIR(TMATMUL_MX_ACC,
-              ::pypto_native::matmul_mx(d, l, r, &a, sa, sb, loc.line),
-              D& d PYPTO_COMMA A& a PYPTO_COMMA L& l PYPTO_COMMA R& r PYPTO_COMMA SA& sa
-              PYPTO_COMMA SB& sb,
-              typename D PYPTO_COMMA typename A PYPTO_COMMA typename L PYPTO_COMMA
-              typename R PYPTO_COMMA typename SA PYPTO_COMMA typename SB)
+              ::pypto_native::matmul_mx(c, a, b, static_cast<TileRes*>(nullptr), as, bs,
+                                        loc.line),
+              TileRes& c PYPTO_COMMA TileLeft& a PYPTO_COMMA TileLeftScale& as PYPTO_COMMA
+              TileRight& b PYPTO_COMMA TileRightScale& bs,
+              typename TileRes PYPTO_COMMA typename TileLeft PYPTO_COMMA
+              typename TileLeftScale PYPTO_COMMA typename TileRight PYPTO_COMMA
+              typename TileRightScale)
+PYPTO_MM_PAIR(TMATMUL_MX,
+              ::pypto_native::matmul_mx(c, a, b, &cin, as, bs, loc.line),
+              TileRes& c PYPTO_COMMA TileRes& cin PYPTO_COMMA TileLeft& a PYPTO_COMMA
+              TileLeftScale& as PYPTO_COMMA TileRight& b PYPTO_COMMA TileRightScale& bs,
+              typename TileRes PYPTO_COMMA typename TileLeft PYPTO_COMMA
+              typename TileLeftScale PYPTO_COMMA typename TileRight PYPTO_COMMA
+              typename TileRightScale)
 
 }  // namespace pto

@@ -16,12 +16,25 @@
 #include "vector.hpp"
 
 namespace pto {
-enum class QuantMode { SYM, ASYM };
+enum class MaskPattern : uint8_t {
+    P0101 = 1, P1010 = 2, P0001 = 3, P0010 = 4, P0100 = 5, P1000 = 6, P1111 = 7,
+};
+enum class GatherAxis : uint8_t { GATHER_ROW = 0, GATHER_COL = 1 };
+enum class HistByte : uint8_t { BYTE_0 = 0, BYTE_1 = 1, BYTE_2 = 2, BYTE_3 = 3 };
+enum class QuantType { MXFP8 = 0, MXFP4_E2M1 = 1, INT8_SYM = 2, INT8_ASYM = 3 };
+
+//! how many elements of each list a multi-list TMRGSORT consumed (not filled here)
+struct MrgSortExecutedNumList {
+    uint16_t mrgSortList0;
+    uint16_t mrgSortList1;
+    uint16_t mrgSortList2;
+    uint16_t mrgSortList3;
+};
 }  // namespace pto
 
 namespace pypto_native {
 
-using pto::QuantMode;
+enum class QuantMode { SYM, ASYM };
 
 template <typename T>
 inline std::vector<T> full_logical(const View<T>& v)
@@ -315,17 +328,20 @@ inline void mrgsort_lists(D& dst, Tmp& tmp, bool exhausted, int line, L&... list
             if (any) count = std::min(count, last + 1);
         }
     }
+    // vmrgsort4 writes the whole merge from tmp's address (past tmp's own columns when it is
+    // shorter: pto-isa sizes tmp only against the UB), then dst's valid columns are copied
     auto tv = view(tmp, line);
-    auto tbytes = window_bytes(tv, 1, Tmp::Cols);
-    if (count * 8 > tbytes.size()) {
-        raise_fault(FaultKind::Trap, line, "%s: TMRGSORT: tmp holds %zu bytes, the merge needs %zu",
-                    where().c_str(), tbytes.size(), count * 8);
-    }
-    for (size_t k = 0; k < count; ++k) encode_record(&tbytes[k * 8], all[k].value, all[k].index);
-    write_bytes(tv, tbytes, 1);
     auto dv = view(dst, line);
-    std::vector<uint8_t> dbytes(tbytes.begin(),
-                                tbytes.begin() + static_cast<ptrdiff_t>(dv.vc * sizeof(T)));
+    const size_t dst_bytes = static_cast<size_t>(dv.vc) * sizeof(T);
+    const size_t run = std::max(count * 8, dst_bytes);
+    if (tv.addr + run > static_cast<uint64_t>(tv.size)) {
+        raise_fault(FaultKind::Trap, line, "%s: TMRGSORT: the merge writes %zu bytes from UB "
+                    "%#llx, past the buffer (%lld bytes)", where().c_str(), run,
+                    static_cast<unsigned long long>(tv.addr), static_cast<long long>(tv.size));
+    }
+    uint8_t* out = tv.base + tv.addr;
+    for (size_t k = 0; k < count; ++k) encode_record(&out[k * 8], all[k].value, all[k].index);
+    std::vector<uint8_t> dbytes(out, out + dst_bytes);
     write_bytes(dv, dbytes, 1);
 }
 
@@ -451,125 +467,122 @@ inline void dequant(O& out, S& src, Sc& scale, Off* offset, int line)
 
 namespace pto {
 
-template <typename O, typename S, typename I>
-inline void TGATHER(O& out, S& src, I& idx, CmpMode mode = CmpMode::EQ, int64_t offset = 0, PYPTO_LOC)
+// Declared as pto-isa declares them (template parameters, operand order, scratch tiles).
+
+template <typename TileDataD, typename TileDataS0, typename TileDataS1, typename TileDataTmp>
+inline void TGATHER(TileDataD& dst, TileDataS0& src0, TileDataS1& src1, TileDataTmp&, PYPTO_LOC)
 {
     pypto_native::record("TGATHER", loc);
-    pypto_native::gather(out, src, idx, mode, offset, loc.line);
+    pypto_native::gather(dst, src0, src1, CmpMode::EQ, 0, loc.line);
 }
 
-template <typename O, typename S, typename I, typename Tmp>
-inline void TGATHER(O& out, S& src, I& idx, Tmp&, CmpMode mode = CmpMode::EQ, int64_t offset = 0,
-                    PYPTO_LOC)
+//! the columns of each source row that `maskPattern` selects
+template <typename DstTileData, typename SrcTileData, MaskPattern maskPattern = MaskPattern::P1111,
+          auto gatherType = GatherAxis::GATHER_ROW>
+inline void TGATHER(DstTileData& dst, SrcTileData& src, PYPTO_LOC)
 {
+    static_assert(gatherType == GatherAxis::GATHER_ROW,
+                  "TGATHER: the native backend implements row-wise mask gathers");
     pypto_native::record("TGATHER", loc);
-    pypto_native::gather(out, src, idx, mode, offset, loc.line);
+    pypto_native::gathermask(dst, src, static_cast<int64_t>(maskPattern), loc.line);
 }
 
-template <typename O, typename S, typename I>
-inline void TGATHERB(O& out, S& src, I& offsets, PYPTO_LOC)
+template <typename TileDataDst, typename TileDataSrc, typename TileDataOffset>
+inline void TGATHERB(TileDataDst& dst, TileDataSrc& src, TileDataOffset& offset, PYPTO_LOC)
 {
     pypto_native::record("TGATHERB", loc);
-    pypto_native::gatherb(out, src, offsets, loc.line);
+    pypto_native::gatherb(dst, src, offset, loc.line);
 }
 
-template <typename O, typename S, typename P>
-inline void TGATHERMASK(O& out, S& src, P pattern, PYPTO_LOC)
-{
-    pypto_native::record("TGATHERMASK", loc);
-    pypto_native::gathermask(out, src, static_cast<int64_t>(pattern), loc.line);
-}
-
-template <typename O, typename S, typename I>
-inline void TSCATTER(O& out, S& src, I& idx, PYPTO_LOC)
+template <typename TileDataD, typename TileDataS, typename TileDataI>
+inline void TSCATTER(TileDataD& dst, TileDataS& src, TileDataI& indexes, PYPTO_LOC)
 {
     pypto_native::record("TSCATTER", loc);
-    pypto_native::scatter(out, src, idx, loc.line);
+    pypto_native::scatter(dst, src, indexes, loc.line);
 }
 
-template <typename D, typename S, typename I>
-inline void TSORT32(D& dst, S& src, I& idx, PYPTO_LOC)
+template <typename DstTileData, typename SrcTileData, typename IdxTileData>
+inline void TSORT32(DstTileData& dst, SrcTileData& src, IdxTileData& idx, PYPTO_LOC)
 {
     pypto_native::record("TSORT32", loc);
     pypto_native::sort32(dst, src, idx, loc.line);
 }
 
-template <typename D, typename S, typename I, typename Tmp>
-inline void TSORT32(D& dst, S& src, I& idx, Tmp&, PYPTO_LOC)
+template <typename DstTileData, typename SrcTileData, typename IdxTileData, typename TmpTileData>
+inline void TSORT32(DstTileData& dst, SrcTileData& src, IdxTileData& idx, TmpTileData&, PYPTO_LOC)
 {
     pypto_native::record("TSORT32", loc);
     pypto_native::sort32(dst, src, idx, loc.line);
 }
 
-template <typename D, typename S>
-inline void TMRGSORT(D& dst, S& src, int64_t block_len, PYPTO_LOC)
+template <typename DstTileData, typename SrcTileData>
+inline void TMRGSORT(DstTileData& dst, SrcTileData& src, uint32_t blockLen, PYPTO_LOC)
 {
     pypto_native::record("TMRGSORT", loc);
-    pypto_native::mrgsort(dst, src, block_len, loc.line);
+    pypto_native::mrgsort(dst, src, blockLen, loc.line);
 }
 
-template <typename D, typename Tmp, typename A, typename B>
-inline void TMRGSORT(D& dst, Tmp& tmp, A& a, B& b, bool exhausted, PYPTO_LOC)
+template <typename DstTileData, typename TmpTileData, typename Src0TileData, typename Src1TileData,
+          bool exhausted>
+inline void TMRGSORT(DstTileData& dst, MrgSortExecutedNumList&, TmpTileData& tmp,
+                     Src0TileData& src0, Src1TileData& src1, PYPTO_LOC)
 {
     pypto_native::record("TMRGSORT", loc);
-    pypto_native::mrgsort_lists(dst, tmp, exhausted, loc.line, a, b);
+    pypto_native::mrgsort_lists(dst, tmp, exhausted, loc.line, src0, src1);
 }
 
-template <typename D, typename Tmp, typename A, typename B, typename C>
-inline void TMRGSORT(D& dst, Tmp& tmp, A& a, B& b, C& c, bool exhausted, PYPTO_LOC)
+template <typename DstTileData, typename TmpTileData, typename Src0TileData, typename Src1TileData,
+          typename Src2TileData, bool exhausted>
+inline void TMRGSORT(DstTileData& dst, MrgSortExecutedNumList&, TmpTileData& tmp,
+                     Src0TileData& src0, Src1TileData& src1, Src2TileData& src2, PYPTO_LOC)
 {
     pypto_native::record("TMRGSORT", loc);
-    pypto_native::mrgsort_lists(dst, tmp, exhausted, loc.line, a, b, c);
+    pypto_native::mrgsort_lists(dst, tmp, exhausted, loc.line, src0, src1, src2);
 }
 
-template <typename D, typename Tmp, typename A, typename B, typename C, typename E>
-inline void TMRGSORT(D& dst, Tmp& tmp, A& a, B& b, C& c, E& e, bool exhausted, PYPTO_LOC)
+template <typename DstTileData, typename TmpTileData, typename Src0TileData, typename Src1TileData,
+          typename Src2TileData, typename Src3TileData, bool exhausted>
+inline void TMRGSORT(DstTileData& dst, MrgSortExecutedNumList&, TmpTileData& tmp,
+                     Src0TileData& src0, Src1TileData& src1, Src2TileData& src2,
+                     Src3TileData& src3, PYPTO_LOC)
 {
     pypto_native::record("TMRGSORT", loc);
-    pypto_native::mrgsort_lists(dst, tmp, exhausted, loc.line, a, b, c, e);
+    pypto_native::mrgsort_lists(dst, tmp, exhausted, loc.line, src0, src1, src2, src3);
 }
 
-template <typename D, typename S, typename I>
-inline void THISTOGRAM(D& dst, S& src, I& idx, bool is_msb = false, PYPTO_LOC)
+//! cumulative counts of byte `byte` of the source elements (byte 0: of the elements whose
+//! higher bytes match the row's index, the simulator's rule)
+template <HistByte byte, typename TileDataDst, typename TileDataSrc, typename TileDataIdx>
+inline void THISTOGRAM(TileDataDst& dst, TileDataSrc& src, TileDataIdx& idx, PYPTO_LOC)
 {
+    static_assert(byte != HistByte::BYTE_2, "THISTOGRAM: the native backend counts byte 0 or "
+                                            "the most significant byte");
     pypto_native::record("THISTOGRAM", loc);
-    pypto_native::histogram(dst, src, idx, is_msb, loc.line);
+    pypto_native::histogram(dst, src, idx, byte != HistByte::BYTE_0, loc.line);
 }
 
-template <typename O, typename S, typename Sc>
-inline void TQUANT(O& out, S& src, Sc&& scale, QuantMode mode = QuantMode::SYM, PYPTO_LOC)
+//! INT8 quantisation with a per-row scale (and, asymmetric, a per-row offset)
+template <auto quant_type, typename TileDataOut, typename TileDataSrc, typename TileDataPara>
+inline void TQUANT(TileDataOut& dst, TileDataSrc& src, TileDataPara& scale,
+                   TileDataPara* offset = nullptr, PYPTO_LOC)
 {
+    static_assert(quant_type == QuantType::INT8_SYM || quant_type == QuantType::INT8_ASYM,
+                  "TQUANT: the native backend implements the INT8 modes");
     pypto_native::record("TQUANT", loc);
-    pypto_native::quant(out, src, scale, static_cast<pypto_native::NoOffset*>(nullptr), mode,
-                        loc.line);
+    if (quant_type == QuantType::INT8_ASYM && offset != nullptr) {
+        pypto_native::quant(dst, src, scale, offset, pypto_native::QuantMode::ASYM, loc.line);
+    } else {
+        pypto_native::quant(dst, src, scale, static_cast<pypto_native::NoOffset*>(nullptr),
+                            pypto_native::QuantMode::SYM, loc.line);
+    }
 }
 
-template <typename O, typename S, typename Sc, typename Off>
-inline void TQUANT(O& out, S& src, Sc&& scale, QuantMode mode, Off&& offset, PYPTO_LOC)
-{
-    pypto_native::record("TQUANT", loc);
-    pypto_native::quant(out, src, scale, &offset, mode, loc.line);
-}
-
-template <typename O, typename S, typename Sc, typename Off>
-inline void TQUANT(O& out, S& src, Sc&& scale, Off&& offset, QuantMode mode, PYPTO_LOC)
-{
-    pypto_native::record("TQUANT", loc);
-    pypto_native::quant(out, src, scale, &offset, mode, loc.line);
-}
-
-template <typename O, typename S, typename Sc>
-inline void TDEQUANT(O& out, S& src, Sc&& scale, PYPTO_LOC)
+template <typename TileDataDst, typename TileDataSrc, typename TileDataPara>
+inline void TDEQUANT(TileDataDst& dst, TileDataSrc& src, TileDataPara& scale,
+                     TileDataPara& offset, PYPTO_LOC)
 {
     pypto_native::record("TDEQUANT", loc);
-    pypto_native::dequant(out, src, scale, static_cast<pypto_native::NoOffset*>(nullptr), loc.line);
-}
-
-template <typename O, typename S, typename Sc, typename Off>
-inline void TDEQUANT(O& out, S& src, Sc&& scale, Off&& offset, PYPTO_LOC)
-{
-    pypto_native::record("TDEQUANT", loc);
-    pypto_native::dequant(out, src, scale, &offset, loc.line);
+    pypto_native::dequant(dst, src, scale, &offset, loc.line);
 }
 
 }  // namespace pto

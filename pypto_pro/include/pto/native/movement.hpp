@@ -9,6 +9,7 @@
 // accumulator to the two AIVs' UBs of the block.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <mutex>
@@ -267,20 +268,59 @@ inline void acc_move(Dst& dst, Src& src, bool scaled, uint64_t deq, const ScaleT
 
 // ------------------------------------------------------------------ GM <-> tile
 
+//! an MX scale load (a GlobalTensor of layout MX_*): tile element (r, c) sits at [d2, d3, phase]
+//! of the [outer, inner, 2] box, K group k at k / 2 with phase k % 2 (see `TileShape2D`)
+template <typename TileT, typename GT>
+inline void load_mx_scales(TileT& tile, GT& gt, int line)
+{
+    using D = typename TileT::DType;
+    using S = typename GT::DType;
+    constexpr pto::Layout L = GT::layout;
+    View<D> dst = view(tile, line);
+    const int64_t s2 = gt.GetStride(2), s3 = gt.GetStride(3), s4 = gt.GetStride(4);
+    auto at = [&](int64_t r, int64_t c) -> int64_t {
+        if constexpr (L == pto::Layout::MX_A_ND) return r * s2 + (c / 2) * s3 + (c % 2) * s4;
+        if constexpr (L == pto::Layout::MX_A_DN) return (c / 2) * s2 + r * s3 + (c % 2) * s4;
+        if constexpr (L == pto::Layout::MX_B_ND) return (r / 2) * s2 + c * s3 + (r % 2) * s4;
+        return c * s2 + (r / 2) * s3 + (r % 2) * s4;
+    };
+    int64_t last = 0;
+    for (int64_t r = 0; r < dst.vr; ++r) {
+        for (int64_t c = 0; c < dst.vc; ++c) last = std::max(last, at(r, c));
+    }
+    if (dst.vr > 0 && dst.vc > 0) {
+        const uint64_t lo = reinterpret_cast<uint64_t>(gt.data());
+        check_gm("TLOAD", lo, lo, lo + static_cast<uint64_t>(last + 1) * sizeof(S), line);
+    }
+    for (int64_t r = 0; r < dst.vr; ++r) {
+        for (int64_t c = 0; c < dst.vc; ++c) {
+            S s;
+            std::memcpy(&s, gt.data() + at(r, c), sizeof(S));
+            dst.set(r, c, move_elem<D>(s, line));
+        }
+    }
+}
+
 template <typename TileT, typename GT>
 inline void load_tile(TileT& tile, GT& gt, int line)
 {
+    constexpr pto::Layout L = GT::layout;
+    if constexpr (L == pto::Layout::MX_A_ND || L == pto::Layout::MX_A_DN || L == pto::Layout::MX_B_ND ||
+                  L == pto::Layout::MX_B_DN) {
+        load_mx_scales(tile, gt, line);
+        return;
+    }
     using D = typename TileT::DType;
     using S = typename GT::DType;
     View<D> dst = view(tile, line);
     const int64_t rows = dst.vr, cols = dst.vc;
-    const int64_t rs = gt.row_stride(), cs = gt.col_stride();
+    const int64_t rs = gm_row_stride(gt), cs = gm_col_stride(gt);
     uint64_t lo, hi;
-    gm_window_bounds(gt.ptr, rows, cols, rs, cs, lo, hi);
-    if (rows > 0 && cols > 0) check_gm("TLOAD", reinterpret_cast<uint64_t>(gt.ptr), lo, hi, line);
+    gm_window_bounds(gt.data(), rows, cols, rs, cs, lo, hi);
+    if (rows > 0 && cols > 0) check_gm("TLOAD", reinterpret_cast<uint64_t>(gt.data()), lo, hi, line);
     if (dst.window_ok(0, 0, rows, cols)) {
         for (int64_t r = 0; r < rows; ++r) {
-            const S* row = gt.ptr + r * rs;
+            const S* row = gt.data() + r * rs;
             if (dst.g.kind == LayoutKind::ND && cs == 1) {
                 D* out = dst.row(r);
                 for (int64_t c = 0; c < cols; ++c) out[c] = move_elem<D>(row[c], line);
@@ -291,7 +331,7 @@ inline void load_tile(TileT& tile, GT& gt, int line)
         return;
     }
     for (int64_t r = 0; r < rows; ++r) {
-        const S* row = gt.ptr + r * rs;
+        const S* row = gt.data() + r * rs;
         for (int64_t c = 0; c < cols; ++c) {
             S s;
             std::memcpy(&s, row + c * cs, sizeof(S));
@@ -304,7 +344,7 @@ template <typename GT>
 inline void gm_put(GT& gt, int64_t r, int64_t c, const typename GT::DType& v, bool atomic)
 {
     using S = typename GT::DType;
-    S* p = gt.ptr + r * gt.row_stride() + c * gt.col_stride();
+    S* p = gt.data() + r * gm_row_stride(gt) + c * gm_col_stride(gt);
     if (!atomic) {
         std::memcpy(p, &v, sizeof(S));
         return;
@@ -329,8 +369,8 @@ inline void store_tile(GT& gt, TileT& tile, bool scaled, uint64_t deq, const voi
     View<S> src = view(tile, line);
     const int64_t rows = src.vr, cols = src.vc;
     uint64_t lo, hi;
-    gm_window_bounds(gt.ptr, rows, cols, gt.row_stride(), gt.col_stride(), lo, hi);
-    if (rows > 0 && cols > 0) check_gm("TSTORE", reinterpret_cast<uint64_t>(gt.ptr), lo, hi, line);
+    gm_window_bounds(gt.data(), rows, cols, gm_row_stride(gt), gm_col_stride(gt), lo, hi);
+    if (rows > 0 && cols > 0) check_gm("TSTORE", reinterpret_cast<uint64_t>(gt.data()), lo, hi, line);
     const bool atomic = Atomic == AtomicType::AtomicAdd || ctx().atomic_add;
     std::unique_lock<std::mutex> guard(atomic_mutex(), std::defer_lock);
     if (atomic) guard.lock();
@@ -357,9 +397,9 @@ inline void store_tile(GT& gt, TileT& tile, bool scaled, uint64_t deq, const voi
             raise_fault(FaultKind::Trap, line, "%s: TSTORE element sizes differ (tile %zu, GM %zu "
                         "bytes)", where().c_str(), sizeof(S), sizeof(G));
         } else if (!atomic && src.window_ok(0, 0, rows, cols)) {
-            const int64_t rs = gt.row_stride(), cs = gt.col_stride();
+            const int64_t rs = gm_row_stride(gt), cs = gm_col_stride(gt);
             for (int64_t r = 0; r < rows; ++r) {
-                G* out = gt.ptr + r * rs;
+                G* out = gt.data() + r * rs;
                 for (int64_t c = 0; c < cols; ++c) {
                     std::memcpy(out + c * cs, src.at(r, c), sizeof(G));
                 }
@@ -378,134 +418,304 @@ inline void store_tile(GT& gt, TileT& tile, bool scaled, uint64_t deq, const voi
 
 namespace pto {
 
-template <typename TileT, typename GT>
-inline void TLOAD(TileT& tile, GT& gt, pypto_native::Loc loc = pypto_native::Loc::here())
+namespace detail {
+// The GlobalTensor layout / tile layout pairs the a5 DMA moves (pto-isa's NPU static checks; its
+// CPU mode leaves them out): ND with a row-major tile, DN with a column-major one, NZ with NZ.
+template <typename T>
+constexpr bool nd_tile = T::isRowMajor && T::SFractal == SLayout::NoneBox;
+template <typename T>
+constexpr bool dn_tile = !T::isRowMajor && T::SFractal == SLayout::NoneBox;
+template <typename T>
+constexpr bool nz_tile = !T::isRowMajor && T::SFractal == SLayout::RowMajor;
+template <typename T>
+constexpr bool zn_tile = T::isRowMajor && T::SFractal == SLayout::ColMajor;
+
+template <typename TileData, typename GlobalData>
+constexpr bool load_layouts()
 {
+    constexpr Layout g = GlobalData::layout;
+    if constexpr (g != Layout::ND && g != Layout::DN && g != Layout::NZ) {
+        return true;  // MX / scale layouts: their own rules
+    } else if constexpr (TileData::Loc == TileType::Vec) {
+        return (g == Layout::ND && nd_tile<TileData>) || (g == Layout::DN && dn_tile<TileData>) ||
+               (g == Layout::NZ && nz_tile<TileData>);
+    } else if constexpr (TileData::Loc == TileType::Mat) {
+        if constexpr (TileData::Rows == 1 && TileData::isRowMajor &&
+                      TileData::SFractal == SLayout::RowMajor) {
+            return true;  // the MX scale-vector path
+        }
+        return nz_tile<TileData> || (g == Layout::ND && nd_tile<TileData>) ||
+               (g == Layout::DN && (dn_tile<TileData> || zn_tile<TileData>));
+    }
+    return true;
+}
+
+template <typename TileData, typename GlobalData>
+constexpr bool store_layouts()
+{
+    constexpr Layout g = GlobalData::layout;
+    if constexpr (TileData::Loc == TileType::Acc) {
+        return g != Layout::DN;
+    } else if constexpr (TileData::Loc == TileType::Vec) {
+        return (g == Layout::ND && nd_tile<TileData>) || (g == Layout::DN && dn_tile<TileData>) ||
+               (g == Layout::NZ && nz_tile<TileData>) || TileData::Rows == 1 ||
+               TileData::Cols == 1;
+    }
+    return true;
+}
+}  // namespace detail
+
+// The data movement instructions as pto-isa declares them: template parameters (tile and global
+// types first, then the options: STPhase, AtomicType, AccToVecMode, ReluPreMode) and overloads.
+
+template <typename TileData, typename GlobalData>
+inline void TLOAD(TileData& dst, GlobalData& src, pypto_native::Loc loc = pypto_native::Loc::here())
+{
+    static_assert(is_global_data_v<GlobalData>, "TLOAD: the source must be a GlobalTensor");
+    static_assert(detail::load_layouts<TileData, GlobalData>(),
+                  "TLOAD: Src and dst layout must be same (Vec: ND2ND, DN2DN, NZ2NZ; Mat: "
+                  "ND2NZ, DN2NZ, NZ2NZ, ND2ND, DN2DN, DN2ZN)");
     pypto_native::record("TLOAD", loc);
-    pypto_native::load_tile(tile, gt, loc.line);
+    pypto_native::load_tile(dst, src, loc.line);
 }
 
-template <typename TileT, typename GT, AtomicType A = AtomicType::AtomicNone,
-          ReluPreMode R = ReluPreMode::NoRelu>
-inline void TSTORE(GT& gt, TileT& tile, pypto_native::Loc loc = pypto_native::Loc::here())
+namespace detail {
+template <AtomicType A, ReluPreMode R, typename TileData, typename GlobalData>
+inline void store(GlobalData& dst, TileData& src, bool scaled, uint64_t deq, int line)
+{
+    static_assert(is_global_data_v<GlobalData>, "TSTORE: the destination must be a GlobalTensor");
+    static_assert(store_layouts<TileData, GlobalData>(),
+                  "TSTORE: Src and dst layout must be same, only support ND/DN/NZ or the special "
+                  "case of one row/one column (an Acc tile: ND or NZ)");
+    pypto_native::store_tile<A, R>(dst, src, scaled, deq, nullptr, line);
+}
+}  // namespace detail
+
+template <typename TileData, typename GlobalData>
+inline void TSTORE(GlobalData& dst, TileData& src, pypto_native::Loc loc = pypto_native::Loc::here())
 {
     pypto_native::record("TSTORE", loc);
-    pypto_native::store_tile<A, R>(gt, tile, false, 0, nullptr, loc.line);
+    detail::store<AtomicType::AtomicNone, ReluPreMode::NoRelu>(dst, src, false, 0, loc.line);
 }
 
-template <typename TileT, typename GT, AtomicType A = AtomicType::AtomicNone,
-          ReluPreMode R = ReluPreMode::NoRelu>
-inline void TSTORE(GT& gt, TileT& tile, uint64_t deq,
+template <STPhase Phase, typename TileData, typename GlobalData>
+inline void TSTORE(GlobalData& dst, TileData& src, pypto_native::Loc loc = pypto_native::Loc::here())
+{
+    pypto_native::record("TSTORE", loc);
+    detail::store<AtomicType::AtomicNone, ReluPreMode::NoRelu>(dst, src, false, 0, loc.line);
+}
+
+template <typename TileData, typename GlobalData, AtomicType atomicType>
+inline void TSTORE(GlobalData& dst, TileData& src, pypto_native::Loc loc = pypto_native::Loc::here())
+{
+    pypto_native::record("TSTORE", loc);
+    detail::store<atomicType, ReluPreMode::NoRelu>(dst, src, false, 0, loc.line);
+}
+
+template <STPhase Phase, typename TileData, typename GlobalData, AtomicType atomicType>
+inline void TSTORE(GlobalData& dst, TileData& src, pypto_native::Loc loc = pypto_native::Loc::here())
+{
+    pypto_native::record("TSTORE", loc);
+    detail::store<atomicType, ReluPreMode::NoRelu>(dst, src, false, 0, loc.line);
+}
+
+template <typename TileData, typename GlobalData, AtomicType atomicType = AtomicType::AtomicNone,
+          ReluPreMode reluPreMode>
+inline void TSTORE(GlobalData& dst, TileData& src, pypto_native::Loc loc = pypto_native::Loc::here())
+{
+    pypto_native::record("TSTORE", loc);
+    detail::store<atomicType, reluPreMode>(dst, src, false, 0, loc.line);
+}
+
+template <STPhase Phase, typename TileData, typename GlobalData,
+          AtomicType atomicType = AtomicType::AtomicNone, ReluPreMode reluPreMode>
+inline void TSTORE(GlobalData& dst, TileData& src, pypto_native::Loc loc = pypto_native::Loc::here())
+{
+    pypto_native::record("TSTORE", loc);
+    detail::store<atomicType, reluPreMode>(dst, src, false, 0, loc.line);
+}
+
+template <typename TileData, typename GlobalData, AtomicType atomicType = AtomicType::AtomicNone,
+          ReluPreMode reluPreMode = ReluPreMode::NoRelu>
+inline void TSTORE(GlobalData& dst, TileData& src, uint64_t preQuantScalar,
                    pypto_native::Loc loc = pypto_native::Loc::here())
 {
     pypto_native::record("TSTORE", loc);
-    pypto_native::store_tile<A, R>(gt, tile, true, deq, nullptr, loc.line);
+    detail::store<atomicType, reluPreMode>(dst, src, true, preQuantScalar, loc.line);
 }
 
-template <STPhase P, typename TileT, typename GT, AtomicType A = AtomicType::AtomicNone,
-          ReluPreMode R = ReluPreMode::NoRelu>
-inline void TSTORE(GT& gt, TileT& tile, pypto_native::Loc loc = pypto_native::Loc::here())
-{
-    pypto_native::record("TSTORE", loc);
-    pypto_native::store_tile<A, R>(gt, tile, false, 0, nullptr, loc.line);
-}
-
-template <STPhase P, typename TileT, typename GT, AtomicType A = AtomicType::AtomicNone,
-          ReluPreMode R = ReluPreMode::NoRelu>
-inline void TSTORE(GT& gt, TileT& tile, uint64_t deq,
+template <STPhase Phase, typename TileData, typename GlobalData,
+          AtomicType atomicType = AtomicType::AtomicNone, ReluPreMode reluPreMode = ReluPreMode::NoRelu>
+inline void TSTORE(GlobalData& dst, TileData& src, uint64_t preQuantScalar,
                    pypto_native::Loc loc = pypto_native::Loc::here())
 {
     pypto_native::record("TSTORE", loc);
-    pypto_native::store_tile<A, R>(gt, tile, true, deq, nullptr, loc.line);
+    detail::store<atomicType, reluPreMode>(dst, src, true, preQuantScalar, loc.line);
 }
 
-template <typename TileT, typename GT, AtomicType A = AtomicType::AtomicNone,
-          ReluPreMode R = ReluPreMode::NoRelu, typename ScaleT>
-inline void TSTORE_FP(GT& gt, TileT& tile, ScaleT& scale,
+template <typename TileData, typename GlobalData, typename FpTileData,
+          AtomicType atomicType = AtomicType::AtomicNone, ReluPreMode reluPreMode = ReluPreMode::NoRelu>
+inline void TSTORE_FP(GlobalData& dst, TileData& src, FpTileData& fp,
                       pypto_native::Loc loc = pypto_native::Loc::here())
 {
+    static_assert(is_global_data_v<GlobalData>, "TSTORE_FP: the destination must be a GlobalTensor");
+    static_assert(detail::store_layouts<TileData, GlobalData>(),
+                  "TSTORE_FP: an Acc tile stores to an ND or NZ GlobalTensor");
     pypto_native::record("TSTORE_FP", loc);
-    auto cols = pypto_native::channel_scales(scale, 0, tile.GetValidCol(), loc.line);
-    pypto_native::store_tile<A, R>(gt, tile, true, 0, &cols, loc.line);
+    auto cols = pypto_native::channel_scales(fp, 0, src.GetValidCol(), loc.line);
+    pypto_native::store_tile<atomicType, reluPreMode>(dst, src, true, 0, &cols, loc.line);
 }
 
-template <STPhase P, typename TileT, typename GT, AtomicType A = AtomicType::AtomicNone,
-          ReluPreMode R = ReluPreMode::NoRelu, typename ScaleT>
-inline void TSTORE_FP(GT& gt, TileT& tile, ScaleT& scale,
-                      pypto_native::Loc loc = pypto_native::Loc::here())
+namespace detail {
+//! tile -> tile: an Acc source goes through the fixpipe (mode, relu, optional scale), any other
+//! is a plain copy of the source's valid block (MTE1 / V / MTE3 paths)
+template <AccToVecMode M, ReluPreMode R, typename Dst, typename Src>
+inline void move(Dst& dst, Src& src, bool scaled, uint64_t deq, int line)
 {
-    pypto_native::record("TSTORE_FP", loc);
-    auto cols = pypto_native::channel_scales(scale, 0, tile.GetValidCol(), loc.line);
-    pypto_native::store_tile<A, R>(gt, tile, true, 0, &cols, loc.line);
-}
-
-//! tile -> tile without the fixpipe (MTE1 / V / MTE3 paths); an Acc source is fixpiped
-template <typename Dst, typename Src>
-inline void TMOV(Dst& dst, Src& src, pypto_native::Loc loc = pypto_native::Loc::here())
-{
-    pypto_native::record("TMOV", loc);
     if constexpr (Src::Loc == TileType::Acc) {
-        pypto_native::acc_move<AccToVecMode::SingleModeVec0, ReluPreMode::NoRelu>(
-            dst, src, false, 0, static_cast<const pypto_native::NoScaleTile*>(nullptr),
-            loc.line);
+        pypto_native::acc_move<M, R>(dst, src, scaled, deq,
+                                     static_cast<const pypto_native::NoScaleTile*>(nullptr), line);
     } else {
-        auto s = pypto_native::view(src, loc.line);
-        auto d = pypto_native::view(dst, loc.line);
-        pypto_native::move_block(d, s, 0, 0, 0, 0, s.vr, s.vc, loc.line);
+        auto s = pypto_native::view(src, line);
+        auto d = pypto_native::view(dst, line);
+        pypto_native::move_block(d, s, 0, 0, 0, 0, s.vr, s.vc, line);
     }
 }
 
-template <AccToVecMode M, ReluPreMode R, typename Dst, typename Src>
-inline void TMOV(Dst& dst, Src& src, pypto_native::Loc loc = pypto_native::Loc::here())
+template <AccToVecMode M, ReluPreMode R, typename Dst, typename Src, typename Fp>
+inline void move_fp(Dst& dst, Src& src, Fp& fp, int line)
+{
+    static_assert(Src::Loc == TileType::Acc, "TMOV_FP: the source must be an Acc tile");
+    static_assert(Fp::Loc == TileType::Scaling, "TMOV_FP: the fp tile must be a Scaling tile");
+    pypto_native::acc_move<M, R>(dst, src, true, 0, &fp, line);
+}
+}  // namespace detail
+
+template <typename DstTileData, typename SrcTileData>
+inline void TMOV(DstTileData& dst, SrcTileData& src, pypto_native::Loc loc = pypto_native::Loc::here())
 {
     pypto_native::record("TMOV", loc);
-    pypto_native::acc_move<M, R>(dst, src, false, 0,
-                                 static_cast<const pypto_native::NoScaleTile*>(nullptr), loc.line);
+    detail::move<AccToVecMode::SingleModeVec0, ReluPreMode::NoRelu>(dst, src, false, 0, loc.line);
 }
 
-template <AccToVecMode M, ReluPreMode R, typename Dst, typename Src>
-inline void TMOV(Dst& dst, Src& src, uint64_t deq,
-                 pypto_native::Loc loc = pypto_native::Loc::here())
+template <typename DstTileData, typename SrcTileData, ReluPreMode reluMode>
+inline void TMOV(DstTileData& dst, SrcTileData& src, pypto_native::Loc loc = pypto_native::Loc::here())
 {
     pypto_native::record("TMOV", loc);
-    pypto_native::acc_move<M, R>(dst, src, true, deq,
-                                 static_cast<const pypto_native::NoScaleTile*>(nullptr), loc.line);
+    detail::move<AccToVecMode::SingleModeVec0, reluMode>(dst, src, false, 0, loc.line);
 }
 
-template <AccToVecMode M, ReluPreMode R, typename Dst, typename Src, typename ScaleT>
-inline void TMOV_FP(Dst& dst, Src& src, ScaleT& scale,
+template <STPhase Phase, typename DstTileData, typename SrcTileData>
+inline void TMOV(DstTileData& dst, SrcTileData& src, pypto_native::Loc loc = pypto_native::Loc::here())
+{
+    pypto_native::record("TMOV", loc);
+    detail::move<AccToVecMode::SingleModeVec0, ReluPreMode::NoRelu>(dst, src, false, 0, loc.line);
+}
+
+template <STPhase Phase, typename DstTileData, typename SrcTileData, ReluPreMode reluMode>
+inline void TMOV(DstTileData& dst, SrcTileData& src, pypto_native::Loc loc = pypto_native::Loc::here())
+{
+    pypto_native::record("TMOV", loc);
+    detail::move<AccToVecMode::SingleModeVec0, reluMode>(dst, src, false, 0, loc.line);
+}
+
+template <typename DstTileData, typename SrcTileData, AccToVecMode mode,
+          ReluPreMode reluMode = ReluPreMode::NoRelu>
+inline void TMOV(DstTileData& dst, SrcTileData& src, pypto_native::Loc loc = pypto_native::Loc::here())
+{
+    pypto_native::record("TMOV", loc);
+    detail::move<mode, reluMode>(dst, src, false, 0, loc.line);
+}
+
+template <STPhase Phase, typename DstTileData, typename SrcTileData, AccToVecMode mode,
+          ReluPreMode reluMode = ReluPreMode::NoRelu>
+inline void TMOV(DstTileData& dst, SrcTileData& src, pypto_native::Loc loc = pypto_native::Loc::here())
+{
+    pypto_native::record("TMOV", loc);
+    detail::move<mode, reluMode>(dst, src, false, 0, loc.line);
+}
+
+template <typename DstTileData, typename SrcTileData, typename FpTileData,
+          ReluPreMode reluMode = ReluPreMode::NoRelu>
+inline void TMOV_FP(DstTileData& dst, SrcTileData& src, FpTileData& fp,
                     pypto_native::Loc loc = pypto_native::Loc::here())
 {
     pypto_native::record("TMOV_FP", loc);
-    if constexpr (Src::Loc != TileType::Acc) {
-        pypto_native::raise_fault(pypto_native::FaultKind::Trap, loc.line,
-                                  "%s: TMOV_FP needs an Acc source", pypto_native::where().c_str());
+    detail::move_fp<AccToVecMode::SingleModeVec0, reluMode>(dst, src, fp, loc.line);
+}
+
+template <STPhase Phase, typename DstTileData, typename SrcTileData, typename FpTileData,
+          ReluPreMode reluMode = ReluPreMode::NoRelu>
+inline void TMOV_FP(DstTileData& dst, SrcTileData& src, FpTileData& fp,
+                    pypto_native::Loc loc = pypto_native::Loc::here())
+{
+    pypto_native::record("TMOV_FP", loc);
+    detail::move_fp<AccToVecMode::SingleModeVec0, reluMode>(dst, src, fp, loc.line);
+}
+
+template <typename DstTileData, typename SrcTileData, typename FpTileData, AccToVecMode mode,
+          ReluPreMode reluMode = ReluPreMode::NoRelu>
+inline void TMOV(DstTileData& dst, SrcTileData& src, FpTileData& fp,
+                 pypto_native::Loc loc = pypto_native::Loc::here())
+{
+    pypto_native::record("TMOV", loc);
+    detail::move_fp<mode, reluMode>(dst, src, fp, loc.line);
+}
+
+template <typename DstTileData, typename SrcTileData, ReluPreMode reluMode = ReluPreMode::NoRelu>
+inline void TMOV(DstTileData& dst, SrcTileData& src, uint64_t preQuantScalar,
+                 pypto_native::Loc loc = pypto_native::Loc::here())
+{
+    pypto_native::record("TMOV", loc);
+    detail::move<AccToVecMode::SingleModeVec0, reluMode>(dst, src, true, preQuantScalar, loc.line);
+}
+
+template <typename DstTileData, typename SrcTileData, AccToVecMode mode,
+          ReluPreMode reluMode = ReluPreMode::NoRelu>
+inline void TMOV(DstTileData& dst, SrcTileData& src, uint64_t preQuantScalar,
+                 pypto_native::Loc loc = pypto_native::Loc::here())
+{
+    pypto_native::record("TMOV", loc);
+    detail::move<mode, reluMode>(dst, src, true, preQuantScalar, loc.line);
+}
+
+//! a [dst valid] block of `src` from (indexRow, indexCol) into dst at (0, 0); an Acc source is
+//! fixpiped whole, as the simulator's move does
+template <typename DstTileData, typename SrcTileData, AccToVecMode mode = AccToVecMode::SingleModeVec0,
+          ReluPreMode reluMode = ReluPreMode::NoRelu>
+inline void extract_impl(DstTileData& dst, SrcTileData& src, uint16_t indexRow, uint16_t indexCol,
+                         int line)
+{
+    if constexpr (SrcTileData::Loc == TileType::Acc) {
+        pypto_native::acc_move<mode, reluMode>(
+            dst, src, false, 0, static_cast<const pypto_native::NoScaleTile*>(nullptr), line);
     } else {
-        pypto_native::acc_move<M, R>(dst, src, true, 0, &scale, loc.line);
+        auto s = pypto_native::view(src, line);
+        auto d = pypto_native::view(dst, line);
+        pypto_native::move_block(d, s, indexRow, indexCol, 0, 0, d.vr, d.vc, line);
     }
 }
 
-//! a [dst valid] block of `src` from (row, col) into dst at (0, 0); an Acc source is fixpiped
-//! whole, as the simulator's move does
-template <typename Dst, typename Src>
-inline void TEXTRACT(Dst& dst, Src& src, int64_t row, int64_t col,
+template <typename DstTileData, typename SrcTileData>
+inline void TEXTRACT(DstTileData& dst, SrcTileData& src, uint16_t indexRow = 0,
+                     uint16_t indexCol = 0, pypto_native::Loc loc = pypto_native::Loc::here())
+{
+    pypto_native::record("TEXTRACT", loc);
+    extract_impl(dst, src, indexRow, indexCol, loc.line);
+}
+
+template <typename DstTileData, typename SrcTileData, AccToVecMode mode,
+          ReluPreMode reluMode = ReluPreMode::NoRelu>
+inline void TEXTRACT(DstTileData& dst, SrcTileData& src, uint16_t indexRow, uint16_t indexCol,
                      pypto_native::Loc loc = pypto_native::Loc::here())
 {
     pypto_native::record("TEXTRACT", loc);
-    if constexpr (Src::Loc == TileType::Acc) {
-        pypto_native::acc_move<AccToVecMode::SingleModeVec0, ReluPreMode::NoRelu>(
-            dst, src, false, 0, static_cast<const pypto_native::NoScaleTile*>(nullptr),
-            loc.line);
-    } else {
-        auto s = pypto_native::view(src, loc.line);
-        auto d = pypto_native::view(dst, loc.line);
-        pypto_native::move_block(d, s, row, col, 0, 0, d.vr, d.vc, loc.line);
-    }
+    extract_impl<DstTileData, SrcTileData, mode, reluMode>(dst, src, indexRow, indexCol, loc.line);
 }
 
 template <typename Dst, typename Src>
-inline void insert_impl(Dst& dst, Src& src, int64_t row, int64_t col, bool scaled, uint64_t deq,
-                        int line)
+inline void insert_impl(Dst& dst, Src& src, uint16_t row, uint16_t col, bool scaled, uint64_t deq,
+                        bool relu, int line)
 {
     auto s = pypto_native::view(src, line);
     auto d = pypto_native::view(dst, line);
@@ -513,26 +723,47 @@ inline void insert_impl(Dst& dst, Src& src, int64_t row, int64_t col, bool scale
         pypto_native::FixpipeScale fs;
         fs.present = scaled;
         fs.scalar = pypto_native::deq_scale(deq);
-        pypto_native::fixpipe_block(d, s, 0, 0, s.vr, s.vc, row, col, fs, false, line);
+        pypto_native::fixpipe_block(d, s, 0, 0, s.vr, s.vc, row, col, fs, relu, line);
+    } else if constexpr (Src::BFractal == BLayout::ColMajor && Src::SFractal == SLayout::RowMajor &&
+                         Dst::BFractal == BLayout::RowMajor &&
+                         Dst::SFractal == SLayout::ColMajor) {
+        // NZ into ZN: pto-isa writes the NZ blocks into the ZN tile read as NZ [Cols, Rows]
+        // (the same bytes), so the destination holds the source transposed
+        for (int64_t r = 0; r < s.vr; ++r) {
+            for (int64_t c = 0; c < s.vc; ++c) {
+                d.set(col + c, row + r,
+                      pypto_native::move_elem<typename Dst::DType>(s.get(r, c), line));
+            }
+        }
     } else {
         pypto_native::move_block(d, s, 0, 0, row, col, s.vr, s.vc, line);
     }
 }
 
-template <typename Dst, typename Src>
-inline void TINSERT(Dst& dst, Src& src, int64_t row, int64_t col,
+template <typename DstTileData, typename SrcTileData>
+inline void TINSERT(DstTileData& dst, SrcTileData& src, uint16_t indexRow, uint16_t indexCol,
                     pypto_native::Loc loc = pypto_native::Loc::here())
 {
     pypto_native::record("TINSERT", loc);
-    insert_impl(dst, src, row, col, false, 0, loc.line);
+    insert_impl(dst, src, indexRow, indexCol, false, 0, false, loc.line);
 }
 
-template <typename Dst, typename Src>
-inline void TINSERT(Dst& dst, Src& src, int64_t row, int64_t col, uint64_t deq,
+template <typename DstTileData, typename SrcTileData, ReluPreMode reluMode>
+inline void TINSERT(DstTileData& dst, SrcTileData& src, uint16_t indexRow, uint16_t indexCol,
                     pypto_native::Loc loc = pypto_native::Loc::here())
 {
     pypto_native::record("TINSERT", loc);
-    insert_impl(dst, src, row, col, true, deq, loc.line);
+    insert_impl(dst, src, indexRow, indexCol, false, 0, reluMode == ReluPreMode::NormalRelu,
+                loc.line);
+}
+
+template <typename DstTileData, typename SrcTileData, ReluPreMode reluMode = ReluPreMode::NoRelu>
+inline void TINSERT(DstTileData& dst, SrcTileData& src, uint64_t preQuantScalar, uint16_t indexRow,
+                    uint16_t indexCol, pypto_native::Loc loc = pypto_native::Loc::here())
+{
+    pypto_native::record("TINSERT", loc);
+    insert_impl(dst, src, indexRow, indexCol, true, preQuantScalar,
+                reluMode == ReluPreMode::NormalRelu, loc.line);
 }
 
 }  // namespace pto

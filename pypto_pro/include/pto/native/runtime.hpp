@@ -36,7 +36,7 @@ struct BlockState {
     int index = 0;
     int64_t xcount[3][kCrossIds] = {};  // per core of the block: AIC, AIV0, AIV1
     int64_t subblock_count[kCrossIds] = {};  // INTER_SUBBLOCK (the two AIVs of the block)
-    uint8_t ssbuf[kSsbufBytes] = {};  // the SuperScalar buffer shared by the block's cores
+    alignas(8) uint8_t ssbuf[kSsbufBytes] = {};  // the SuperScalar buffer shared by the block's cores
 };
 
 struct Waiter {

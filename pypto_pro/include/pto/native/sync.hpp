@@ -20,8 +20,8 @@
 #include "runtime.hpp"
 
 namespace pto {
-enum class SyncCoreType { AIV_ONLY, AIC_ONLY, MIX };
-enum class SyncAllMode { HARD, SOFT };
+enum class SyncAllMode : uint8_t { Hard = 0, Soft = 1 };
+enum class SyncCoreType : uint8_t { AIVOnly = 0, AICOnly = 1, Mix = 2 };
 }  // namespace pto
 
 namespace pypto_native {
@@ -281,39 +281,28 @@ inline void wait_flag_dev(int64_t id, pypto_native::Loc loc = pypto_native::Loc:
     wait_flag_dev_impl(id, loc.line);
 }
 
+namespace pypto_native {
+
+//! `PYPTO_SSBUF(offset, bytes)`: the block's SuperScalar buffer at byte `offset` (AIC <-> AIV
+//! scalars; ordering the accesses is the kernel's cross-core sync)
+inline uint32_t* ssbuf_words(int64_t offset, int64_t bytes, int line)
+{
+    if (offset < 0 || offset % 4 != 0 || offset + bytes > kSsbufBytes) {
+        raise_fault(FaultKind::Trap, line, "%s: a %lld-byte SuperScalar buffer access at %lld is "
+                    "outside the %lld-byte buffer or not word aligned", where().c_str(),
+                    static_cast<long long>(bytes), static_cast<long long>(offset),
+                    static_cast<long long>(kSsbufBytes));
+    }
+    return reinterpret_cast<uint32_t*>(ctx().block->ssbuf + offset);
+}
+
+}  // namespace pypto_native
+
+#define PYPTO_SSBUF(offset, bytes)                                                        \
+    (::pypto_native::ssbuf_words(static_cast<int64_t>(offset), static_cast<int64_t>(bytes), \
+                                 __LINE__))
+
 namespace pto {
-
-//! a `pl.struct` to / from the block's SuperScalar buffer at byte `offset` (AIC <-> AIV scalars;
-//! ordering them is the kernel's cross-core sync)
-template <typename S>
-inline void SSBUF_STORE(const S& value, int64_t offset, pypto_native::Loc loc = pypto_native::Loc::here())
-{
-    using namespace pypto_native;
-    record("SSBUF_STORE", loc);
-    if (offset < 0 || offset + static_cast<int64_t>(sizeof(S)) > kSsbufBytes) {
-        raise_fault(FaultKind::Trap, loc.line, "%s: SSBUF_STORE of %zu bytes at %lld is outside "
-                    "the %lld-byte SuperScalar buffer", where().c_str(), sizeof(S),
-                    static_cast<long long>(offset), static_cast<long long>(kSsbufBytes));
-    }
-    Launch& l = launch_or_fault("SSBUF_STORE", loc.line);
-    std::lock_guard<std::mutex> g(l.mu);
-    std::memcpy(ctx().block->ssbuf + offset, &value, sizeof(S));
-}
-
-template <typename S>
-inline void SSBUF_LOAD(S& value, int64_t offset, pypto_native::Loc loc = pypto_native::Loc::here())
-{
-    using namespace pypto_native;
-    record("SSBUF_LOAD", loc);
-    if (offset < 0 || offset + static_cast<int64_t>(sizeof(S)) > kSsbufBytes) {
-        raise_fault(FaultKind::Trap, loc.line, "%s: SSBUF_LOAD of %zu bytes at %lld is outside "
-                    "the %lld-byte SuperScalar buffer", where().c_str(), sizeof(S),
-                    static_cast<long long>(offset), static_cast<long long>(kSsbufBytes));
-    }
-    Launch& l = launch_or_fault("SSBUF_LOAD", loc.line);
-    std::lock_guard<std::mutex> g(l.mu);
-    std::memcpy(&value, ctx().block->ssbuf + offset, sizeof(S));
-}
 
 template <SyncCoreType CT>
 inline void sync_all_impl(pypto_native::Loc loc)
@@ -324,12 +313,12 @@ inline void sync_all_impl(pypto_native::Loc loc)
     CoreCtx& c = ctx();
     const bool mix = l.kernel_type == "mix";
     int64_t members = l.block_dim;
-    if (CT == SyncCoreType::MIX) members *= mix ? 3 : 1;
-    if (CT == SyncCoreType::AIV_ONLY) members *= mix ? 2 : 1;
-    if ((c.kind == AIC && CT == SyncCoreType::AIV_ONLY) ||
-        (c.kind == AIV && CT == SyncCoreType::AIC_ONLY)) {
+    if (CT == SyncCoreType::Mix) members *= mix ? 3 : 1;
+    if (CT == SyncCoreType::AIVOnly) members *= mix ? 2 : 1;
+    if ((c.kind == AIC && CT == SyncCoreType::AIVOnly) ||
+        (c.kind == AIV && CT == SyncCoreType::AICOnly)) {
         raise_fault(FaultKind::Sync, loc.line, "%s: sync_all(%s) executed by an %s", where().c_str(),
-                    CT == SyncCoreType::AIV_ONLY ? "AIV_ONLY" : "AIC_ONLY",
+                    CT == SyncCoreType::AIVOnly ? "AIV_ONLY" : "AIC_ONLY",
                     c.kind == AIC ? "AIC" : "AIV");
     }
     const int key = c.block_idx * 3 + (c.kind == AIC ? 0 : 1 + c.subblock_id);
@@ -346,30 +335,22 @@ inline void sync_all_impl(pypto_native::Loc loc)
     l.wait(lk, [&] { return rounds >= mine; }, "sync_all", loc.line);
 }
 
-//! SYNCALL<core type, mode>(workspaces...): the workspaces only matter for the SOFT mode's
-//! GM polling on hardware; here every mode is the same barrier
-template <SyncCoreType CT, SyncAllMode Mode>
+//! SYNCALL<core type>(): a barrier of every core of the type (pto-isa's hard form)
+template <SyncCoreType CoreType = SyncCoreType::AIVOnly>
 inline void SYNCALL(pypto_native::Loc loc = pypto_native::Loc::here())
 {
-    sync_all_impl<CT>(loc);
+    sync_all_impl<CoreType>(loc);
 }
 
-template <SyncCoreType CT, SyncAllMode Mode, typename W0>
-inline void SYNCALL(W0&&, pypto_native::Loc loc = pypto_native::Loc::here())
+//! SYNCALL<mode, core type>(gm workspace, used cores): the soft form polls GM counters on
+//! hardware; here every mode is the same barrier
+template <SyncAllMode Mode, SyncCoreType CoreType = SyncCoreType::AIVOnly, typename GlobalData,
+          std::enable_if_t<is_global_data_v<GlobalData>, int> = 0>
+inline void SYNCALL(GlobalData& gmWorkspace, int32_t usedCores = 0,
+                    pypto_native::Loc loc = pypto_native::Loc::here())
 {
-    sync_all_impl<CT>(loc);
-}
-
-template <SyncCoreType CT, SyncAllMode Mode, typename W0, typename W1>
-inline void SYNCALL(W0&&, W1&&, pypto_native::Loc loc = pypto_native::Loc::here())
-{
-    sync_all_impl<CT>(loc);
-}
-
-template <SyncCoreType CT, SyncAllMode Mode, typename W0, typename W1, typename W2>
-inline void SYNCALL(W0&&, W1&&, W2&&, pypto_native::Loc loc = pypto_native::Loc::here())
-{
-    sync_all_impl<CT>(loc);
+    (void)gmWorkspace, (void)usedCores;
+    sync_all_impl<CoreType>(loc);
 }
 
 }  // namespace pto

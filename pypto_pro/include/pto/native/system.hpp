@@ -79,6 +79,9 @@ inline void copy_data_align64(void* dst, const void* src, int64_t bytes,
     std::memcpy(dst, s, static_cast<size_t>(bytes));
 }
 
+//! an immediate operand (the tiling copy-in's UB address 0)
+inline uint64_t get_imm(uint64_t value) { return value; }
+
 //! a5 GM -> UB: n_burst bursts of len_burst bytes (strides in bytes between burst starts)
 inline void copy_gm_to_ubuf_align_v2(void* ub, const void* gm, int64_t sid, int64_t n_burst,
                                      int64_t len_burst, int64_t left_pad, int64_t right_pad,
@@ -96,26 +99,6 @@ inline void copy_gm_to_ubuf_align_v2(void* ub, const void* gm, int64_t sid, int6
     for (int64_t b = 0; b < n_burst; ++b) {
         gm_read_check(s + b * ss, len_burst, "copy_gm_to_ubuf_align_v2", loc.line);
         std::memcpy(d + b * ds, s + b * ss, static_cast<size_t>(len_burst));
-    }
-}
-
-//! a2/a3 GM -> UB (gaps in bytes between bursts)
-inline void copy_gm_to_ubuf_align_b8(void* ub, const void* gm, int64_t sid, int64_t n_burst,
-                                     int64_t len_burst, int64_t left_pad, int64_t right_pad,
-                                     int64_t gm_gap, int64_t ub_gap,
-                                     pypto_native::Loc loc = pypto_native::Loc::here())
-{
-    using namespace pypto_native;
-    (void)sid, (void)left_pad, (void)right_pad;
-    record("copy_gm_to_ubuf_align_b8", loc);
-    uint8_t* d = ub_pointer(ub);
-    const uint8_t* s = static_cast<const uint8_t*>(gm);
-    const int64_t dst_burst = (len_burst + 31) / 32 * 32;
-    for (int64_t b = 0; b < n_burst; ++b) {
-        gm_read_check(s + b * (len_burst + gm_gap), len_burst, "copy_gm_to_ubuf_align_b8",
-                      loc.line);
-        std::memcpy(d + b * (dst_burst + ub_gap), s + b * (len_burst + gm_gap),
-                    static_cast<size_t>(len_burst));
     }
 }
 

@@ -16,50 +16,163 @@
 
 namespace pto {
 
-enum class BLayout { RowMajor, ColMajor };
-enum class SLayout { NoneBox, RowMajor, ColMajor };
+enum class BLayout { RowMajor = 0, ColMajor = 1 };
+enum class SLayout { NoneBox = 0, RowMajor = 1, ColMajor = 2 };
 enum class PadValue { Null, Zero, Max, Min };
 enum class CompactMode { Null, Normal, RowPlusOne };
 
-template <TileType Loc_, typename T, int Rows_, int Cols_, BLayout BL_ = BLayout::RowMajor,
-          int RowValid_ = Rows_, int ColValid_ = Cols_, SLayout SL_ = SLayout::NoneBox,
-          int SFractal_ = 512, PadValue Pad_ = PadValue::Null,
-          CompactMode Compact_ = CompactMode::Null>
+namespace TileConfig {
+constexpr int alignedSize = 32;
+constexpr int fixedRowSize = 16;
+constexpr int fixedColSize = 16;
+constexpr int fixedMxRowSize = 16;
+constexpr int fixedMxColSize = 2;
+constexpr int fractalABSize = 512;
+constexpr int fractalCSize = 1024;
+constexpr int fractalMxSize = 32;
+}  // namespace TileConfig
+
+//! A tile: its template parameters, constructors, valid-shape accessors and the static checks
+//! that reject bad forms are pto-isa's; the storage behind it (a byte address in this core's
+//! buffer, the run-time valid extents) is ours.
+template <TileType Loc_, typename Element_, const int Rows_, const int Cols_,
+          const BLayout BFractal_ = BLayout::RowMajor, const int RowValid_ = Rows_,
+          const int ColValid_ = Cols_, const SLayout SFractal_ = SLayout::NoneBox,
+          const int SFractalSize_ = TileConfig::fractalABSize, auto PadVal_ = PadValue::Null,
+          const CompactMode Compact_ = CompactMode::Null>
 struct Tile {
-    using DType = T;
+    using DType = Element_;
     static constexpr TileType Loc = Loc_;
     static constexpr int Rows = Rows_;
     static constexpr int Cols = Cols_;
-    static constexpr BLayout BL = BL_;
-    static constexpr SLayout SL = SL_;
-    static constexpr int SFractal = SFractal_;
-    static constexpr PadValue Pad = Pad_;
+    static constexpr int RowStride = BFractal_ == BLayout::RowMajor ? Cols : 1;
+    static constexpr int ColStride = BFractal_ == BLayout::RowMajor ? 1 : Rows;
+    static constexpr int ValidRow = RowValid_;
+    static constexpr int ValidCol = ColValid_;
+    static constexpr BLayout BFractal = BFractal_;
+    static constexpr SLayout SFractal = SFractal_;
+    static constexpr int Numel = Rows * Cols;
+    static constexpr bool isRowMajor = BFractal_ == BLayout::RowMajor;
+    static constexpr int SFractalSize = SFractalSize_;
+    static constexpr auto PadVal = PadVal_;
     static constexpr CompactMode Compact = Compact_;
-    static constexpr int RowValid = RowValid_;
-    static constexpr int ColValid = ColValid_;
+    static constexpr bool isBoxedLayout = SFractal != SLayout::NoneBox;
+    static constexpr bool isInnerRowMajor = SFractal == SLayout::RowMajor;
+
+    static_assert(Rows > 0 && ValidRow <= Rows && Cols > 0 && ValidCol <= Cols,
+                  "Invalid Tile Layout.");
+    static_assert(SFractalSize_ == TileConfig::fractalABSize ||
+                      SFractalSize_ == TileConfig::fractalCSize ||
+                      SFractalSize_ == TileConfig::fractalMxSize,
+                  "SFractalSize_ illegal");
+
+    static constexpr int getInnerRow()
+    {
+        if constexpr (SFractalSize_ == TileConfig::fractalCSize) {
+            return TileConfig::fixedRowSize;
+        } else if constexpr (SFractalSize_ == TileConfig::fractalMxSize) {
+            return isInnerRowMajor ? TileConfig::fixedMxRowSize : TileConfig::fixedMxColSize;
+        } else {
+            return isBoxedLayout ? (isInnerRowMajor ? TileConfig::fixedRowSize
+                                                    : TileConfig::alignedSize /
+                                                          static_cast<int>(sizeof(DType)))
+                                 : 1;
+        }
+    }
+    static constexpr int getInnerCol()
+    {
+        if constexpr (SFractalSize_ == TileConfig::fractalCSize) {
+            return TileConfig::fixedColSize;
+        } else if constexpr (SFractalSize_ == TileConfig::fractalMxSize) {
+            return isInnerRowMajor ? TileConfig::fixedMxColSize : TileConfig::fixedMxRowSize;
+        } else {
+            return isBoxedLayout ? (isInnerRowMajor ? TileConfig::alignedSize /
+                                                          static_cast<int>(sizeof(DType))
+                                                    : TileConfig::fixedColSize)
+                                 : 1;
+        }
+    }
+    static constexpr int InnerRows = getInnerRow();
+    static constexpr int InnerCols = getInnerCol();
+    static_assert(InnerRows != 0 && InnerCols != 0, "rows or cols of fractal size is 0.");
+    static_assert(Loc == TileType::Vec || SFractalSize_ == TileConfig::fractalMxSize ||
+                      Rows_ == 1 || Rows % InnerRows == 0,
+                  "Layout rows must be divisible by inner box rows");
+    static_assert(Cols % InnerCols == 0, "Layout cols must be divisible by inner box cols");
+    static_assert((BFractal_ == BLayout::RowMajor && SFractal_ == SLayout::NoneBox &&
+                   Cols * sizeof(DType) % TileConfig::alignedSize == 0) ||
+                      (BFractal_ == BLayout::ColMajor && SFractal_ == SLayout::NoneBox &&
+                       Rows * sizeof(DType) % TileConfig::alignedSize == 0) ||
+                      SFractal_ != SLayout::NoneBox,
+                  "BFractal_ is RowMajor and SFractal_ is NoneBox: Rows must be 32 bytes align, "
+                  "BFractal_ is ColMajor and SFractal_ is NoneBox: Cols must be 32 bytes align");
 
     uint64_t addr = 0;
     int64_t valid_row = RowValid_ < 0 ? Rows_ : RowValid_;
     int64_t valid_col = ColValid_ < 0 ? Cols_ : ColValid_;
 
     Tile() = default;
-    Tile(int64_t rows, int64_t cols) : valid_row(rows), valid_col(cols) {}
-
-    int64_t GetValidRow() const { return valid_row; }
-    int64_t GetValidCol() const { return valid_col; }
-    void SetValidShape(int64_t rows, int64_t cols)
+    //! both valid extents given at run time
+    template <int RowMask = ValidRow, int ColMask = ValidCol>
+    Tile(std::enable_if_t<RowMask == -1 && ColMask == -1, unsigned> vr,
+         std::enable_if_t<RowMask == -1 && ColMask == -1, unsigned> vc)
+        : valid_row(vr), valid_col(vc)
     {
-        if (rows < 0 || cols < 0 || rows > Rows_ || cols > Cols_) {
-            pypto_native::raise_fault(pypto_native::FaultKind::Trap, 0,
-                                      "SetValidShape [%lld, %lld] exceeds the tile's shape "
-                                      "[%d, %d]", static_cast<long long>(rows),
-                                      static_cast<long long>(cols), Rows_, Cols_);
-        }
+    }
+    //! only the valid rows given at run time
+    template <int RowMask = ValidRow, int ColMask = ValidCol>
+    Tile(std::enable_if_t<(RowMask == -1) && (ColMask > 0), unsigned> vr) : valid_row(vr)
+    {
+    }
+    //! only the valid columns given at run time
+    template <int RowMask = ValidRow, int ColMask = ValidCol, typename = void>
+    Tile(std::enable_if_t<(RowMask > 0) && (ColMask == -1), unsigned> vc) : valid_col(vc)
+    {
+    }
+
+    template <int RowMask = ValidRow>
+    static constexpr std::enable_if_t<(RowMask > 0), unsigned> GetValidRow()
+    {
+        return RowMask;
+    }
+    template <int RowMask = ValidRow>
+    std::enable_if_t<RowMask == -1, unsigned> GetValidRow() const
+    {
+        return static_cast<unsigned>(valid_row);
+    }
+    template <int ColMask = ValidCol>
+    static constexpr std::enable_if_t<(ColMask > 0), unsigned> GetValidCol()
+    {
+        return ColMask;
+    }
+    template <int ColMask = ValidCol>
+    std::enable_if_t<ColMask == -1, unsigned> GetValidCol() const
+    {
+        return static_cast<unsigned>(valid_col);
+    }
+
+    void SetValidRow(unsigned rows)
+    {
+        static_assert(ValidRow == -1, "Only Dynamic Valid Row Support Set Value.");
+        check_valid(rows, static_cast<unsigned>(valid_col));
+        valid_row = rows;
+    }
+    void SetValidCol(unsigned cols)
+    {
+        static_assert(ValidCol == -1, "Only Dynamic Valid Col Support Set Value.");
+        check_valid(static_cast<unsigned>(valid_row), cols);
+        valid_col = cols;
+    }
+    void SetValidShape(unsigned rows, unsigned cols)
+    {
+        static_assert(ValidCol == -1 && ValidRow == -1,
+                      "Only Dynamic Valid Shape Support Set Value.");
+        check_valid(rows, cols);
         valid_row = rows;
         valid_col = cols;
     }
     //! host pointer to the tile's first byte (in this core's view of its buffer)
-    T* data() const
+    DType* data() const
     {
         int64_t size = 0;
         uint8_t* base = pypto_native::space_base(Loc_, size);
@@ -69,9 +182,27 @@ struct Tile {
                                       pypto_native::where().c_str(),
                                       pypto_native::space_name(Loc_));
         }
-        return reinterpret_cast<T*>(base + addr);
+        return reinterpret_cast<DType*>(base + addr);
+    }
+
+private:
+    static void check_valid(unsigned rows, unsigned cols)
+    {
+        if (rows > static_cast<unsigned>(Rows_) || cols > static_cast<unsigned>(Cols_)) {
+            pypto_native::raise_fault(pypto_native::FaultKind::Trap, 0,
+                                      "the valid shape [%u, %u] exceeds the tile's shape "
+                                      "[%d, %d]", rows, cols, Rows_, Cols_);
+        }
     }
 };
+
+template <typename T>
+struct is_tile : std::false_type {};
+template <TileType L, typename E, int R, int C, BLayout B, int VR, int VC, SLayout S, int F,
+          auto P, CompactMode M>
+struct is_tile<Tile<L, E, R, C, B, VR, VC, S, F, P, M>> : std::true_type {};
+template <typename T>
+inline constexpr bool is_tile_data_v = is_tile<std::remove_cv_t<T>>::value;
 
 }  // namespace pto
 
@@ -139,9 +270,9 @@ template <typename TileT>
 inline Geometry geometry(const TileT& t)
 {
     return make_geometry(TileT::Loc, TileT::Rows, TileT::Cols,
-                         static_cast<int64_t>(sizeof(typename TileT::DType)), TileT::BL,
-                         TileT::SL, TileT::SFractal, TileT::Pad, TileT::Compact, t.valid_row,
-                         t.valid_col);
+                         static_cast<int64_t>(sizeof(typename TileT::DType)), TileT::BFractal,
+                         TileT::SFractal, TileT::SFractalSize, TileT::PadVal, TileT::Compact,
+                         t.valid_row, t.valid_col);
 }
 
 inline int64_t element_offset(const Geometry& g, int64_t r, int64_t c)
@@ -279,12 +410,13 @@ inline typename TileT::DType& tile_element(const TileT& t, int64_t k, int line)
 namespace pto {
 
 template <TileType L, typename T, int R, int C, BLayout B, int VR, int VC, SLayout S, int F,
-          PadValue P, CompactMode M>
-inline void TASSIGN(Tile<L, T, R, C, B, VR, VC, S, F, P, M>& tile, uint64_t address,
+          auto P, CompactMode M, typename AddrType,
+          std::enable_if_t<std::is_integral_v<AddrType>, int> = 0>
+inline void TASSIGN(Tile<L, T, R, C, B, VR, VC, S, F, P, M>& tile, AddrType address,
                     pypto_native::Loc loc = pypto_native::Loc::here())
 {
     pypto_native::record("TASSIGN", loc);
-    tile.addr = pypto_native::address_offset(L, address);
+    tile.addr = pypto_native::address_offset(L, static_cast<uint64_t>(address));
 }
 
 //! a new tile type over the bytes of `src` (same address, valid shape reset to the full one)

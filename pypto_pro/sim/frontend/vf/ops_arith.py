@@ -29,7 +29,18 @@ from .args import (
     same_dtype,
     scalar,
 )
-from .regs import Reg, from_codes, from_values, lane_count, predicated, zeros
+from ...model.memory import storage_dtype
+from .regs import (
+    Mask,
+    Reg,
+    bits,
+    from_codes,
+    from_values,
+    lane_count,
+    mask_of_lanes,
+    predicated,
+    zeros,
+)
 
 Fn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 _LN2 = torch.tensor([0.6931471805599453], dtype=torch.float32)
@@ -56,7 +67,6 @@ BINARY: dict[str, Fn] = {
     "max": torch.maximum, "min": torch.minimum,
     "abs_sub": lambda x, y: (x - y).abs(),
     "prelu": lambda x, y: torch.where(x < 0, x * y, x),
-    "exp_sub": lambda x, y: torch.exp(x - y),
 }
 LOGIC: dict[str, Fn] = {"and_": torch.bitwise_and, "or_": torch.bitwise_or,
                         "xor": torch.bitwise_xor}
@@ -72,7 +82,7 @@ UNARY: dict[str, Fn] = {
     "truncate": lambda x: torch.trunc(x) if x.is_floating_point() else x,
     "not_": torch.bitwise_not,
 }
-_FLOAT_ONLY = {"sqrt", "exp", "ln", "log", "log2", "log10", "exp_sub"}
+_FLOAT_ONLY = {"sqrt", "exp", "ln", "log", "log2", "log10"}
 
 
 def _finish(op: str, values: torch.Tensor, like: Reg, a: list, kw: dict, old: Reg | None,
@@ -82,24 +92,43 @@ def _finish(op: str, values: torch.Tensor, like: Reg, a: list, kw: dict, old: Re
                       merging(kw, a, mode_pos))
 
 
+def _bitwise(fn: Fn, *regs: Reg) -> tuple[torch.Tensor, Reg]:
+    """`fn` on the lanes' bits (float registers included), as the integer of the same width."""
+    like = regs[0]
+    if like.dtype.is_float:
+        as_int = _SAME_WIDTH_INT[bits(like.dtype)]
+        ints = [Reg(r.data.contiguous().view(storage_dtype(as_int)), as_int) for r in regs]
+        return fn(*(r.values() for r in ints)), ints[0]
+    return fn(*(r.values() for r in regs)), like
+
+
+_SAME_WIDTH_INT = {8: DataType.UINT8, 16: DataType.UINT16, 32: DataType.UINT32}
+
+
+def _as(r: Reg, dtype: DataType) -> Reg:
+    return r if r.dtype is dtype else Reg(r.data.contiguous().view(storage_dtype(dtype)), dtype)
+
+
 def _binary(name: str, fn: Fn):
     def op(st, a: list, kw: dict, old: Reg | None, dtype: DataType | None) -> Reg:
         x, y = reg(a[0], name), reg(a[1], name)
         same_dtype(name, x, y)
-        if name in _FLOAT_ONLY:
-            need_float(name, x)
         if name in LOGIC:
-            need_int(name, x)
+            values, like = _bitwise(fn, x, y)
+            out = _finish(name, values, like, a, kw, None, 2, 3)
+            return _as(out, x.dtype)
         return _finish(name, fn(x.values(), y.values()), x, a, kw, old, 2, 3)
     return op
 
 
 def _scalar(name: str, fn: Fn):
     def op(st, a: list, kw: dict, old: Reg | None, dtype: DataType | None) -> Reg:
+        """A scalar operand, or a register of per-lane amounts (`vshl` / `vshr`)."""
         x = reg(a[0], name)
         if name.startswith("shift"):
             need_int(name, x)
-        y = scalar(a[1], x.dtype)
+        y = a[1].values() if isinstance(a[1], Reg) and name.startswith("shift") else \
+            scalar(a[1], x.dtype)
         return _finish(name, fn(x.values(), y), x, a, kw, old, 2, 3)
     return op
 
@@ -110,7 +139,8 @@ def _unary(name: str, fn: Fn):
         if name in _FLOAT_ONLY:
             need_float(name, x)
         if name == "not_":
-            need_int(name, x)
+            values, like = _bitwise(fn, x)
+            return _as(_finish(name, values, like, a, kw, None, 1, 2), x.dtype)
         return _finish(name, fn(x.values()), x, a, kw, old, 1, 2)
     return op
 
@@ -143,31 +173,43 @@ def mul_dst_add(st, a: list, kw: dict, old: Reg | None, dtype: DataType | None) 
                    2, 3)
 
 
-def mull(st, a: list, kw: dict, old: Reg | None, dtype: DataType | None) -> Reg:
-    """The high half of the double-width product (`mul` gives the low half)."""
+def mull(st, a: list, kw: dict, old: Reg | None, dtype: DataType | None) -> tuple[Reg, Reg]:
+    """(low, high) halves of the double-width product of 32-bit integers."""
     x, y = reg(a[0], "mull"), reg(a[1], "mull")
     same_dtype("mull", x, y)
-    need_int("mull", x)
-    if x.dtype.bits not in (8, 16, 32):
-        raise VFOpError(f"vf.mull needs 8/16/32-bit integers, not {x.dtype.value}")
-    bits = x.dtype.bits
+    if x.dtype not in (DataType.INT32, DataType.UINT32):
+        raise VFOpError(f"vf.mull multiplies INT32 / UINT32 registers, not {x.dtype.value}")
     xv, yv = x.values(), y.values()
-    if x.dtype is DataType.UINT32:  # 64-bit unsigned product: split to stay inside int64
-        lo = (xv & 0xFFFF) * yv
-        high = ((xv >> 16) * yv + (lo >> 16)) >> 16
+    lo = xv * yv  # int64 wraps: its low 32 bits are exact
+    if x.dtype is DataType.UINT32:  # the 64-bit unsigned high half, kept inside int64
+        low16 = (xv & 0xFFFF) * yv
+        high = ((xv >> 16) * yv + (low16 >> 16)) >> 16
     else:
-        high = (xv * yv) >> bits
-    return _finish("mull", high, x, a, kw, old, 2, 3)
+        high = (xv * yv) >> 32
+    m = mask(arg(a, kw, 2, "mask"), "mull")
+    merge = merging(kw, a, 3)
+    return (predicated(from_values(lo, x.dtype), None, m, merge),
+            predicated(from_values(high, x.dtype), None, m, merge))
 
 
-def _carry(name: str, sign: int):
-    def op(st, a: list, kw: dict, old: Reg | None, dtype: DataType | None) -> Reg:
-        """a ± b ± carry, the carry (borrow) in being the mask's active lanes."""
+def _carry(name: str, subtract: bool):
+    def op(st, a: list, kw: dict, old: Reg | None, dtype: DataType | None) -> tuple[Mask, Reg]:
+        """(flag out, sum) of 32-bit lanes with the carry-in predicate: `addc` a + b + c, flag
+        where the sum carries out of 32 bits; `subc` a + ~b + c (the hardware's complement
+        adder: c set gives a - b, as the docs' example computes), flag where nothing carries
+        out (the borrow)."""
         x, y = reg(a[0], name), reg(a[1], name)
         same_dtype(name, x, y)
-        need_int(name, x)
-        carry = mask(arg(a, kw, 2, "mask"), name).lanes(x.dtype).to(torch.int64)
-        return from_values(x.values() + sign * (y.values() + carry), x.dtype)
+        if x.dtype not in (DataType.INT32, DataType.UINT32):
+            raise VFOpError(f"vf.{name} works on INT32 / UINT32 registers, not "
+                            f"{x.dtype.value}")
+        carry = mask(a[2], name).lanes(x.dtype).to(torch.int64)
+        ux, uy = (r.values() % (1 << 32) for r in (x, y))
+        total = ux + ((~uy) % (1 << 32) if subtract else uy) + carry
+        flag = (total < 1 << 32) if subtract else (total >= 1 << 32)
+        m = mask(arg(a, kw, 3, "mask"), name)
+        value = predicated(from_values(total, x.dtype), None, m, merging(kw, a, 4))
+        return mask_of_lanes(flag & m.lanes(x.dtype), x.dtype), value
     return op
 
 
@@ -187,14 +229,18 @@ def full(st, a: list, kw: dict, old: Reg | None, dtype: DataType | None) -> Reg:
 
 
 def arange(st, a: list, kw: dict, old: Reg | None, dtype: DataType | None) -> Reg:
-    """start, start ± 1, ... in every lane (IndexOrder)."""
+    """`vci`: start, start + 1, ... (INCREASE_ORDER); DECREASE_ORDER counts down to start
+    (start + n - 1, ..., start: the instruction's DEC_ORDER), b64 lanes start, start - 1, ...
+    (the backend's vci + vneg sequence)."""
     target = dtype or DataType.FP32
     start = scalar(a[0], target)
     order = enum_of(arg(a, kw, 2, "index_order", attrs.IndexOrder.INCREASE_ORDER),
                     attrs.IndexOrder)
-    ramp = torch.arange(lane_count(target), dtype=start.dtype)
-    step = ramp if order is attrs.IndexOrder.INCREASE_ORDER else -ramp
-    return from_values(start + step, target)
+    n = lane_count(target)
+    ramp = torch.arange(n, dtype=start.dtype)
+    if order is attrs.IndexOrder.DECREASE_ORDER:
+        ramp = -ramp if target.bits == 64 else ramp.flip(0)
+    return from_values(start + ramp, target)
 
 
 # ---------------------------------------------------------------- reductions
@@ -253,15 +299,14 @@ def pair_reduce_sum(st, a: list, kw: dict, old: Reg | None, dtype: DataType | No
 
 
 OPS: dict[str, tuple[Callable, str]] = {
-    **{n: (_binary(n, f), "div" if n == "div" else
-           "transcendental" if n == "exp_sub" else "binary") for n, f in BINARY.items()},
+    **{n: (_binary(n, f), "div" if n == "div" else "binary") for n, f in BINARY.items()},
     **{n: (_binary(n, f), "binary") for n, f in LOGIC.items()},
     **{n: (_scalar(n, f), "unary") for n, f in SCALAR.items()},
     **{n: (_unary(n, f), "transcendental" if n in _FLOAT_ONLY else "unary")
        for n, f in UNARY.items()},
     "axpy": (axpy, "binary"), "mul_add_dst": (mul_add_dst, "binary"),
     "mul_dst_add": (mul_dst_add, "binary"), "mull": (mull, "binary"),
-    "addc": (_carry("addc", 1), "binary"), "subc": (_carry("subc", -1), "binary"),
+    "addc": (_carry("addc", False), "binary"), "subc": (_carry("subc", True), "binary"),
     "full": (full, "copy"), "arange": (arange, "copy"),
     **{n: (_reduce(n), "row_reduce") for n in _REDUCE},
     "pair_reduce_sum": (pair_reduce_sum, "binary"),

@@ -1,24 +1,30 @@
 """Reg API conversions and rearrangements (spec §2.13 "Convert/rearrange").
 
-* `astype(src, mask, dtype, layout, round_mode, saturate)`: the only path to FP8 / FP4 / HiF8
-  (FP4 registers: 512 lanes packed two per byte, stored and loaded as their 256 bytes).
-  When the two registers have different lane counts, `layout` k picks the slice: a widening
-  conversion reads source lanes [k·n, (k+1)·n) (n = destination lanes), a narrowing one writes
-  destination lanes [k·n, (k+1)·n) (n = source lanes); the other destination lanes keep their
-  previous value. Float targets round with `round_mode` (CAST_HYBRID as RINT); saturate ON
-  clamps float results to the largest finite value and integer results to the range (OFF wraps
-  integer → integer; float → integer always saturates, NaN → 0).
-* `bit_cast`: the same 256 bytes as another dtype. `pack(src, dtype, part)`: the low half of each
-  integer lane into the lower / upper half of a narrower register (other half zero); `unpack`:
-  the lower / upper half of a register widened (sign or zero extension).
-* `interleave(a, b, part)`: a[i], b[i] alternating from the lower (upper) halves;
-  `de_interleave(a, b, part)`: the even (odd) lanes of a‖b.
-* `squeeze(src, mask, gather_mode)`: active lanes packed to the front, count to the SPR that
-  `pl.get_spr()` reads (STORE_REG); `unsqueeze(src, mask)` the inverse spread.
-* `muls_cast(src, scalar, mask)`: src × scalar rounded once into `dtype` (RINT; integers
-  wrap).
-* `histograms(src, mask, bin_type, hist_type)`: counts of the active 8-bit lanes' values, bins
-  [k·n, (k+1)·n) for BIN k (n = result lanes); ACCUMULATE adds to the destination's counts.
+* Lane layout of a conversion between widths (`astype`, `exp_sub` to FP32, `muls_cast`): one
+  instruction works on the wider type's lanes; `layout` k places the narrower ones. Widening by
+  r reads source lanes r·i + k; narrowing by r writes destination lanes r·i + k (the others
+  zero). A 4-bit type converts in pairs: its byte (two lanes) against two lanes of the other
+  type. The predicate selects source lanes (a narrowing FP4 conversion reads the even one of
+  each pair).
+* `astype(src, mask, dtype, layout, round_mode, saturate)`: the only path to FP8 / FP4 / HiF8.
+  Float targets round with `round_mode` (CAST_HYBRID as RINT); saturate ON clamps float results
+  to the largest finite value and integer results to the range (OFF wraps integer → integer;
+  float → integer always saturates, NaN → 0).
+* `exp_sub(a, b, mask[, layout], dtype=)`: e^(a - b) computed in float32 (FP16 sources to an
+  FP32 result take lanes 2i + layout). `muls_cast(src, s, mask, dtype=FP16, layout)`:
+  src × s rounded half away from zero (CAST_ROUND) into lanes 2i + layout.
+* `bit_cast`: the same 256 bytes as another dtype. `pack(src, dtype, part)`: the low half of
+  each integer lane into the lower / upper half of a narrower register (other half zero);
+  `unpack`: the lower / upper half of a register widened (sign or zero extension).
+* `interleave(a, b)` → (a0 b0 a1 b1 … of the lower halves, … of the upper halves);
+  `de_interleave(a, b)` → (even lanes of a‖b, odd lanes of a‖b).
+* `squeeze(src, mask, gather_mode)`: active lanes packed to the front (others zero); STORE_REG
+  (the backend's default) puts their byte count in the AR special register that
+  `pl.get_spr()` reads and an unsized `vf.store_unalign` stores. `unsqueeze(mask)`: lane i = the
+  number of active lanes before i (`vusqz`, an exclusive prefix count).
+* `histograms(src, mask, bin_type, hist_type)`: the active UINT8 lanes' values counted into
+  the destination's previous counts: bins of values [128·k, 128·k + 128) for BIN k; FREQUENCY
+  adds each value's count, ACCUMULATE (the default) the count of values up to each bin.
 """
 from __future__ import annotations
 
@@ -31,25 +37,52 @@ from pypto_pro.ir.dtype import DataType
 
 from ...model.memory import storage_dtype
 from ...ops.convert import convert
-from ...ops.numerics import FORMATS, wrap_int
+from ...ops.numerics import FORMATS, RoundMode, wrap_int
 from ...ops.operands import encode
 from .args import (
     VFOpError,
     arg,
     enum_of,
     mask,
-    merging,
     need_int,
     reg,
     round_mode,
     same_dtype,
     scalar,
 )
-from .regs import Reg, from_codes, from_values, lane_count, zeros
+from .regs import Reg, bits, from_codes, from_values, lane_count, zeros
 
 
 def _old(old: Reg | None, dtype: DataType) -> Reg:
     return old if old is not None and old.dtype == dtype else zeros(dtype)
+
+
+def cast_lanes(src: DataType, dst: DataType, part: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """(source lanes, destination lanes) a conversion of layout `part` pairs up."""
+    unit = 2 if 4 in (bits(src), bits(dst)) else 1
+    n_src, n_dst = lane_count(src) // unit, lane_count(dst) // unit
+    ratio = max(n_src, n_dst) // min(n_src, n_dst)
+    if part >= ratio and ratio > 1:
+        raise VFOpError(f"layout {part} is out of range for {src.value} → {dst.value}")
+    n = min(n_src, n_dst)
+    units = torch.arange(n)
+    su = units * ratio + part if n_src > n_dst else units
+    du = units * ratio + part if n_dst > n_src else units
+    within = torch.arange(unit)
+    return (su[:, None] * unit + within).reshape(-1), (du[:, None] * unit + within).reshape(-1)
+
+
+def _layout(a: list, kw: dict, pos: int | None) -> int:
+    return int(enum_of(arg(a, kw, pos, "layout", attrs.CastLayout.ZERO), attrs.CastLayout))
+
+
+def _place(values: torch.Tensor, dst_lanes: torch.Tensor, on: torch.Tensor,
+           dtype: DataType) -> Reg:
+    """A register of `dtype` with `values` (stored codes) in `dst_lanes` where `on`, else
+    zero."""
+    out = torch.zeros(lane_count(dtype), dtype=values.dtype)
+    out[dst_lanes] = torch.where(on, values, torch.zeros_like(values))
+    return from_codes(out, dtype)
 
 
 def astype(st, a: list, kw: dict, old: Reg | None, dtype: DataType | None) -> Reg:
@@ -57,19 +90,14 @@ def astype(st, a: list, kw: dict, old: Reg | None, dtype: DataType | None) -> Re
     target = dtype
     if target is None:
         raise VFOpError("vf.astype needs dtype=")
-    active = mask(arg(a, kw, 1, "mask"), "astype").lanes(src.dtype)
-    part = int(enum_of(arg(a, kw, 3, "layout", attrs.CastLayout.ZERO), attrs.CastLayout))
     mode = round_mode(arg(a, kw, 4, "round_mode", attrs.VFRoundMode.CAST_RINT))
     saturate = enum_of(arg(a, kw, 5, "saturate", attrs.SaturateMode.OFF),
                        attrs.SaturateMode) is attrs.SaturateMode.ON
-    n_src, n_dst = lane_count(src.dtype), lane_count(target)
-    n = min(n_src, n_dst)
-    s0 = part * n if n_src > n_dst else 0
-    d0 = part * n if n_dst > n_src else 0
-    if max(s0, d0) + n > max(n_src, n_dst):
-        raise VFOpError(f"vf.astype: layout {part} is out of range for {src.dtype.value} → "
-                        f"{target.value}")
-    values = src.values()[s0:s0 + n]
+    src_lanes, dst_lanes = cast_lanes(src.dtype, target, _layout(a, kw, 3))
+    on = mask(arg(a, kw, 1, "mask"), "astype").lanes(src.dtype)[src_lanes]
+    if bits(target) == 4 and bits(src.dtype) != 4:  # a pair follows its even lane
+        on = on.reshape(-1, 2)[:, :1].expand(-1, 2).reshape(-1)
+    values = src.values()[src_lanes]
     if saturate and target.is_float and target in FORMATS:
         top = FORMATS[target].max_finite
         values = values.to(torch.float64).clamp(-top, top)
@@ -77,9 +105,19 @@ def astype(st, a: list, kw: dict, old: Reg | None, dtype: DataType | None) -> Re
         converted = wrap_int(values, target)
     else:
         converted = convert(values, src.dtype, target, mode)
-    out = _old(old, target).codes().clone()
-    out[d0:d0 + n] = torch.where(active[s0:s0 + n], converted, out[d0:d0 + n])
-    return from_codes(out, target)
+    return _place(converted, dst_lanes, on, target)
+
+
+def exp_sub(st, a: list, kw: dict, old: Reg | None, dtype: DataType | None) -> Reg:
+    x, y = reg(a[0], "exp_sub"), reg(a[1], "exp_sub")
+    same_dtype("exp_sub", x, y)
+    if not x.dtype.is_float:
+        raise VFOpError(f"vf.exp_sub needs a float register, not {x.dtype.value}")
+    target = dtype or x.dtype
+    src_lanes, dst_lanes = cast_lanes(x.dtype, target, _layout(a, kw, 3))
+    on = mask(arg(a, kw, 2, "mask"), "exp_sub").lanes(x.dtype)[src_lanes]
+    values = torch.exp(x.values()[src_lanes] - y.values()[src_lanes])
+    return _place(encode(target, values), dst_lanes, on, target)
 
 
 def bit_cast(st, a: list, kw: dict, old: Reg | None, dtype: DataType | None) -> Reg:
@@ -115,81 +153,81 @@ def unpack(st, a: list, kw: dict, old: Reg | None, dtype: DataType | None) -> Re
     return from_values(src.values()[start:start + n], dtype)
 
 
-def interleave(st, a: list, kw: dict, old: Reg | None, dtype: DataType | None) -> Reg:
+def interleave(st, a: list, kw: dict, old: Reg | None, dtype: DataType | None
+               ) -> tuple[Reg, Reg]:
     x, y = reg(a[0], "interleave"), reg(a[1], "interleave")
     same_dtype("interleave", x, y)
-    xc, yc = x.codes(), y.codes()
-    half = xc.numel() // 2
-    start = _part(a, kw, 2) * half
-    pairs = torch.stack([xc[start:start + half], yc[start:start + half]], dim=1)
-    return from_codes(pairs.reshape(-1).clone(), x.dtype)
+    both = torch.stack([x.codes(), y.codes()], dim=1).reshape(-1)
+    half = both.numel() // 2
+    return from_codes(both[:half].clone(), x.dtype), from_codes(both[half:].clone(), x.dtype)
 
 
-def de_interleave(st, a: list, kw: dict, old: Reg | None, dtype: DataType | None) -> Reg:
+def de_interleave(st, a: list, kw: dict, old: Reg | None, dtype: DataType | None
+                  ) -> tuple[Reg, Reg]:
     x, y = reg(a[0], "de_interleave"), reg(a[1], "de_interleave")
     same_dtype("de_interleave", x, y)
     both = torch.cat([x.codes(), y.codes()])
-    return from_codes(both[_part(a, kw, 2)::2].clone(), x.dtype)
+    return from_codes(both[0::2].clone(), x.dtype), from_codes(both[1::2].clone(), x.dtype)
 
 
 def squeeze(st, a: list, kw: dict, old: Reg | None, dtype: DataType | None) -> Reg:
     src = reg(a[0], "squeeze")
+    if dtype is not None and dtype is not src.dtype:  # the backend reinterprets src as dst's
+        src = Reg(src.data.contiguous().view(torch.uint8).view(storage_dtype(dtype)), dtype)
     active = mask(arg(a, kw, 1, "mask"), "squeeze").lanes(src.dtype)
     kept = src.codes()[active]
     out = torch.zeros_like(src.codes())
     out[:kept.numel()] = kept
     mode = enum_of(arg(a, kw, 2, "gather_mode", attrs.SqueezeMode.STORE_REG), attrs.SqueezeMode)
     if mode is attrs.SqueezeMode.STORE_REG:
-        st.spr = int(kept.numel())
+        st.spr = int(kept.numel()) * max(8, bits(src.dtype)) // 8
     return from_codes(out, src.dtype)
 
 
 def unsqueeze(st, a: list, kw: dict, old: Reg | None, dtype: DataType | None) -> Reg:
-    src = reg(a[0], "unsqueeze")
-    active = mask(arg(a, kw, 1, "mask"), "unsqueeze").lanes(src.dtype)
-    out = torch.zeros_like(src.codes())
-    count = int(active.sum())
-    out[active] = src.codes()[:count]
-    return from_codes(out, src.dtype)
+    target = dtype or DataType.INT32
+    if target.is_float:
+        raise VFOpError(f"vf.unsqueeze counts into an integer register, not {target.value}")
+    active = mask(arg(a, kw, 0, "mask"), "unsqueeze").lanes(target).to(torch.int64)
+    counts = torch.cumsum(active, 0) - active
+    return from_values(counts, target)
 
 
 def muls_cast(st, a: list, kw: dict, old: Reg | None, dtype: DataType | None) -> Reg:
     src = reg(a[0], "muls_cast")
     if dtype is None:
         raise VFOpError("vf.muls_cast needs dtype=")
-    product = src.values() * scalar(a[1], src.dtype)
-    n = min(lane_count(src.dtype), lane_count(dtype))
-    active = mask(arg(a, kw, 2, "mask"), "muls_cast").lanes(src.dtype)[:n]
-    out = (_old(old, dtype) if merging(kw, a, 3) else zeros(dtype)).codes().clone()
-    out[:n] = torch.where(active, encode(dtype, product[:n]), out[:n])
-    return from_codes(out, dtype)
+    src_lanes, dst_lanes = cast_lanes(src.dtype, dtype, _layout(a, kw, 4))
+    on = mask(arg(a, kw, 2, "mask"), "muls_cast").lanes(src.dtype)[src_lanes]
+    product = src.values()[src_lanes] * scalar(a[1], src.dtype)
+    return _place(encode(dtype, product, RoundMode.CAST_ROUND), dst_lanes, on, dtype)
 
 
 def histograms(st, a: list, kw: dict, old: Reg | None, dtype: DataType | None) -> Reg:
     src = reg(a[0], "histograms")
-    if src.dtype not in (DataType.UINT8, DataType.INT8):
+    if bits(src.dtype) != 8:
         raise VFOpError(f"vf.histograms counts 8-bit lanes, not {src.dtype.value}")
     target = dtype or DataType.UINT16
-    if not (target.is_int or target.kind == "uint"):
+    if target.is_float:
         raise VFOpError(f"vf.histograms: the counts need an integer dtype, not {target.value}")
     active = mask(arg(a, kw, 1, "mask"), "histograms").lanes(src.dtype)
     codes = src.data.view(torch.uint8).to(torch.int64)[active]
-    counts = torch.bincount(codes, minlength=256)
     n = lane_count(target)
-    start = int(enum_of(arg(a, kw, 2, "bin_type", attrs.BinType.BIN0), attrs.BinType)) * n
-    window = torch.zeros(n, dtype=torch.int64)
-    got = counts[start:start + n]
-    window[:got.numel()] = got
-    hist = enum_of(arg(a, kw, 3, "hist_type", attrs.HistType.FREQUENCY), attrs.HistType)
+    start = int(enum_of(arg(a, kw, 2, "bin_type", attrs.BinType.BIN0), attrs.BinType)) * 128
+    counts = torch.bincount(codes, minlength=256)[start:start + min(n, 128)]
+    hist = enum_of(arg(a, kw, 3, "hist_type", attrs.HistType.ACCUMULATE), attrs.HistType)
     if hist is attrs.HistType.ACCUMULATE:
-        window = window + _old(old, target).values()
-    return from_values(window, target)
+        counts = torch.cumsum(counts, 0)
+    window = torch.zeros(n, dtype=torch.int64)
+    window[:counts.numel()] = counts
+    return from_values(window + _old(old, target).values(), target)
 
 
 OPS: dict[str, tuple[Callable, str]] = {
     "astype": (astype, "cast"), "bit_cast": (bit_cast, "free"), "pack": (pack, "copy"),
     "unpack": (unpack, "copy"), "interleave": (interleave, "copy"),
     "de_interleave": (de_interleave, "copy"), "squeeze": (squeeze, "gather"),
+    "exp_sub": (exp_sub, "transcendental"),
     "unsqueeze": (unsqueeze, "gather"), "muls_cast": (muls_cast, "cast"),
     "histograms": (histograms, "sort"),
 }

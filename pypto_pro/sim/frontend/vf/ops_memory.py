@@ -1,20 +1,44 @@
-"""Reg API masks, compares, UB loads / stores and address registers (spec §2.13 "Masks",
-"Load/store", "Compare/select").
+"""Reg API aligned loads / stores, gathers / scatters and address registers (spec §2.13
+"Load/store"), as the real backend emits them (vlds / vsts / vld / vst / vsldb / vsstb / plds /
+psts / vgather2 / vgatherb / vselr / vscatter).
 
-UB operands are `UBAddr`s: a tile of the section plus an element offset of the tile's dtype
-(`tile + k`); an op's own `offset` counts elements of the register's dtype, as the generated
-`vlds(reg, tile_ub + k, offset)` does. Loads and stores go through the section's working copy
-of UB (`section.VFState`), so a load sees the section's earlier stores. Load distributions: NORM,
-BRC* (one element to every lane), US* (each element twice), DS* (every other element), UNPK*
-(half-width elements into the low half of each lane, upper half zero), UNPK4 (quarter-width),
-BLK (one 32-byte block to all eight), E2B* (element i to 32-byte block i); DATA_BLOCK_LOAD
-reads block j at `j * block_stride` blocks. Store distributions: NORM*, FIRST_ELEMENT, PACK
-(the low half of each lane, packed), PACK4 (the low quarter). The two-register forms
-(DINTLV / INTLV) are reached through `vf.de_interleave` / `vf.interleave`.
+UB operands are `UBAddr`s (a tile of the section plus an element offset, `tile + k`). An
+integer offset counts elements of the tile's dtype (the backend scales it to the register's
+element width: `offset * tile_bits / reg_bits` of them); an `AddrReg` (`vf.create_addr_reg`) adds
+its own element offset; `[row, col]` arrives as `row * shape[1] + col`. With `post_update=True`
+the access goes through the operand's cursor (a pointer the section keeps per tile operand,
+starting at the operand) and then advances it by the offset (DATA_BLOCK modes: by
+`repeat_stride` blocks). Loads and stores go through the section's working copy of UB
+(`section.VFState`), so a load sees the section's earlier stores.
+
+Load distributions (one register): NORM; BRC_Bk (one k-bit element to every lane); US_Bk (each
+element twice, VL/2 bytes read); DS_Bk (every other element of 2·VL bytes); UNPK_Bk (each k-bit
+element of VL/2 bytes followed by a zero one); UNPK4 (each byte of VL/4 followed by three zero
+bytes); BLK (one 32-byte block to all eight); E2B_Bk (element i to 32-byte block i). The generic
+names take k from the register (BRC: 8/16/32; US, DS: 8 else 16; UNPK: 8/16/32; E2B: 16 else
+32), as the backend does. DINTLV_Bk (two results) splits 2·VL bytes into the even and odd
+k-bit elements. DATA_BLOCK_COPY (DATA_BLOCK_LOAD): eight 32-byte blocks `block_stride` blocks
+apart (default 0), where the predicate passed as the offset has a bit in the block's 32, else
+zero. A predicate load (`plds`, into a name holding a predicate): NORM the 32 bytes of its bits,
+US 16 bytes with each bit twice, DS 64 bytes with every other bit.
+
+Store distributions: NORM / NORM_B16 (the active lanes; inactive ones keep UB), FIRST_ELEMENT
+(lane 0, whatever the predicate), PACK (the low half of each active lane, b8 and b16 registers
+in 16-bit lanes), PACK4 (the low byte of each active 32-bit lane), INTLV / INTLV_B32 (two
+registers' elements alternating, 2·VL bytes, lane i of both where lane i is active).
+DATA_BLOCK_COPY writes block j at `j * block_stride` blocks where the predicate has a bit in it.
+A predicate store (`psts`): NORM 32 bytes, PACK 16 (every other bit).
+
+`gather` from a tile (NORM) gives one slot per index lane, the slot as wide as the index (b8
+data zero-extended to 16 bits, b16 data with UINT32 indices in the low half of a 32-bit slot);
+DATA_BLOCK_LOAD gathers 32-byte blocks at the byte offsets of the first eight index lanes.
+`gather` between registers is `vselr`: lane i = src[index[i] mod lanes]. `scatter` writes
+src[i] (b8: the even elements) to tile[index[i]] on active lanes.
 """
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import torch
 
@@ -22,270 +46,291 @@ from pypto_pro.ir import attrs
 from pypto_pro.ir.dtype import DataType
 
 from ...model.memory import storage_dtype
-from .args import VFOpError, arg, enum_of, mask, reg, same_dtype, ub
+from .args import VFOpError, arg, enum_of, mask, reg, ub
 from .regs import (
     VL,
+    AddrReg,
     Mask,
     Reg,
     bits,
-    first_lanes,
-    from_codes,
-    from_values,
     lane_bytes,
     lane_count,
-    mask_of_lanes,
-    predicated,
-    zeros,
+    mask_bytes,
+    mask_of_bytes,
 )
 
-# ---------------------------------------------------------------- masks
+# ---------------------------------------------------------------- addresses
 
 
-def _width(kw: dict, dtype: DataType | None) -> DataType:
-    """The lane type a predicate is built for (`dtype=`, FP32 by default)."""
-    return kw.get("dtype") or dtype or DataType.FP32
+def scaled_bytes(st, where, count: int, dtype: DataType) -> int:
+    """Bytes of `count` elements of the operand's tile, counted in `dtype` elements as the
+    backend's `offset * tile_bits / reg_bits` does (C division)."""
+    tile_bits, reg_bits = bits(st.tile_dtype(where)), bits(dtype)
+    return int(count) * tile_bits // reg_bits * reg_bits // 8
 
 
-def create_mask(st, a: list, kw: dict, old, dtype: DataType | None) -> Mask:
-    dtype = _width(kw, dtype)
-    pattern = enum_of(arg(a, kw, 0, "pattern", attrs.MaskPattern.ALL), attrs.MaskPattern)
-    lanes = lane_count(dtype)
-    name = pattern.name
-    if name.startswith("VL"):
-        return first_lanes(int(name[2:]), dtype)
-    counts = {"ALL": lanes, "ALLF": 0, "H": lanes // 2, "Q": lanes // 4}
-    if name in counts:
-        return first_lanes(counts[name], dtype)
-    step = 3 if name == "M3" else 4
-    return mask_of_lanes(torch.arange(lanes) % step == 0, dtype)
+def address(st, op: str, where, offset: Any, dtype: DataType, kw: dict) -> int:
+    """The UB byte address an aligned access of `dtype` reaches (advancing the cursor when
+    `post_update`)."""
+    if isinstance(offset, AddrReg):
+        return st.base(where) + offset.nbytes
+    if isinstance(offset, (Reg, Mask)):
+        raise VFOpError(f"vf.{op}: the offset must be an integer, [row, col] or an AddrReg, "
+                        f"got a {type(offset).__name__}")
+    step = scaled_bytes(st, where, offset or 0, dtype)
+    if kw.get("post_update"):
+        return st.advance(where, step)
+    return st.base(where) + step
 
 
-def update_mask(st, a: list, kw: dict, old, dtype: DataType | None) -> Mask:
-    """The first `scalar_count` lanes."""
-    return first_lanes(int(arg(a, kw, 0, "scalar_count", 0)), _width(kw, dtype))
+def _block_active(m: Mask) -> list[bool]:
+    """Blocks 0..7 whose 32 predicate bits have one set (the DataBlock modes)."""
+    return m.bits.reshape(8, 32).any(dim=1).tolist()
 
 
-def mask_gen_with_reg_tensor(st, a: list, kw: dict, old, dtype: DataType | None) -> Mask:
-    """Lanes whose bits are not all zero."""
-    x = reg(a[0], "mask_gen_with_reg_tensor")
-    size = lane_bytes(x.dtype)
-    nonzero = x.data.contiguous().view(torch.uint8).reshape(-1, size).ne(0).any(dim=1)
-    return mask_of_lanes(nonzero, x.dtype)
+def _copy_mode(kw: dict) -> bool:
+    mode = kw.get("data_copy_mode")
+    return mode is not None and enum_of(mode, attrs.DataCopyMode) is not \
+        attrs.DataCopyMode.NORM
 
 
-def get_mask_spr(st, a: list, kw: dict, old, dtype: DataType | None) -> Mask:
-    """The vector-mask SPR (all ones after reset: the simulator does not model set_vec_mask)
-    as a predicate of at most 128 lanes of the given width."""
-    width = enum_of(arg(a, kw, 0, "width", attrs.MaskWidth.B32), attrs.MaskWidth)
-    dt = DataType.FP32 if width is attrs.MaskWidth.B32 else DataType.FP16
-    return first_lanes(128, dt)
-
-
-def move(st, a: list, kw: dict, old, dtype: DataType | None):
-    """A register copy of the active lanes (others keep the destination); masks copy whole."""
-    src = a[0]
-    if isinstance(src, Mask):
-        return src
-    src = reg(src, "move")
-    m = arg(a, kw, 1, "mask")
-    return src if m is None else predicated(src, old, mask(m, "move"), True)
-
-
-_COMPARE: dict[str, Callable] = {"eq": torch.eq, "ne": torch.ne, "lt": torch.lt, "gt": torch.gt,
-                                 "le": torch.le, "ge": torch.ge}
-
-
-def _compare(name: str):
-    fn = _COMPARE[name]
-
-    def op(st, a: list, kw: dict, old, dtype: DataType | None) -> Mask:
-        x, y = reg(a[0], name), reg(a[1], name)
-        same_dtype(name, x, y)
-        active = mask(arg(a, kw, 2, "mask"), name).lanes(x.dtype)
-        return mask_of_lanes(fn(x.values(), y.values()) & active, x.dtype)
-    return op
-
-
-def select(st, a: list, kw: dict, old, dtype: DataType | None) -> Reg:
-    t, f = reg(a[0], "select"), reg(a[1], "select")
-    same_dtype("select", t, f)
-    on = mask(arg(a, kw, 2, "mask"), "select").lanes(t.dtype)
-    return from_codes(torch.where(on, t.codes(), f.codes()), t.dtype)
+def _block_base(st, where, kw: dict) -> int:
+    if kw.get("post_update"):
+        return st.advance(where, int(kw.get("repeat_stride") or 0) * 32)
+    return st.base(where)
 
 
 # ---------------------------------------------------------------- loads
 
 
-def _load(st, op: str, where, offset: int, dtype: DataType, dist, copy_mode, block_stride
-          ) -> Reg:
-    size = bits(dtype) // 8
-    if size == 0:  # 4-bit lanes: the register's bytes (NORM only)
-        if dist is not None or copy_mode is not None:
-            raise VFOpError(f"vf.{op}: 4-bit registers load with the NORM distribution only")
-        return Reg(st.read(st.byte_addr(where, offset, dtype), VL, op).clone(), dtype)
-    lanes = lane_count(dtype)
-    start = st.byte_addr(where, offset, dtype)
-    if dist is None and copy_mode is None and start % size == 0:
-        return Reg(st.read_typed(start, lanes, dtype, op).clone(), dtype)
-    name = enum_of(dist, attrs.LoadDist).name if dist is not None else "NORM"
-    blocks = enum_of(copy_mode, attrs.DataCopyMode).name if copy_mode is not None else "NORM"
-    if blocks == "DATA_BLOCK_LOAD":
-        if name != "NORM":
-            raise VFOpError(f"vf.{op}: DATA_BLOCK_LOAD needs the NORM distribution")
-        stride = int(block_stride or 1) * 32
-        raw = torch.cat([st.read(start + j * stride, 32, op) for j in range(8)])
-    elif name == "NORM":
-        raw = st.read(start, VL, op)
-    elif name.startswith("BRC"):
-        raw = st.read(start, size, op).repeat(lanes)
-    elif name.startswith("US"):
-        raw = st.read(start, VL // 2, op).reshape(-1, size).repeat_interleave(2, dim=0)
-    elif name.startswith("DS"):
-        raw = st.read(start, 2 * VL, op).reshape(-1, 2, size)[:, 0]
-    elif name.startswith("UNPK"):
-        part = 4 if name == "UNPK4" else 2
-        if size < part:
-            raise VFOpError(f"vf.{op}: {name} needs lanes of at least {part} bytes")
-        low = st.read(start, VL // part, op).reshape(lanes, size // part)
-        raw = torch.cat([low, low.new_zeros(lanes, size - size // part)], dim=1)
-    elif name == "BLK":
-        raw = st.read(start, 32, op).repeat(8)
-    elif name.startswith("E2B"):
-        raw = st.read(start, 8 * size, op).reshape(8, size).repeat_interleave(32 // size, dim=0)
-    else:
-        raise VFOpError(f"vf.{op}: the {name} distribution loads two registers; use "
-                        f"vf.de_interleave on two NORM loads")
-    raw = raw.reshape(-1)
-    if raw.storage_offset() % size:
+_GENERIC = {  # generic distribution → element bytes for a register lane of 1 / 2 / 4+ bytes
+    "BRC": (1, 2, 4), "US": (1, 2, 2), "DS": (1, 2, 2), "UNPK": (1, 2, 4), "E2B": (2, 2, 4),
+}
+
+
+def _dist_kind(name: str, dtype: DataType) -> tuple[str, int]:
+    """(distribution kind, element bytes): the `_Bk` suffix, or the register's lane width."""
+    kind, _, suffix = name.partition("_B")
+    if suffix.isdigit():
+        return kind, int(suffix) // 8
+    size = lane_bytes(dtype)
+    return kind, _GENERIC[kind][0 if size == 1 else 1 if size == 2 else 2]
+
+
+def _distributed(st, op: str, start: int, name: str, dtype: DataType) -> torch.Tensor:
+    """The 256 bytes a one-register distribution loads from byte `start`."""
+    if name == "NORM":
+        return st.read(start, VL, op).clone()
+    if name == "BLK":
+        return st.read(start, 32, op).repeat(8)
+    if name == "UNPK4":
+        low = st.read(start, VL // 4, op).reshape(-1, 1)
+        return torch.cat([low, low.new_zeros(low.shape[0], 3)], dim=1).reshape(-1)
+    if name.startswith("DINTLV"):
+        raise VFOpError(f"vf.{op}: the {name} distribution loads two registers: "
+                        f"a, b = vf.load_align(tile, offset, dist=pl.LoadDist.{name})")
+    kind, k = _dist_kind(name, dtype)
+    if kind == "BRC":
+        return st.read(start, k, op).repeat(VL // k)
+    if kind == "US":
+        return st.read(start, VL // 2, op).reshape(-1, k).repeat_interleave(2, dim=0).reshape(-1)
+    if kind == "DS":
+        return st.read(start, 2 * VL, op).reshape(-1, 2, k)[:, 0].reshape(-1)
+    if kind == "UNPK":
+        low = st.read(start, VL // 2, op).reshape(-1, k)
+        return torch.cat([low, torch.zeros_like(low)], dim=1).reshape(-1)
+    return st.read(start, 8 * k, op).reshape(8, k).repeat(1, 32 // k).reshape(-1)  # E2B
+
+
+def _register(raw: torch.Tensor, dtype: DataType) -> Reg:
+    if raw.storage_offset() % max(1, bits(dtype) // 8):
         raw = raw.clone()
-    return Reg(raw.view(storage_dtype(dtype)).clone(), dtype)
+    return Reg(raw.contiguous().view(storage_dtype(dtype)).clone(), dtype)
 
 
-def load_align(st, a: list, kw: dict, old, dtype: DataType | None) -> Reg:
+def _dist_name(kw: dict) -> str:
+    dist = kw.get("dist")
+    return enum_of(dist, attrs.LoadDist).name if dist is not None else "NORM"
+
+
+def load_align(st, a: list, kw: dict, old, dtype: DataType | None):
     where = ub(a[0], "load_align")
-    return _load(st, "load_align", where, int(arg(a, kw, 1, "offset", 0)), dtype,
-                 arg(a, kw, 3, "dist"), arg(a, kw, 4, "data_copy_mode"),
-                 arg(a, kw, 5, "block_stride"))
+    offset = arg(a, kw, 1, "offset")
+    if _copy_mode(kw):  # vsldb: the offset position holds the block predicate
+        blocks = _block_active(mask(offset, "load_align"))
+        stride = int(kw.get("block_stride") or 0) * 32
+        start = _block_base(st, where, kw)
+        raw = torch.cat([st.read(start + j * stride, 32, "load_align") if on else
+                         torch.zeros(32, dtype=torch.uint8) for j, on in enumerate(blocks)])
+        return _register(raw, dtype)
+    start = address(st, "load_align", where, offset, dtype, kw)
+    name = _dist_name(kw)
+    if name.startswith("DINTLV"):
+        k = int(name.rpartition("_B")[2]) // 8
+        pairs = st.read(start, 2 * VL, "load_align").reshape(-1, 2, k)
+        return _register(pairs[:, 0].reshape(-1), dtype), _register(pairs[:, 1].reshape(-1),
+                                                                    dtype)
+    if name == "NORM" and start % max(1, bits(dtype) // 8) == 0 and bits(dtype) >= 8:
+        return Reg(st.read_typed(start, lane_count(dtype), dtype, "load_align").clone(), dtype)
+    return _register(_distributed(st, "load_align", start, name, dtype), dtype)
 
 
-def load(st, a: list, kw: dict, old, dtype: DataType | None) -> Reg:
-    where = ub(a[0], "load")
-    return _load(st, "load", where, int(arg(a, kw, 1, "offset", 0)), dtype,
-                 arg(a, kw, 2, "dist"), None, None)
+def _predicate_address(st, where, offset, kw: dict, offset_counts: bool) -> int:
+    """Where a predicate load / store reaches: an AddrReg's offset; with post_update the
+    cursor, then on by `offset` 32-bit words (the backend's uint32_t pointer); else the tile,
+    plus `offset` words when `offset_counts` (`psts` writes at offset 0)."""
+    if isinstance(offset, AddrReg):
+        return st.base(where) + offset.nbytes
+    if kw.get("post_update"):
+        return st.advance(where, 4 * int(offset or 0))
+    return st.base(where) + (4 * int(offset or 0) if offset_counts else 0)
 
 
-def load_unalign_init(st, a: list, kw: dict, old, dtype: DataType | None) -> Reg:
-    """Prime the align register: the 32-byte block holding the address."""
-    where = ub(a[0], "load_unalign_init")
-    start = st.byte_addr(where, int(arg(a, kw, 1, "offset", 0)), dtype)
-    raw = st.read(start - start % 32, 32, "load_unalign_init").repeat(8)
-    return Reg(raw.view(storage_dtype(dtype)).clone(), dtype)
-
-
-def load_unalign(st, a: list, kw: dict, old, dtype: DataType | None) -> Reg:
-    """VL bytes from any element address (the align register only primes the hardware)."""
-    where = ub(a[1], "load_unalign")
-    start = st.byte_addr(where, int(arg(a, kw, 2, "offset", 0)), dtype)
-    return Reg(st.read(start, VL, "load_unalign").view(storage_dtype(dtype)).clone(), dtype)
+def load_mask(st, a: list, kw: dict, old, dtype: DataType | None) -> Mask:
+    """`plds` / `pld`: a predicate from UB (NORM, US, DS); an integer offset counts 32-bit
+    words, as the backend's uint32_t pointer does."""
+    where = ub(a[0], "load_align")
+    start = _predicate_address(st, where, arg(a, kw, 1, "offset"), kw, True)
+    name = _dist_name(kw)
+    if name == "NORM":
+        return mask_of_bytes(st.read(start, 32, "load_align"))
+    if name == "US":
+        return Mask(mask_of_bytes(st.read(start, 16, "load_align")).bits.repeat_interleave(2))
+    if name == "DS":
+        low, high = (mask_of_bytes(st.read(start + 32 * k, 32, "load_align")) for k in (0, 1))
+        return Mask(torch.cat([low.bits, high.bits])[0::2].clone())
+    raise VFOpError(f"vf.load_align into a predicate takes dist NORM, US or DS, not {name}")
 
 
 def gather(st, a: list, kw: dict, old, dtype: DataType | None) -> Reg:
-    """lane i = tile[index[i]] (element indices) on active lanes, zero elsewhere."""
+    if isinstance(a[0], Reg):
+        return _select_lanes(a[0], reg(a[1], "gather", "index"))
     where, index = ub(a[0], "gather"), reg(a[1], "gather", "index")
-    if not (index.dtype.is_int or index.dtype.kind == "uint"):
+    if index.dtype.is_float or index.dtype.kind not in ("uint", "int"):
         raise VFOpError(f"vf.gather: the index register must be integer, not {index.dtype.value}")
-    lanes = lane_count(dtype)
-    size = dtype.bits // 8
-    idx = index.values()[:lanes]
-    active = mask(arg(a, kw, 2, "mask"), "gather").lanes(dtype)[:idx.numel()]
-    base = st.byte_addr(where, 0, dtype)
+    m = mask(arg(a, kw, 2, "mask"), "gather")
+    base = st.base(where)
+    if _copy_mode(kw):  # vgatherb: 32-byte blocks at the byte offsets of index lanes 0..7
+        offsets = index.values()[:8].tolist()
+        blocks = _block_active(m)
+        raw = torch.cat([st.read(base + int(off), 32, "gather") if on else
+                         torch.zeros(32, dtype=torch.uint8) for off, on in zip(offsets, blocks)])
+        return _register(raw, dtype)
+    size = max(1, bits(st.tile_dtype(where)) // 8)
+    slot = max(size, lane_bytes(index.dtype))
+    n = VL // slot
+    idx = index.values()[:n]
+    active = m.bits[::slot][:n]
+    out = torch.zeros(n, slot, dtype=torch.uint8)
     picked = idx[active]
-    data = torch.zeros(lanes, dtype=storage_dtype(dtype))
     if picked.numel():
-        raw = st.gather(base + picked * size, size, "gather")
-        data[:idx.numel()][active] = raw.view(storage_dtype(dtype))
-    return Reg(data, dtype)
+        out[active, :size] = st.gather(base + picked * size, size, "gather").reshape(-1, size)
+    return _register(out.reshape(-1), dtype)
 
 
-def create_addr_reg(st, a: list, kw: dict, old, dtype: DataType | None) -> Reg:
-    """An index register: base + i * stride."""
-    target = dtype or DataType.INT32
-    base, stride = int(a[0]), int(arg(a, kw, 1, "stride", 1))
-    return from_values(base + stride * torch.arange(lane_count(target)), target)
+def _select_lanes(src: Reg, index: Reg) -> Reg:
+    if bits(src.dtype) != bits(index.dtype):
+        raise VFOpError(f"vf.gather between registers needs an index as wide as the source, "
+                        f"not {index.dtype.value} for {src.dtype.value}")
+    codes = src.codes()
+    idx = index.values() % codes.numel()
+    return Reg(codes[idx].clone(), src.dtype)
+
+
+def create_addr_reg(st, a: list, kw: dict, old, dtype: DataType | None) -> AddrReg:
+    """index0 · stride0 + index1 · stride1 + ... elements of `dtype` (the loop indices the
+    hardware binds the register to)."""
+    if len(a) % 2 or not 2 <= len(a) <= 8:
+        raise VFOpError("vf.create_addr_reg takes 1 to 4 (index, stride) pairs")
+    return AddrReg(sum(int(a[k]) * int(a[k + 1]) for k in range(0, len(a), 2)),
+                   dtype or DataType.FP32)
 
 
 # ---------------------------------------------------------------- stores
 
 
-def _store(st, op: str, where, src: Reg, offset: int, dist, m: Mask) -> None:
-    size = bits(src.dtype) // 8
-    start = st.byte_addr(where, offset, src.dtype)
-    if size == 0:  # 4-bit lanes: the register's bytes, one mask bit per byte (NORM only)
-        if dist is not None:
-            raise VFOpError(f"vf.{op}: 4-bit registers store with the NORM distribution only")
-        st.write(where.tile, start, src.data.reshape(-1, 1), None if m.bits.all() else m.bits,
-                 op)
-        return
-    active = None if m.all_active(src.dtype) else m.lanes(src.dtype)
-    if dist is None and active is None and start % size == 0:
-        st.write_typed(where.tile, start, src, op)
-        return
-    name = enum_of(dist, attrs.StoreDist).name if dist is not None else "NORM"
-    raw = src.data.contiguous().view(torch.uint8).reshape(-1, size)
-    if name.startswith("NORM"):
-        st.write(where.tile, start, raw, active, op)
-    elif name == "FIRST_ELEMENT":
-        st.write(where.tile, start, raw[:1], None if active is None else active[:1], op)
+_STORE_BYTES = {"NORM_B16": 2, "INTLV_B32": 4}
+
+
+def _store_lanes(st, op: str, where, start: int, raw: torch.Tensor, active: torch.Tensor | None
+                 ) -> None:
+    """Write `raw` ([lanes, bytes]) at `start`, the active lanes only (None: all)."""
+    st.write(where.tile, start, raw, active, op)
+
+
+def _store_register(st, where, start: int, src: Reg, name: str, m: Mask, op: str) -> None:
+    size = lane_bytes(src.dtype)
+    raw = src.data.contiguous().view(torch.uint8)
+    if name in ("NORM", "NORM_B16"):
+        k = _STORE_BYTES.get(name, size)
+        active = None if m.bits.all() else m.bits[::k]
+        _store_lanes(st, op, where, start, raw.reshape(-1, k), active)
+    elif name == "FIRST_ELEMENT":  # ONEPT_B8 / B16 / B32
+        _store_lanes(st, op, where, start, raw[:min(size, 4)].reshape(1, -1), None)
     elif name in ("PACK", "PACK4"):
-        part = 2 if name == "PACK" else 4
-        if size < part:
-            raise VFOpError(f"vf.{op}: {name} needs lanes of at least {part} bytes")
-        st.write(where.tile, start, raw[:, :size // part], active, op)
+        k = 4 if name == "PACK4" else max(2, size)
+        keep = 1 if name == "PACK4" else k // 2
+        _store_lanes(st, op, where, start, raw.reshape(-1, k)[:, :keep], m.bits[::k])
     else:
-        raise VFOpError(f"vf.{op}: the {name} distribution stores two registers; use "
-                        f"vf.interleave and two NORM stores")
+        raise VFOpError(f"vf.{op}: the {name} distribution stores two registers: "
+                        f"vf.store_align(tile, a, b, mask, dist=pl.StoreDist.{name})")
 
 
 def store_align(st, a: list, kw: dict, old, dtype: DataType | None) -> None:
-    where, src = ub(a[0], "store_align"), reg(a[1], "store_align", "source")
-    _store(st, "store_align", where, src, int(kw.get("offset") or 0), arg(a, kw, 3, "dist"),
-           mask(arg(a, kw, 2, "mask"), "store_align"))
+    where = ub(a[0], "store_align")
+    if isinstance(a[1], Mask):
+        return _store_mask(st, where, a, kw)
+    src = reg(a[1], "store_align", "source")
+    dist = kw.get("dist")
+    name = enum_of(dist, attrs.StoreDist).name if dist is not None else "NORM"
+    if name.startswith("INTLV"):
+        other = reg(arg(a, kw, 2, None), "store_align", "second source")
+        k = _STORE_BYTES.get(name, lane_bytes(src.dtype))
+        m = mask(arg(a, kw, 3, "mask"), "store_align")
+        lanes = torch.stack([src.data.contiguous().view(torch.uint8).reshape(-1, k),
+                             other.data.contiguous().view(torch.uint8).reshape(-1, k)], dim=1)
+        active = m.bits[::k].repeat_interleave(2)
+        _store_lanes(st, "store_align", where, st.base(where), lanes.reshape(-1, k), active)
+        return None
+    m = mask(arg(a, kw, 2, "mask"), "store_align")
+    if _copy_mode(kw):  # vsstb: block j at j * block_stride blocks where the predicate is set
+        stride = int(arg(a, kw, 3, "block_stride", 0)) * 32
+        kw = {**kw, "repeat_stride": arg(a, kw, 4, "repeat_stride", 0)}
+        start = _block_base(st, where, kw)
+        raw = src.data.contiguous().view(torch.uint8).reshape(8, 32)
+        for j, on in enumerate(_block_active(m)):
+            if on:
+                _store_lanes(st, "store_align", where, start + j * stride, raw[j:j + 1], None)
+        return None
+    start = address(st, "store_align", where, arg(a, kw, 3, "offset"), src.dtype, kw)
+    _store_register(st, where, start, src, name, m, "store_align")
+    return None
 
 
-def store(st, a: list, kw: dict, old, dtype: DataType | None) -> None:
-    where, src = ub(a[0], "store"), reg(a[1], "store", "source")
-    _store(st, "store", where, src, int(arg(a, kw, 2, "offset", 0)), arg(a, kw, 3, "dist"),
-           mask(arg(a, kw, 4, "mask"), "store"))
-
-
-def unalign_reg_for_store(st, a: list, kw: dict, old, dtype: DataType | None) -> Reg:
-    return zeros(dtype or DataType.FP32)
-
-
-def store_unalign(st, a: list, kw: dict, old, dtype: DataType | None) -> None:
-    """All VL bytes of the register at any element address."""
-    where, src = ub(a[0], "store_unalign"), reg(a[1], "store_unalign", "source")
-    start = st.byte_addr(where, int(arg(a, kw, 3, "offset", 0)), src.dtype)
-    raw = src.data.contiguous().view(torch.uint8).reshape(1, -1)
-    st.write(where.tile, start, raw, None, "store_unalign")
-
-
-def store_unalign_post(st, a: list, kw: dict, old, dtype: DataType | None) -> None:
-    """Flush of the unaligned-store buffer: stores already landed in this model."""
-    ub(a[0], "store_unalign_post")
+def _store_mask(st, where, a: list, kw: dict) -> None:
+    """`psts` / `pst`: the predicate's bits (NORM 32 bytes, PACK every other bit: 16)."""
+    m = a[1]
+    start = _predicate_address(st, where, arg(a, kw, 2, "offset"), kw, False)
+    dist = kw.get("dist")
+    packed = dist is not None and enum_of(dist, attrs.StoreDist) is attrs.StoreDist.PACK
+    raw = mask_bytes(Mask(m.bits[0::2])) if packed else mask_bytes(m)
+    _store_lanes(st, "store_align", where, start, raw.reshape(1, -1), None)
 
 
 def scatter(st, a: list, kw: dict, old, dtype: DataType | None) -> None:
-    """tile[index[i]] = src[i] on active lanes (later lanes win on equal indices)."""
+    """tile[index[i]] = src[i] on active lanes (b8: src[2i]; later lanes win on equal
+    indices)."""
     where, src = ub(a[0], "scatter"), reg(a[1], "scatter", "source")
     index = reg(a[2], "scatter", "index")
-    size = src.dtype.bits // 8
-    n = min(index.data.numel(), src.data.numel())
-    active = mask(arg(a, kw, 3, "mask"), "scatter").lanes(src.dtype)[:n]
+    size = max(1, bits(src.dtype) // 8)
+    step = 2 if size == 1 else 1
+    raw = src.data.contiguous().view(torch.uint8).reshape(-1, size)[::step]
+    n = min(index.data.numel(), raw.shape[0])
+    m = mask(arg(a, kw, 3, "mask"), "scatter")
+    active = m.bits[::size * step][:n]
     idx = index.values()[:n][active]
-    raw = src.data[:n][active].contiguous().view(torch.uint8).reshape(-1, size)
-    base = st.byte_addr(where, 0, src.dtype)
-    st.scatter(where.tile, base + idx * size, raw, "scatter")
+    base = st.base(where)
+    st.scatter(where.tile, base + idx * size, raw[:n][active], "scatter")
 
 
 def mem_bar(st, a: list, kw: dict, old, dtype: DataType | None) -> None:
@@ -297,18 +342,8 @@ def clear_spr(st, a: list, kw: dict, old, dtype: DataType | None) -> None:
 
 
 OPS: dict[str, tuple[Callable, str]] = {
-    "create_mask": (create_mask, "mask"), "update_mask": (update_mask, "mask"),
-    "mask_gen_with_reg_tensor": (mask_gen_with_reg_tensor, "mask"),
-    "get_mask_spr": (get_mask_spr, "mask"), "move": (move, "copy"),
-    **{n: (_compare(n), "compare") for n in _COMPARE},
-    "select": (select, "select"),
-    "load_align": (load_align, "load"), "load": (load, "load"),
-    "load_unalign_init": (load_unalign_init, "load"),
-    "load_unalign_pre": (load_unalign_init, "load"),
-    "load_unalign": (load_unalign, "load"), "gather": (gather, "gather"),
-    "create_addr_reg": (create_addr_reg, "copy"),
-    "store_align": (store_align, "store"), "store": (store, "store"),
-    "unalign_reg_for_store": (unalign_reg_for_store, "mask"),
-    "store_unalign": (store_unalign, "store"), "store_unalign_post": (store_unalign_post, "mask"),
-    "scatter": (scatter, "store"), "mem_bar": (mem_bar, "free"), "clear_spr": (clear_spr, "free"),
+    "load_align": (load_align, "load"), "gather": (gather, "gather"),
+    "create_addr_reg": (create_addr_reg, "free"),
+    "store_align": (store_align, "store"), "scatter": (scatter, "store"),
+    "mem_bar": (mem_bar, "free"), "clear_spr": (clear_spr, "free"),
 }

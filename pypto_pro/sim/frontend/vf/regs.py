@@ -1,4 +1,5 @@
-"""Register values of the Reg API (spec §2.13): 256-byte `RegTensor`s and `MaskReg` predicates.
+"""Register values of the Reg API (spec §2.13): 256-byte `RegTensor`s, `MaskReg` predicates,
+`AddrReg` address offsets and `UnalignReg` 32-byte alignment buffers.
 
 A `Reg` holds the raw lanes of one vector register in their storage dtype (`lanes = 256 /
 bytes per element`); 4-bit types (FP4) have 512 lanes packed two per byte, the even lane in the
@@ -89,6 +90,45 @@ class Mask:
         if got is None:
             got = self._lanes[key] = bool(self.lanes(dtype).all())
         return got
+
+
+def mask_width(dtype: DataType | None) -> int:
+    """Predicate bits per lane of `dtype` (b8, b16, b32, b64; 4-bit types count as b8)."""
+    return lane_bytes(dtype) if dtype is not None else 4
+
+
+def mask_bytes(m: Mask) -> torch.Tensor:
+    """The predicate's bits as the bytes a mask store writes (bit i of byte i // 8 is the bit
+    of register byte i): 32 bytes for a whole predicate."""
+    weights = torch.tensor([1, 2, 4, 8, 16, 32, 64, 128], dtype=torch.int32)
+    return (m.bits.reshape(-1, 8).to(torch.int32) * weights).sum(dim=1).to(torch.uint8)
+
+
+def mask_of_bytes(raw: torch.Tensor) -> Mask:
+    """The predicate bits of the bytes `raw`, 8 per byte (the inverse of `mask_bytes`)."""
+    bits = (raw.to(torch.int32)[:, None] >> torch.arange(8)) & 1
+    return Mask(bits.reshape(-1).bool())
+
+
+@dataclass(frozen=True)
+class AddrReg:
+    """An address register: `offset` elements of `dtype` (index0 · stride0 + ...)."""
+
+    offset: int
+    dtype: DataType
+
+    @property
+    def nbytes(self) -> int:
+        return self.offset * bits(self.dtype) // 8
+
+
+@dataclass
+class AlignReg:
+    """An unaligned-access register: the bytes `data` it holds for UB byte `addr` onwards (a
+    load's last 32-byte block; a store's bytes not yet written)."""
+
+    data: torch.Tensor = field(default_factory=lambda: torch.zeros(0, dtype=torch.uint8))
+    addr: int = 0
 
 
 def mask_of_lanes(active: torch.Tensor, dtype: DataType) -> Mask:

@@ -34,26 +34,34 @@ from pypto_pro.ir.nodes import (
     Stmt,
 )
 from pypto_pro.ir.span import Span
-from pypto_pro.ir.types import MaskType, MemorySpace, PipeType, RegType, TileType
+from pypto_pro.ir.types import (
+    AddrRegType, MaskType, MemorySpace, PipeType, RegType, TileType, TupleType,
+)
 
 from ..calls_issue import Instr
 from ...model.cost_model import VF_SECTION, vf_section_cost
 from ...model.memory import TileRef, is_packed4, read_nibbles, storage_dtype
 from ..program import Frame, _Compiler
-from . import ops_arith, ops_convert, ops_memory
+from . import ops_arith, ops_convert, ops_mask, ops_memory, ops_unalign
 from .args import UBAddr, VFOpError
 from .regs import Reg, bits
 
 #: every `vf.<name>` → (implementation, cost class)
-OPS: dict[str, tuple[Callable, str]] = {**ops_arith.OPS, **ops_memory.OPS, **ops_convert.OPS}
+OPS: dict[str, tuple[Callable, str]] = {**ops_arith.OPS, **ops_mask.OPS, **ops_memory.OPS,
+                                        **ops_unalign.OPS, **ops_convert.OPS}
+#: ops whose predicate result or predicate first operand selects another implementation
+MASK_FORMS: dict[str, Callable] = {**ops_mask.MASK_FORMS, "load_align": ops_memory.load_mask}
 MAX_ITERATIONS = 50_000_000
 
 
 class VFState:
     """What the section's body sees as its core: the UB working copy, the SPR, op counts."""
 
-    def __init__(self, tiles: list[TileRef], ub: torch.Tensor, spr: int) -> None:
+    def __init__(self, tiles: list[TileRef], ub: torch.Tensor, spr: int,
+                 vector_mask: tuple[int, int] = (2**64 - 1, 2**64 - 1)) -> None:
         self.tiles, self.ub, self.spr = tiles, ub, spr
+        self.vector_mask = vector_mask  # the {MASK1, MASK0} SPR when the section was issued
+        self.cursors: dict[tuple[int, int], int] = {}  # post-update pointers by UB operand
         self.dirty: dict[int, list[int]] = {}  # tile number → [first byte, end byte)
         self.views: dict[str, torch.Tensor] = {}  # typed views of `ub` by dtype value
         self.counts: Counter = Counter()
@@ -66,10 +74,27 @@ class VFState:
             raise SimulationError(f"a vector function ran more than {MAX_ITERATIONS} loop "
                                   f"iterations", span)
 
-    def byte_addr(self, where: UBAddr, offset: int, dtype: DataType) -> int:
-        """UB byte address of `tile + k` plus `offset` elements of `dtype`."""
+    def tile_dtype(self, where: UBAddr) -> DataType:
+        return self.tiles[where.tile].geometry.dtype
+
+    def base(self, where: UBAddr) -> int:
+        """UB byte address of `tile + k`."""
         g = self.tiles[where.tile].geometry
-        return g.addr + where.offset * bits(g.dtype) // 8 + offset * bits(dtype) // 8
+        return g.addr + where.offset * bits(g.dtype) // 8
+
+    def cursor(self, where: UBAddr) -> int:
+        """The operand's post-update pointer (the backend hoists one per tile operand)."""
+        key = (where.tile, where.offset)
+        got = self.cursors.get(key)
+        if got is None:
+            got = self.cursors[key] = self.base(where)
+        return got
+
+    def advance(self, where: UBAddr, nbytes: int) -> int:
+        """The cursor's address, moved on by `nbytes` afterwards."""
+        addr = self.cursor(where)
+        self.cursors[(where.tile, where.offset)] = addr + nbytes
+        return addr
 
     def read(self, start: int, nbytes: int, op: str) -> torch.Tensor:
         """A view of UB bytes [start, start + nbytes) (copy it before the next store)."""
@@ -155,12 +180,13 @@ class VFLaunch:
 
     def __init__(self, body: Callable, frame_slots: list, core: Any, span: Span) -> None:
         self.body, self.slots, self.core, self.span = body, frame_slots, core, span
+        self.vector_mask = core.vector_mask  # the scalar unit may reset it before pipe V runs
         self.state: VFState | None = None
 
     def run(self, tiles: list[TileRef]) -> VFState:
         if self.state is None:
             ub = self.core.memory.buffer(MemorySpace.Vec).clone()
-            state = VFState(list(tiles), ub, self.core.spr)
+            state = VFState(list(tiles), ub, self.core.spr, self.vector_mask)
             gen = self.body(Frame(self.slots, state))
             for _ in gen:
                 raise SimulationError("a vector function cannot wait on the scalar unit",
@@ -270,13 +296,14 @@ class _VFCompiler(_Compiler):
         if entry is None:
             raise NotSupported(f"the simulator has no Reg API op {e.op}", e.span)
         impl, cls = entry
+        rtype = e.type
+        first = getattr(e.args[0], "type", None) if e.args else None
+        if name in MASK_FORMS and (isinstance(rtype, MaskType) or isinstance(first, MaskType)):
+            impl = MASK_FORMS[name]
         args = [self.expr(a) for a in e.args]
         static = {k: v for k, v in e.kwargs if not isinstance(v, Expr) and k != "pipe"}
         dynamic = [(k, self.expr(v)) for k, v in e.kwargs if isinstance(v, Expr)]
-        rtype = e.type
-        dtype = rtype.dtype if isinstance(rtype, RegType) else None
-        if isinstance(rtype, MaskType):
-            dtype = None
+        dtype = _result_dtype(rtype)
         span = e.span
 
         def call(fr: Frame):
@@ -293,6 +320,13 @@ class _VFCompiler(_Compiler):
                 raise SimulationError(f"{e.op}: {err}", span) from err
 
         return call
+
+
+def _result_dtype(t) -> DataType | None:
+    """The element type an op implementation is told: of the (first) result register."""
+    if isinstance(t, TupleType):
+        t = t.types[-1]
+    return t.dtype if isinstance(t, (RegType, MaskType, AddrRegType)) else None
 
 
 def compile_vf_section(parent: _Compiler, s: SectionStmt):

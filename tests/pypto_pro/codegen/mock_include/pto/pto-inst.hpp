@@ -9,6 +9,7 @@
 #define __aicore__
 #define __gm__
 #define __ubuf__
+#define __ssbuf__
 #define __VEC_SCOPE__
 #define __simt_vf__
 #define __simt_callee__
@@ -29,20 +30,23 @@ enum class BLayout { RowMajor, ColMajor };
 enum class SLayout { NoneBox, RowMajor, ColMajor };
 enum class PadValue { Null, Zero, Max, Min };
 enum class CompactMode { Null, Normal, RowPlusOne };
-enum class Layout { ND, DN, NZ, ZN, NN, ZZ };
-enum Dim { DIM_0, DIM_1, DIM_2, DIM_3, DIM_4 };
+enum class Layout { ND, DN, NZ };
+namespace GlobalTensorDim {
+constexpr int DIM_0 = 0, DIM_1 = 1, DIM_2 = 2, DIM_3 = 3, DIM_4 = 4;
+}
 enum class CmpMode { EQ, NE, LT, GT, LE, GE };
 enum class RoundMode { CAST_NONE, CAST_RINT, CAST_ROUND, CAST_FLOOR, CAST_CEIL, CAST_TRUNC, CAST_ODD };
-enum class ReduceOp { SUM, MAX, MIN, PROD };
 enum class AccPhase { Unspecified, Partial, Final };
 enum class STPhase { Unspecified, Partial, Final };
 enum class AtomicType { AtomicNone, AtomicAdd };
 enum class ReluPreMode { NoRelu, NormalRelu };
 enum class AccToVecMode { SingleModeVec0, SingleModeVec1, DualModeSplitM, DualModeSplitN };
-enum class QuantMode { SYM, ASYM };
-enum class SyncCoreType { AIV_ONLY, AIC_ONLY, MIX };
-enum class SyncAllMode { HARD, SOFT };
-enum class BinOp { ADD, SUB, MUL, DIV, MAX, MIN };
+enum class SyncCoreType { AIVOnly, AICOnly, Mix };
+enum class SyncAllMode { Hard, Soft };
+enum class MaskPattern { P0101 = 1, P1010, P0001, P0010, P0100, P1000, P1111 };
+enum class HistByte { BYTE_0, BYTE_1, BYTE_2, BYTE_3 };
+enum class QuantType { MXFP8, MXFP4_E2M1, INT8_SYM, INT8_ASYM };
+struct MrgSortExecutedNumList { uint16_t n[4]; };
 
 template <TileType L, typename T, int R, int C, BLayout B = BLayout::RowMajor, int VR = R,
           int VC = C, SLayout S = SLayout::NoneBox, int F = 512, PadValue P = PadValue::Null,
@@ -50,19 +54,23 @@ template <TileType L, typename T, int R, int C, BLayout B = BLayout::RowMajor, i
 struct Tile {
     using DType = T;
     Tile() {}
-    Tile(int64_t, int64_t) {}
+    template <typename... A> Tile(A...) {}
     T* data() { return nullptr; }
-    int64_t GetValidRow() const { return R; }
-    int64_t GetValidCol() const { return C; }
-    void SetValidShape(int64_t, int64_t) {}
+    unsigned GetValidRow() const { return R; }
+    unsigned GetValidCol() const { return C; }
+    void SetValidShape(unsigned, unsigned) {}
+    void SetValidRow(unsigned) {}
+    void SetValidCol(unsigned) {}
 };
-template <int A, int B, int C, int D, int E> struct Shape {};
-template <int A, int B, int C, int D, int E> struct Stride {};
+template <int64_t... N> struct Shape { template <typename... A> Shape(A...) {} };
+template <int64_t... N> struct Stride { template <typename... A> Stride(A...) {} };
 template <typename T, typename Sh, typename St, Layout Lay = Layout::ND>
 struct GlobalTensor {
-    explicit GlobalTensor(T*) {}
-    template <Dim A, Dim B> void SetShape(int64_t, int64_t) {}
-    template <Dim A, Dim B> void SetStride(int64_t, int64_t) {}
+    using Shape = Sh;
+    using Stride = St;
+    GlobalTensor(T*, Sh = Sh(), St = St()) {}
+    template <int... D, typename... A> void SetShape(A...) {}
+    template <int... D, typename... A> void SetStride(A...) {}
 };
 }  // namespace pto
 
@@ -70,16 +78,26 @@ template <typename... A> inline void TASSIGN(A&&...) {}
 template <typename... A> inline void TPRINT(A&&...) {}
 #define PTO_CATCH_ALL(name) template <typename... T, typename... A> inline void name(A&&...) {}
 
-// fixpipe stores mix type and value template arguments
-template <typename TT, typename GT, pto::AtomicType A, pto::ReluPreMode R, typename... X>
-inline void TSTORE(X&&...) {}
-template <pto::STPhase P, typename TT, typename GT, pto::AtomicType A, pto::ReluPreMode R,
-          typename... X>
-inline void TSTORE(X&&...) {}
-template <typename... X> inline void TSTORE(X&&...) {}
-template <typename TT, typename GT, pto::AtomicType A, pto::ReluPreMode R, typename... X>
-inline void TSTORE_FP(X&&...) {}
-template <typename... X> inline void TSTORE_FP(X&&...) {}
+// instructions with explicit template arguments: tile / global types first, then options
+#define PTO_TEMPLATED(name)                                                                   \
+    template <typename... X> inline void name(X&&...) {}                                      \
+    template <typename A, typename B, typename... X> inline void name(X&&...) {}              \
+    template <typename A, typename B, typename C, typename... X> inline void name(X&&...) {}  \
+    template <typename A, typename B, auto O, typename... X> inline void name(X&&...) {}      \
+    template <typename A, typename B, auto O, auto P, typename... X> inline void name(X&&...) {} \
+    template <typename A, typename B, typename C, auto O, typename... X>                      \
+    inline void name(X&&...) {}                                                               \
+    template <typename A, typename B, typename C, auto O, auto P, typename... X>              \
+    inline void name(X&&...) {}                                                               \
+    template <auto Ph, typename A, typename B, typename... X> inline void name(X&&...) {}     \
+    template <auto Ph, typename A, typename B, auto O, auto P, typename... X>                 \
+    inline void name(X&&...) {}
+PTO_TEMPLATED(TSTORE)
+PTO_TEMPLATED(TSTORE_FP)
+PTO_TEMPLATED(TMOV)
+PTO_TEMPLATED(TMOV_FP)
+PTO_TEMPLATED(TEXTRACT)
+PTO_TEMPLATED(TINSERT)
 
 template <typename T> struct RegTensor {};
 struct MaskReg {};
