@@ -2,9 +2,9 @@
 launch (`simt.launch`).
 
 The scalar unit compiles the body and passes it in the instruction's `launch` kwarg
-(`sim.frontend.vf.section.VFLaunch`, `sim.simt.SimtLaunch`); the body already ran when the engine asked
-for the instruction's cost, so these entries only hand its writes to the engine through the
-deferred operands, which land when the instruction ends.
+(`sim.frontend.vf.section.VFLaunch`, `sim.frontend.simt.SimtLaunch`); the body already ran
+when the engine asked for the instruction's cost, so these entries only hand its writes to the
+engine through the deferred operands, which land when the instruction ends.
 """
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ import torch
 
 import pypto_pro
 import pypto_pro.language as pl
-from pypto_pro.sim import scheduler_native
+from pypto_pro.sim.fast import scheduler_native
 from fused_sequences import SEQUENCES
 
 H = pl.TileType([16, 16], pl.DT_FP16)

@@ -12,7 +12,7 @@ import inspect
 import torch
 
 import pypto_pro.language as pl
-from pypto_pro.sanitizer.findings import KINDS
+from pypto_pro.trace.findings import KINDS
 
 TT = pl.TileType([128, 128], pl.DT_FP16, pl.MemorySpace.Vec)
 F16 = pl.Tensor[[pl.DYNAMIC, pl.DYNAMIC], pl.DT_FP16]

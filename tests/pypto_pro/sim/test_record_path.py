@@ -8,7 +8,7 @@ import torch
 
 from pypto_pro.ir.dtype import DataType
 from pypto_pro.ir.types import MemorySpace
-from pypto_pro.sim import soc as soc_mod
+from pypto_pro import soc as soc_mod
 from pypto_pro.sim.model.cost_model import op_cost
 from pypto_pro.sim.fast.footprints import FP_W, _WHOLE, Footprints, _window_row
 from pypto_pro.sim.model.memory import GMRef, TileGeometry, TileRef, WindowLines

@@ -18,7 +18,7 @@ from pypto_pro.ir.dtype import DataType
 from pypto_pro.ir.types import MemorySpace
 from pypto_pro.runtime.backends import use_backend
 from pypto_pro.sim.fast import stream, memo
-from pypto_pro.sim import soc as soc_mod
+from pypto_pro import soc as soc_mod
 from pypto_pro.sim.model.cost_model import op_cost
 from pypto_pro.sim.fast.footprints import Footprints, _window_row
 from pypto_pro.sim.model.memory import GMRef, TileGeometry, TileRef
