@@ -12,6 +12,7 @@ import torch
 
 import pypto_pro
 import pypto_pro.language as pl
+from pypto_pro.sim import settings
 from pypto_pro.sim.fast import scheduler_native
 from fused_sequences import SEQUENCES
 
@@ -87,7 +88,7 @@ def backends(native_backend, sim_functional, monkeypatch):
             args = make_args()
             with monkeypatch.context() as m, pypto_pro.use_backend(backend):
                 if engine is not None:
-                    m.setenv(scheduler_native.ENV_ENGINE, engine)
+                    m.setenv(settings.ENGINE, engine)
                 kernel[None, 1](*args)
             got[label] = args[-2:]
         return got

@@ -13,6 +13,7 @@ import pytest
 
 from pypto_pro.runtime import backends
 from pypto_pro.runtime.backends.sim import SimBackend
+from pypto_pro.sim import settings
 from pypto_pro.sim.fast import memo, scheduler_native
 
 #: engine name → (backend, PYPTOPRO_SIM_ENGINE)
@@ -41,7 +42,7 @@ def everywhere(native_backend, monkeypatch) -> Callable[[Callable[[], Any]], dic
         results = {}
         for name, (backend, engine) in ENGINES.items():
             if engine is not None:
-                monkeypatch.setenv(scheduler_native.ENV_ENGINE, engine)
+                monkeypatch.setenv(settings.ENGINE, engine)
             memo.clear()
             with backends.use_backend(backend):
                 results[name] = launch()

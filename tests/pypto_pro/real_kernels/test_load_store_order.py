@@ -1,7 +1,8 @@
 """Issue 21, class 5: `load` / `store` with `order=` as the docs use it, and MX scale loads.
 
 `order` names the tensor axes (absolute indices) the tile's rows and cols run along; a
-descending order is a transposed (DN) access; the other axes stay at their offsets. `store`
+descending order is a transposed (DN) access, into a column-major (DN) tile as pto-isa's TLOAD
+requires; the other axes stay at their offsets. `store`
 takes ascending orders only. `load_tile` / `store_tile` multiply the tile indices by the
 tile's extents, pairing the ascending axes with the tile's dims in order (the real
 `_compute_absolute_offsets`). An MX scale tensor (E8M0 loaded into a fractal-32 ZZ / NN Mat
@@ -16,27 +17,40 @@ import pytest
 import torch
 
 import pypto_pro.language as pl
+from pypto_pro.codegen import generate
 from pypto_pro.compiler import compile_kernel
-from pypto_pro.errors import ParserTypeError, UnsupportedFeatureError
+from pypto_pro.errors import NotSupported, ParserTypeError, UnsupportedFeatureError
 from pypto_pro.runtime.kernel_def import Specialization
 
 SPEC = Specialization(arch="a5")
 F32 = pl.DT_FP32
 
 
-def _vec(rows: int, cols: int) -> pl.TileType:
-    return pl.TileType([rows, cols], F32)
+def _vec(rows: int, cols: int, layout: pl.TensorLayout | None = None) -> pl.TileType:
+    return pl.TileType([rows, cols], F32, layout=layout)
 
 
 # ---------------------------------------------------------------- transposed and N-D windows
 
 
+def t_as_rows(t: pl.Tile, rows: int, cols: int) -> pl.Tile:
+    """A column-major (DN) Vec tile's bytes as the row-major tile of the transposed shape."""
+    return pl.reinterpret(t, shape=[rows, cols], layout=pl.ND)
+
+
 @pl.jit(arch="a5", auto_mutex=True)
-def transposed_kernel(x: pl.Tensor[[32, 16], F32], out: pl.Tensor[[16, 32], F32]):
+def transposed_kernel(x: pl.Tensor[[32, 16], F32], out: pl.Tensor[[32, 16], F32]):
     with pl.section_vector():
-        t = pl.make_tile_group(type=_vec(16, 32), addrs=0x0, mutex_ids=[0]).current()
-        pl.load(t, x, [0, 0], order=[1, 0])  # tile rows along axis 1: t = xᵀ
-        pl.store(out, t, [0, 0])
+        t = pl.make_tile_group(type=_vec(16, 32, pl.DN), addrs=0x0, mutex_ids=[0]).current()
+        pl.load(t, x, [0, 0], order=[1, 0])  # tile rows along axis 1: t = xᵀ, column-major
+        pl.store(out, t_as_rows(t, 32, 16), [0, 0])  # its bytes, read row-major: x
+
+
+@pl.jit(arch="a5", auto_mutex=True)
+def transposed_into_nd_kernel(x: pl.Tensor[[32, 16], F32]):
+    with pl.section_vector():
+        t = pl.make_tile(_vec(16, 32), addr=0x0)
+        pl.load(t, x, [0, 0], order=[1, 0])
 
 
 @pl.jit(arch="a5", auto_mutex=True)
@@ -44,10 +58,10 @@ def three_d_kernel(x: pl.Tensor[[8, 3, 16], F32], out: pl.Tensor[[2, 16, 16], F3
                    back: pl.Tensor[[8, 3, 16], F32]):
     with pl.section_vector():
         a = pl.make_tile_group(type=_vec(8, 16), addrs=0x0, mutex_ids=[0]).current()
-        b = pl.make_tile_group(type=_vec(16, 8), addrs=0x1000, mutex_ids=[1]).current()
+        b = pl.make_tile_group(type=_vec(16, 8, pl.DN), addrs=0x1000, mutex_ids=[1]).current()
         pl.load(a, x, [0, 1, 0], order=[0, 2])  # axes 0 and 2 at axis-1 index 1
         pl.load(b, x, [0, 2, 0], order=[2, 0])  # the same axes transposed, index 2
-        pl.store(out, b, [1, 0, 4], order=[1, 2])
+        pl.store(out, t_as_rows(b, 8, 16), [1, 4, 0], order=[1, 2])
         pl.store(back, a, [0, 0, 0], order=[0, 2])
 
 
@@ -78,14 +92,20 @@ def _run(everywhere, kernel, inputs, outputs):
 
 def test_transposed_load(everywhere):
     x = torch.randn(32, 16)
-    for engine, (out,) in _run(everywhere, transposed_kernel, [x], [(16, 32)]).items():
-        assert torch.equal(out, x.T), engine
+    for engine, (out,) in _run(everywhere, transposed_kernel, [x], [(32, 16)]).items():
+        assert torch.equal(out, x), engine
+
+
+def test_transposed_load_into_a_row_major_vec_tile_is_refused():
+    """pto-isa's TLOAD: a DN window goes into a DN (column-major) Vec tile only."""
+    with pytest.raises(NotSupported, match="transposed GM window into a ND Vec tile"):
+        generate(compile_kernel(transposed_into_nd_kernel.kernel_def, SPEC))
 
 
 def test_order_on_a_three_d_tensor(everywhere):
     x = torch.randn(8, 3, 16)
     want_out = torch.zeros(2, 16, 16)
-    want_out[1, :, 4:12] = x[:, 2, :].T
+    want_out[1, 4:12, :] = x[:, 2, :]
     want_back = torch.zeros(8, 3, 16)
     want_back[:, 0, :] = x[:, 1, :]
     results = _run(everywhere, three_d_kernel, [x], [(2, 16, 16), (8, 3, 16)])
@@ -235,7 +255,6 @@ def test_mx_order_cannot_select_the_phase_axis():
 
 
 def test_mx_loads_are_spelled_as_the_real_codegen():
-    from pypto_pro.codegen import generate
 
     text = generate(compile_kernel(_mx_kernel(False, True).kernel_def, SPEC)).kernel_cpp
     assert "pto::TileShape2D<float8_e8m0_t, pto::DYNAMIC, pto::DYNAMIC, Layout::MX_A_ND>" in text
