@@ -52,6 +52,7 @@ import torch  # noqa: E402
 
 from pypto_pro.codegen import generate  # noqa: E402
 from pypto_pro.codegen.vf import VF_INTRINSICS, vf_constants  # noqa: E402
+from pypto_pro.codegen import vf_forms  # noqa: E402
 from pypto_pro.compiler import compile_kernel  # noqa: E402
 from pypto_pro.examples import ALL_EXAMPLES, SMALL_CASES, load  # noqa: E402
 from pypto_pro.ir.mutator import walk  # noqa: E402
@@ -95,6 +96,7 @@ def vf_builtins() -> str:
     builtins: their real declarations come with the toolchain, not with pto-isa)."""
     names = {spec.name.format(bits=b, T="float") for spec in VF_INTRINSICS.values()
              for b in (8, 16, 32, 64)}
+    names |= {n for n in vf_forms.NAMES if n.islower()}  # the operand-dependent forms
     lines = ["#pragma once", "#include <cstdint>",
              "template <typename T> struct RegTensor {};", "struct MaskReg {};",
              "struct UnalignReg {};", "struct AddrReg {};",
