@@ -49,16 +49,17 @@ def _offset(body, view, offsets: Expr) -> str:
 
 
 def _bounds(body, view, offsets: Expr, t: str, ra: int, ca: int) -> str | None:
-    """`PYPTO_GM_CHECK(name, offset, extent, size, ...)` of the window, per tensor axis (a 1-D
-    tensor is one row: its row axis is a virtual axis of size 1)."""
+    """`PYPTO_GM_CHECK(name, offset, extent, size, stride, ...)` of the window, per tensor axis
+    (a 1-D tensor is one row: its row axis is a virtual axis of size 1, stride 0)."""
     items = list(offsets.elements) if isinstance(offsets, MakeTuple) else [offsets]
     if view.rank == 1 and len(items) == 2:
         items = items[1:]
     if len(items) != view.rank:
         return None
     extents = {ra: f"{t}.GetValidRow()", ca: f"{t}.GetValidCol()"}
-    axes = [("0", extents[-1], "1")] if ra < 0 else []
-    axes += [(body.x.emit(e), extents.get(k, "1"), view.shape[k]) for k, e in enumerate(items)]
+    axes = [("0", extents[-1], "1", "0")] if ra < 0 else []
+    axes += [(body.x.emit(e), extents.get(k, "1"), view.shape[k], f"{view.stride}[{k}]")
+             for k, e in enumerate(items)]
     name = view.ptr.removesuffix("_ptr")
     return f'PYPTO_GM_CHECK("{name}", {", ".join(", ".join(a) for a in axes)});'
 

@@ -13,6 +13,10 @@ byte ranges overlap and one is written while the other still holds data that is 
   its first access to its last, and over every loop an access sits in that does not also make
   the group; two groups whose overlapping slots share a mutex id are ordered by it.
 
+Two owners an in-place op names as its source and destination at one address
+(`pl.fillpad(dst, src, mode=INPLACE)`, which the docs write with two groups made at the same
+address) are one buffer by the op's own contract: they never conflict.
+
 A conflict is *certain* when every access it rests on runs on every path (loops are taken to
 run, as a kernel's tiling loops do), and *possible* when one of them sits under an `if` on a
 run-time value. Owns no pass; imports only `pypto_pro.ir` and the pass helpers.
@@ -95,6 +99,8 @@ class _Walk:
     loops: list[tuple[int, int]] = field(default_factory=list)  # (start, end) positions
     made_at: dict[int, int] = field(default_factory=dict)  # id(owner) → its make's position
     pos: int = 0
+    #: (id(owner), slot) pairs an in-place op declares one buffer (see the module doc)
+    same: set[frozenset] = field(default_factory=set)
 
 
 def conflicts(program: Program) -> list[Conflict]:
@@ -200,6 +206,16 @@ def _record(call: Call, span: Span, w: _Walk, cond: bool) -> None:
             w.accesses.append(Access(owner, slot, False, w.pos, span, cond))
         if i in writes or opaque:
             w.accesses.append(Access(owner, slot, True, w.pos, span, cond))
+    if call.op in _IN_PLACE:
+        dst, src = (call.args[k] for k in _IN_PLACE[call.op])
+        if isinstance(dst, Var) and isinstance(src, Var) and dst.uid in w.owners \
+                and src.uid in w.owners:
+            w.same.add(frozenset(((id(w.owners[dst.uid]), w.slots[dst.uid]),
+                                  (id(w.owners[src.uid]), w.slots[src.uid]))))
+
+
+#: ops whose destination and source are one buffer by contract: op → (dst, src) positions
+_IN_PLACE = {"block.fillpad_inplace": (0, 1)}
 
 
 # ------------------------------------------------------------------ conflicts of one function
@@ -232,6 +248,8 @@ def _overlapping_slots(a: Owner, b: Owner) -> Iterator[tuple[int | None, int | N
 
 def _pair(a: Owner, sa: int | None, b: Owner, sb: int | None, w: _Walk,
           spans: dict, values: dict) -> Conflict | None:
+    if a.ranges[sa or 0] == b.ranges[sb or 0] and _declared_one(a, sa, b, sb, w):
+        return None
     if a.kind == "tile" and b.kind == "tile":
         (alo, ahi), (blo, bhi) = a.ranges[0], b.ranges[0]
         if (alo <= blo and bhi <= ahi) or (blo <= alo and ahi <= bhi):
@@ -247,6 +265,12 @@ def _pair(a: Owner, sa: int | None, b: Owner, sb: int | None, w: _Walk,
         lo, hi = max(ma[0], mb[0]), min(ma[1], mb[1])
         return Conflict(a, sa, b, sb, certain, None, _lines(w, lo, hi))
     return _clobber(a, sa, b, sb, w, values, spans)
+
+
+def _declared_one(a: Owner, sa: int | None, b: Owner, sb: int | None, w: _Walk) -> bool:
+    """An in-place op named these two (slots, or the groups as a whole) as one buffer."""
+    return any(frozenset(((id(a), x), (id(b), y))) in w.same
+               for x in {sa, None} for y in {sb, None})
 
 
 def _clobber(a: Owner, sa: int | None, b: Owner, sb: int | None, w: _Walk, values: dict,

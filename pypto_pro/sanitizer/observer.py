@@ -340,6 +340,14 @@ class Sanitizer:
         shadow = self._gm.get(key)
         if shadow is None or shadow.size != storage.nbytes():
             shadow = self._gm[key] = Shadow(storage.nbytes(), per_thread_reads=False)
+        if isinstance(idx, torch.Tensor) and idx.numel() and int(idx.max()) >= storage.nbytes():
+            # the bytes the NPU allocator reserves past the storage (GMRef): no data there
+            beyond = int((idx >= storage.nbytes()).sum())
+            self._add("GM_PAST_TENSOR_END", f"{'writes' if write else 'reads'} {beyond} bytes "
+                      f"past the end of a {storage.nbytes()}-byte tensor, in the bytes its "
+                      f"device allocation reserves ({'discarded' if write else 'zeros'} here)",
+                      site)
+            idx = idx[idx < storage.nbytes()]
         idx = compact(idx)
         self._races(shadow.last_writers(idx), tid, clock, site, write, _GM_RACE, atomic)
         if write:

@@ -157,3 +157,18 @@ def soc(name: str = DEFAULT_SOC, **overrides: Any) -> SoC:
 
 
 __all__ = ["DEFAULT_SOC", "SoC", "list_socs", "soc"]
+
+
+#: torch_npu's caching allocator: every device allocation is the request plus 32 bytes, rounded
+#: up to whole 512-byte blocks (`NPUCachingAllocator`'s round_size), so a tensor is followed by
+#: bytes of its own allocation that a kernel may address without faulting.
+DEVICE_ALLOC_PAD_BYTES = 32
+DEVICE_ALLOC_BLOCK_BYTES = 512
+
+
+def device_allocation(nbytes: int) -> int:
+    """Bytes the real NPU runtime reserves for a tensor storage of `nbytes` bytes (0 for none)."""
+    if nbytes <= 0:
+        return 0
+    block = DEVICE_ALLOC_BLOCK_BYTES
+    return -(-(nbytes + DEVICE_ALLOC_PAD_BYTES) // block) * block

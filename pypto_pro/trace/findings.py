@@ -25,6 +25,11 @@ KINDS: dict[str, tuple[str, str]] = {
         "check the per-dimension offsets plus the tile's valid shape against "
         "the tensor's shape (tails need pl.set_validshape)"
     )),
+    "GM_PAST_TENSOR_END": (WARNING, (
+        "the window runs past the tensor's last byte into the bytes the NPU allocator "
+        "reserves with it: the hardware reads whatever they hold (zeros here) and keeps "
+        "what is written there; shrink the valid shape or allocate the tensor larger"
+    )),
     "TILE_OUT_OF_BOUNDS": (ERROR, (
         "offsets and valid shapes must stay inside the tile's declared shape"
     )),

@@ -200,22 +200,36 @@ def _interleaved_load(ctx: ParseContext, kw: dict, rtype, node: ast.AST) -> dict
     return kw
 
 
+def _nested(ctx: ParseContext, value: Any, op: str, node: ast.Call) -> Any:
+    """An operand that is itself a vf call: `vf.bit_cast(r, dtype=...)` (no instruction, the
+    real backend's `(RegTensor<T>&)r` reference cast, nestable in itself) is bound to a
+    register of its own; any other vf op is an intrinsic of its own line, as the real parser
+    requires the assignment form of every op that produces a result."""
+    if not (isinstance(value, Call) and value.op.startswith("vf.")):
+        return value
+    if value.op == "vf.bit_cast":
+        return materialize(ctx, value, "bit_cast")
+    raise ctx.error(InvalidOperationError, f"the result of {value.op} must be assigned to a "
+                                           f"variable before {op} can use it", node,
+                    hint="r = vf.add(a, b, mask) on its own line (one intrinsic each)")
+
+
 def emit_vf(ctx: ParseContext, op: str, node: ast.Call) -> Any:
     if ctx.section != "vf":
         raise ctx.error(InvalidOperationError, f"{op} is only valid inside a "
                                                f"@pl.vector_function body", node)
     name = op.split(".", 1)[1]
-    target = ctx.assign_target
-    args, kw = eval_args(ctx, _without_offsets(node))
+    target, ctx.assign_target = ctx.assign_target, None  # operands do not write the target
+    try:
+        args, kw = eval_args(ctx, _without_offsets(node))
+    finally:
+        ctx.assign_target = target
     args = [_ub_operand(ctx, a, arg_node) for a, arg_node in zip(args, node.args)]
     args = _row_col(ctx, name, args, node)
     args = [EnumConst(a, ctx.span(n)) if isinstance(a, enum.IntEnum) else a
             for a, n in zip(args, node.args)]  # attribute enums stay enums (IR round trip)
-    for a in [*args, *kw.values()]:
-        if isinstance(a, Call) and a.op.startswith("vf."):
-            raise ctx.error(InvalidOperationError, f"the result of {a.op} must be assigned to a "
-                                                   f"variable before {op} can use it", node,
-                            hint="r = vf.add(a, b, mask) on its own line (one intrinsic each)")
+    args = [_nested(ctx, a, op, node) for a in args]
+    kw = {k: _nested(ctx, v, op, node) for k, v in kw.items()}
     spec = opreg.get(op)
     rtype = None if spec.returns == "none" else _result_type(ctx, name, args, kw, node, target)
     if name == "load_align" and isinstance(rtype, (RegType, TupleType)):

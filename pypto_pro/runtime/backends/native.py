@@ -69,6 +69,7 @@ from ...errors import (
 )
 from ...frozen import Frozen
 from ...ir.types import MemorySpace
+from ...soc import device_allocation
 from ...toolchain import compiler, compiler_id, run_cxx
 from ..cache import KernelCache, cache_key, file_memo
 from . import LaunchRequest, LaunchResult, register_backend
@@ -394,6 +395,7 @@ class _Buffer(NamedTuple):  # (named tuples: a new process makes them faster tha
     offset: int = 0  # where its data starts in the arena
     write_back: bool = True
     keep: Any = None  # keeps the host memory alive
+    reserved: int = 0  # zero bytes after the data: the device allocator's reserve (`_reserve`)
 
 
 class _Plan(NamedTuple):
@@ -417,6 +419,13 @@ def _span(t: torch.Tensor) -> tuple[int, int]:
     for size, stride in zip(t.shape, t.stride()):
         last += (size - 1) * stride  # a view of a non-empty tensor has no 0-sized axis
     return lo, lo + (last + 1) * es
+
+
+def _reserve(tensor: torch.Tensor, hi: int) -> int:
+    """Bytes the real NPU allocator reserves past the storage of `tensor` when the views of the
+    launch reach its end (`hi`): a window may run into them (reads zero, writes discarded)."""
+    nbytes = tensor.untyped_storage().nbytes()
+    return device_allocation(nbytes) - nbytes if hi == nbytes else 0
 
 
 def plan_launch(request: LaunchRequest, lib: NativeLibrary) -> _Plan:
@@ -452,17 +461,20 @@ def plan_launch(request: LaunchRequest, lib: NativeLibrary) -> _Plan:
     guards: list[int] = []
     cursor = 0
 
-    def place(address: int, n: int, write_back: bool, keep: Any) -> _Buffer:
+    def place(address: int, n: int, write_back: bool, keep: Any, reserved: int = 0
+              ) -> _Buffer:
         nonlocal cursor
-        pages = -(-(n + 63) // PAGE) or 1
-        buf = _Buffer(address, n, (cursor + pages * PAGE - n) // 64 * 64, write_back, keep)
+        pages = -(-(n + reserved + 63) // PAGE) or 1
+        buf = _Buffer(address, n, (cursor + pages * PAGE - n - reserved) // 64 * 64, write_back,
+                      keep, reserved)
         cursor += pages * PAGE
         guards.append(cursor)
         cursor += PAGE
         buffers.append(buf)
         return buf
 
-    starts = {key: place(key + lo, hi - lo, True, tensor).offset - lo
+    reserves = {key: _reserve(tensor, hi) for key, (tensor, lo, hi) in groups.items()}
+    starts = {key: place(key + lo, hi - lo, True, tensor, reserves[key]).offset - lo
               for key, (tensor, lo, hi) in groups.items()}  # arena offset of storage byte 0
     regions: list[tuple[int, int, str]] = []
     offsets: dict[int, int] = {}
@@ -472,7 +484,9 @@ def plan_launch(request: LaunchRequest, lib: NativeLibrary) -> _Plan:
         if key >= 0:
             start = starts[key] + lo
             offsets[i] = start
-            regions.append((start, start + (hi - lo), name))
+            end = groups[key][2]
+            regions.append((start, start + (hi - lo) + (reserves[key] if hi == end else 0),
+                            name))
         else:
             # the TilingData: the vector core's copy-in reads whole 32-byte bursts
             data = bytes(value) + bytes(-len(value) % 32)
@@ -780,6 +794,8 @@ class NativeBackend:
         for buf in plan.buffers:
             if buf.nbytes:
                 ctypes.memmove(arena.address + buf.offset, buf.address, buf.nbytes)
+            if buf.reserved:
+                ctypes.memset(arena.address + buf.offset + buf.nbytes, 0, buf.reserved)
         struct.pack_into("<iiQQ", worker.status.mm, RECORDS * RECORD_SIZE, -1, 0, 0, 0)
         message = b"".join((
             worker.message_head(lib.path, arena, soc),

@@ -28,7 +28,7 @@ from pypto_pro.ir.dtype import DataType
 from pypto_pro.ir.types import MemorySpace, TileLayout, TilePad, TileType
 
 from .layout import default_stride, element_offsets, fractal_shape, outer_stride
-from ...soc import SoC
+from ...soc import SoC, device_allocation
 from ..step import Step
 
 #: the byte pattern of never-written on-chip memory ("DEADBEEF" as bytes; fp32 -1.18e29)
@@ -702,6 +702,12 @@ class GMRef:
 
     `base_offset` counts elements of `dtype` from the start of the storage. 4-bit dtypes count
     elements two per byte, the first in the low nibble.
+
+    The storage is followed by the bytes the real NPU allocator reserves with it
+    (`soc.device_allocation`): a window may run past the tensor's end into them, as kernels of
+    the real docs do (a [1, 128] store into a [1, 64] output). There reads give zero and writes
+    are discarded; a window whose part outside the tensor's shape lands anywhere else (before
+    the tensor's last element, or past the reserved bytes) stays an error.
     """
 
     writes_now = WRITES_NOW
@@ -871,15 +877,40 @@ class GMRef:
         if pad:  # a 1-D tensor is one row
             offsets = [0, *offsets] if len(offsets) == 1 else offsets
         base = self.base_offset
+        past = False
         for axis, (o, e, n, st) in enumerate(zip(offsets, extents, shape, strides)):
             if o < 0 or o + e > n:  # said in the tensor's terms: indices and shape
-                raise SimMemoryError(
-                    "GM", min(offsets), max(o + e for o, e in zip(offsets, extents)),
-                    math.prod(shape), message=f"window {offsets}+{list(extents)} of tensor "
-                    f"{list(shape)}: axis {axis} spans [{o}, {o + e}) but the tensor has "
-                    f"{n} there")
+                if past or (o >= 0 and type(axes) is not MxAxes
+                            and self._runs_past_end(offsets, extents, shape, strides)):
+                    past = True
+                else:
+                    raise SimMemoryError(
+                        "GM", min(offsets), max(o + e for o, e in zip(offsets, extents)),
+                        math.prod(shape), message=f"window {offsets}+{list(extents)} of tensor "
+                        f"{list(shape)}: axis {axis} spans [{o}, {o + e}) but the tensor has "
+                        f"{n} there")
             base += o * st
         return base, row_stride, col_stride
+
+    def _runs_past_end(self, offsets: list[int], extents: Sequence[int],
+                       shape: Sequence[int], strides: Sequence[int]) -> bool:
+        """True when every element of the window outside the tensor's shape lies past the
+        tensor's last element and inside the bytes reserved with its storage (class doc)."""
+        if any(n == 0 for n in shape) or any(st < 0 for st in strides):
+            return False
+        elems = torch.tensor(self.base_offset)
+        outside = torch.tensor(False)
+        for o, e, n, st in zip(offsets, extents, shape, strides):
+            idx = torch.arange(o, o + e)
+            elems = elems[..., None] + idx * st
+            outside = outside[..., None] | (idx >= n)
+        last = self.base_offset + sum((n - 1) * st for n, st in zip(shape, strides))
+        return bool(outside.any()) and int(elems[outside].min()) > last \
+            and int(elems.max()) < self._reserved_elems()
+
+    def _reserved_elems(self) -> int:
+        """Elements of `dtype` from the storage's start to the end of its reserved bytes."""
+        return device_allocation(self._bytes.numel()) * 8 // self._bits
 
     def _window_plan(self, count: int, rows: int, cols: int, transpose: bool,
                      axes: tuple[int, int] | None) -> tuple:
@@ -931,6 +962,11 @@ class GMRef:
 
     def _read_elems(self, elems: torch.Tensor) -> torch.Tensor:
         self._check(elems)
+        beyond = self._beyond_storage(elems)
+        if beyond is not None:  # reserved bytes past the storage read as zero
+            out = torch.zeros(elems.shape, dtype=storage_dtype(self.dtype))
+            out[~beyond] = self._read_elems(elems[~beyond])
+            return out
         if self._bits == 4:
             return read_nibbles(self._bytes, elems)
         size = self._bits // 8
@@ -940,6 +976,9 @@ class GMRef:
     def _write_elems(self, elems: torch.Tensor, value: torch.Tensor) -> None:
         self._check(elems)
         elems, value = elems.reshape(-1), value.reshape(-1)
+        beyond = self._beyond_storage(elems)
+        if beyond is not None:  # writes into the reserved bytes past the storage: discarded
+            elems, value = elems[~beyond], value[~beyond]
         if self._bits == 4:
             write_nibbles(self._bytes, elems, value)
             return
@@ -948,11 +987,17 @@ class GMRef:
         data = value.to(storage_dtype(self.dtype)).contiguous().view(torch.uint8)
         self._bytes[idx.reshape(-1)] = data.reshape(-1)
 
+    def _beyond_storage(self, elems: torch.Tensor) -> torch.Tensor | None:
+        """Which of `elems` lie in the reserved bytes past the storage; None when none do."""
+        if elems.numel() == 0 or (int(elems.max()) + 1) * self._bits <= self._bytes.numel() * 8:
+            return None
+        return (elems + 1) * self._bits > self._bytes.numel() * 8
+
     def _check(self, elems: torch.Tensor) -> None:
         if elems.numel() == 0:
             return
         lo, hi = int(elems.min()) * self._bits // 8, -(-(int(elems.max()) + 1) * self._bits // 8)
-        if lo < 0 or hi > self._bytes.numel():
+        if lo < 0 or hi > device_allocation(self._bytes.numel()):
             raise SimMemoryError("GM", lo, hi, self._bytes.numel())
 
 

@@ -50,7 +50,8 @@ def test_element_access_and_gm_window_hooks(gen, cxx_check, cg):
     art = gen(hooks)
     body = [cg.code(line) for line in cg.impl_body(art.kernel_cpp)]
     assert "float val = PYPTO_TILE_ELEM(c, 3);" in body and "PYPTO_GM_ELEM(y_ptr, 1) = val;" in body
-    check = body.index('PYPTO_GM_CHECK("x", n, a.GetValidRow(), 32, 0, a.GetValidCol(), 16);')
+    check = body.index('PYPTO_GM_CHECK("x", n, a.GetValidRow(), 32, x_stride[0], '
+                       '0, a.GetValidCol(), 16, x_stride[1]);')
     assert body[check + 2] == "TASSIGN(x_gt, x_ptr + n * x_stride[0]);"
     for macro in ("PYPTO_TILE_ELEM", "PYPTO_GM_ELEM", "PYPTO_GM_CHECK"):
         assert f"#ifndef {macro}" in art.kernel_cpp  # the NPU's plain definitions
@@ -65,7 +66,8 @@ def test_one_dimensional_windows_check_the_row_too(gen, cg):
             pl.load(t, y, [16])
 
     body = [cg.code(line) for line in cg.impl_body(gen(row).kernel_cpp)]
-    assert 'PYPTO_GM_CHECK("y", 0, t.GetValidRow(), 1, 16, t.GetValidCol(), 64);' in body
+    assert ('PYPTO_GM_CHECK("y", 0, t.GetValidRow(), 1, 0, '
+            '16, t.GetValidCol(), 64, y_stride[0]);') in body
 
 
 def test_printf_keeps_64_bit_integers(gen, cg):

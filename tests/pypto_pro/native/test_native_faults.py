@@ -140,7 +140,7 @@ def native(native_backend):
 def test_gm_window_outside_its_tensor_is_a_trap_at_the_load(native):
     x, y = torch.randn(32, 16), torch.zeros(32, 16)
     with pytest.raises(KernelTrap) as err:
-        copy_rows[None, 1](x, y, 24)
+        copy_rows[None, 1](x, y, 28)  # rows 32..43: past the 512 bytes reserved after x
     assert "tensor 'x'" in err.value.message and "out of bounds" in err.value.message
     assert err.value.span.line == _line("LINE_LOAD")
     _good_launch_still_works()
@@ -159,7 +159,7 @@ def test_a_window_past_one_axis_is_a_trap_even_inside_the_buffer(native):
 def test_setval_past_its_tensor_is_a_trap(native):
     out = torch.zeros(1, dtype=torch.int32)
     with pytest.raises(KernelTrap) as err:
-        poke(out, 16)
+        poke(out, 128)  # byte 512: past the 508 bytes reserved after out's 4
     assert "tensor 'out'" in err.value.message and "out of bounds" in err.value.message
     assert err.value.span.line == _line("LINE_POKE")
     poke(out, 0)

@@ -200,8 +200,10 @@ def test_gm_window_plans_are_reused_per_shape_and_still_checked():
     gm = GMRef(x)
     assert torch.equal(gm.read_window([2, 4], 2, 3), x[2:4, 4:7])
     assert torch.equal(gm.read_window([4, 0], 2, 3), x[4:6, 0:3])  # same plan, new offsets
-    with pytest.raises(SimMemoryError, match=r"window \[5, 0\]\+\[2, 3\]"):
-        gm.read_window([5, 0], 2, 3)
+    with pytest.raises(SimMemoryError, match=r"window \[4, 6\]\+\[2, 3\]"):
+        gm.read_window([4, 6], 2, 3)  # column 8 of row 4 wraps into row 5
+    # past the last row: the bytes the device allocator reserves, zeros (test_gm_past_tensor_end)
+    assert torch.equal(gm.read_window([5, 0], 2, 3), torch.cat([x[5:, 0:3], torch.zeros(1, 3)]))
     row = GMRef(torch.arange(10, dtype=torch.int32))
     assert row.read_window([3], 1, 4).tolist() == [[3, 4, 5, 6]]
     assert row.read_window(2, 1, 2).tolist() == [[2, 3]]  # a bare int offset
