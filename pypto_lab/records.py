@@ -182,6 +182,15 @@ class LaunchRecord:
     def sim_us(self) -> float | None:
         return None if self.trace is None else self.trace.duration_us
 
+    @property
+    def pipe_work(self) -> bool:
+        """Whether the launch timed an instruction on a pipe other than the scalar unit's (S:
+        printf, setval, getval): what a roofline point needs (bytes moved or FLOPs)."""
+        if self.trace is None or not len(self.trace.events):
+            return False
+        events = self.trace.events
+        return bool(((events["kind"] == "instr") & (events["pipe"] != "S")).any())
+
     def describe(self) -> str:
         shapes = ", ".join(f"{a.name}={a.describe()}" for a in self.args)
         head = f"{self.kernel}[None, {self.block_dim}]({shapes}) on {self.backend}"

@@ -22,7 +22,7 @@ from .html import table
 def roofline_rows(launches: list[Any]) -> pd.DataFrame:
     rows = []
     for i, rec in enumerate(launches):
-        if rec.trace is None or not len(rec.trace.events):
+        if not rec.pipe_work:  # (scalar work only: no bytes moved, no FLOPs)
             continue
         peaks = soc_peaks(rec.trace.meta.soc)
         r = rec.trace.roofline(peaks)
