@@ -198,7 +198,7 @@ class LaunchRecord:
             head += (f": {self.sim_us:.3f} us simulated ({self.cycles:,} cycles), "
                      f"wall {self.wall_seconds:.3f} s")
         elif self.trace is not None:
-            head += (f": no pipe instruction to time (scalar work only), wall "
+            head += (f": no instruction to time (scalar arithmetic only), wall "
                      f"{self.wall_seconds:.3f} s")
         else:
             head += f": wall {self.wall_seconds:.3f} s"
