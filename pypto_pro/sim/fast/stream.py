@@ -6,10 +6,12 @@
    operands), to the launch's instruction table, and a record to the core's stream. Records
    also mark everything that makes the scalar unit wait or sync (`sync_scalar`, pipe barriers,
    sync_all; a full queue or a wait on pipe S is the scheduler's business), each with the
-   scalar cycles spent since the last record. An instruction's row, cost and footprint depend
-   on its issue only through its operands: they are worked out per call site (`Sites`, kept
-   across launches) and, for a tile op, per site and operands once per launch; a load or
-   store looks up only its GM window per issue (`RecordingCore.issue`).
+   scalar cycles spent since the last record. A printf is an instruction of pipe S (kind
+   "scalar", its cycles fixed per call site) that the scheduler times as `Core.scalar_work`
+   does. An instruction's row, cost and footprint depend on its issue only through its
+   operands: they are worked out per call site (`Sites`, kept across launches) and, for a
+   tile op, per site and operands once per launch; a load or store looks up only its GM
+   window per issue (`RecordingCore.issue`).
 2. Schedule (`scheduler.cpp` via `scheduler_native`): the engine.py event loop over all the
    streams, compiled; gives the trace rows, the order of op starts and finishes, the blocks'
    slots, the L2 counters, or an error code.

@@ -201,7 +201,8 @@ _CONVERSION = re.compile(r"%[-+ #0]*\d*(?:\.\d+)?([diuxfp])")
 
 def printf_cost(fmt: str, soc: SoC) -> OpCost:
     """One `printf` of format `fmt` on the scalar unit (pipe S). The spec has no number for it
-    (pto-isa's cost model makes printf a no-op [PTOCORE cce_costmodel_debug.hpp]), so it is
+    (pto-isa's cost model makes printf a no-op: include/pto/costmodel/a2a3/cce_costmodel/
+    cce_costmodel_debug.hpp, next to [PTOCORE]), so it is
     derived from what the device code does: CANN's `cce::printf` (ccelib print.h /
     printstate.h) formats nothing on the device; it serialises a record into its block's GM log
     buffer one byte at a time (`*buf++ = *str++`), each `Write` call also reading and rewriting
