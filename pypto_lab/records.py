@@ -182,6 +182,15 @@ class LaunchRecord:
     def sim_us(self) -> float | None:
         return None if self.trace is None else self.trace.duration_us
 
+    @property
+    def pipe_work(self) -> bool:
+        """Whether the launch timed an instruction on a pipe other than the scalar unit's (S:
+        printf, setval, getval): what a roofline point needs (bytes moved or FLOPs)."""
+        if self.trace is None or not len(self.trace.events):
+            return False
+        events = self.trace.events
+        return bool(((events["kind"] == "instr") & (events["pipe"] != "S")).any())
+
     def describe(self) -> str:
         shapes = ", ".join(f"{a.name}={a.describe()}" for a in self.args)
         head = f"{self.kernel}[None, {self.block_dim}]({shapes}) on {self.backend}"
@@ -189,7 +198,7 @@ class LaunchRecord:
             head += (f": {self.sim_us:.3f} us simulated ({self.cycles:,} cycles), "
                      f"wall {self.wall_seconds:.3f} s")
         elif self.trace is not None:
-            head += (f": no pipe instruction to time (scalar work only), wall "
+            head += (f": no instruction to time (scalar arithmetic only), wall "
                      f"{self.wall_seconds:.3f} s")
         else:
             head += f": wall {self.wall_seconds:.3f} s"

@@ -62,9 +62,11 @@ class CellResult:
     @property
     def panels(self) -> list[str]:
         """The panels this result shows, in order: asked for and with something to show
-        (Blocks, Timeline and Roofline need a launch that timed pipe instructions)."""
+        (Blocks and Timeline need a launch with timed events, the scalar unit's printf or
+        setval included; Roofline one that moved data or computed on a pipe)."""
         timed = any(r.trace is not None and len(r.trace.events) for r in self.launches)
-        needs = {"blocks": timed, "timeline": timed, "roofline": timed,
+        needs = {"blocks": timed, "timeline": timed,
+                 "roofline": any(r.pipe_work for r in self.launches),
                  **{p: bool(self.kernels) for p in ("source", "passes", "ir", "cce")}}
         return [p for p in PANELS if self.shows(p) and needs.get(p, True)]
 

@@ -132,6 +132,6 @@ def result_html(result: Any, highlight: int | None = None, report: bool = False)
         parts.append(_section("Timeline: pipe utilization", body))
     if result.shows("sanitizer"):
         parts.append(_section("Sanitizer", sanitizer_panel_html(result.launches)))
-    if opts.shows("roofline") and timed:
+    if opts.shows("roofline") and any(r.pipe_work for r in timed):  # (as the tabs: `panels`)
         parts.append(_section("Roofline", roofline_html(timed)))
     return wrap("".join(parts), box)

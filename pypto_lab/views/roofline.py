@@ -22,7 +22,7 @@ from .html import table
 def roofline_rows(launches: list[Any]) -> pd.DataFrame:
     rows = []
     for i, rec in enumerate(launches):
-        if rec.trace is None or not len(rec.trace.events):
+        if not rec.pipe_work:  # (scalar work only: no bytes moved, no FLOPs)
             continue
         peaks = soc_peaks(rec.trace.meta.soc)
         r = rec.trace.roofline(peaks)
@@ -80,7 +80,8 @@ def roofline_figure(launches: list[Any]) -> go.Figure | None:
 def roofline_html(launches: list[Any]) -> str:
     rows = roofline_rows(launches)
     if rows.empty:
-        return "<p class='note'>no timed launch: nothing to place under the roofs</p>"
+        return ("<p class='note'>no launch moved data or computed on a pipe: nothing to place "
+                "under the roofs</p>")
     fmts = {"hbm_MB": ".3f", "GFLOP": ".4f", "intensity": ".3g", "GB/s": ",.1f",
             "peak GB/s": ",.0f", "TFLOP/s": ".4g", "peak TFLOP/s": ",.1f", "of roof": ".1%"}
     return table(rows.drop(columns=["soc"]), fmts, numeric=("#",))

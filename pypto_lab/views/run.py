@@ -27,7 +27,7 @@ def launch_rows(launches: list[LaunchRecord]) -> pd.DataFrame:
             "args": ", ".join(f"{a.name}: {a.describe()}" for a in rec.args),
             "wall": fmt_seconds(rec.wall_seconds),
             "simulated": fmt_us(rec.sim_us) if timed or rec.trace is None
-            else "no pipe instruction to time",
+            else "no instruction to time",
             "cycles": f"{rec.cycles:,}" if timed else "-",
             "check": "-" if rec.check is None else ("PASS" if rec.check.ok else "FAIL"),
         })

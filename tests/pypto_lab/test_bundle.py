@@ -32,9 +32,11 @@ def test_bundle_has_text_html_plotly_and_json(add_result):
 def test_timeline_has_one_lane_per_pipe_per_core(add_result):
     fig = add_result._repr_mimebundle_()[PLOTLY]
     ticks = fig["layout"]["yaxis"]["ticktext"]
-    assert ticks == [f"b{b} AIV · {p}" for b in (0, 1) for p in ("MTE2", "V", "MTE3")]
+    # block 0's printf is its scalar unit's work: lane S, before the pipes it feeds
+    assert ticks == ["b0 AIV · S"] + [f"b{b} AIV · {p}" for b in (0, 1)
+                                      for p in ("MTE2", "V", "MTE3")]
     names = {t["name"] for t in fig["data"] if t.get("showlegend", True)}
-    assert {"GM load", "vector", "GM store", "stall: mutex", "mutex hold"} <= names
+    assert {"GM load", "vector", "GM store", "scalar", "stall: mutex", "mutex hold"} <= names
     hover = _traces(fig, "details")  # one hover layer per lane and band
     assert {t["type"] for t in hover} == {"heatmap"} and len(hover) >= len(ticks)
     texts = [t for layer in hover for t in layer["text"][0] if t]
@@ -42,6 +44,7 @@ def test_timeline_has_one_lane_per_pipe_per_core(add_result):
     drawn = trace.events[trace.events["kind"] != "stall"]
     assert len(texts) >= len(drawn)  # raw level of detail: every event hovers
     assert any("TLOAD" in t and "block.load" in t and "B<br>" in t for t in texts)
+    assert any("<b>printf</b> debug.printf<br>Cell In[" in t for t in texts)  # with its line
 
 
 def test_selected_line_gets_a_halo(add_result, add_line):

@@ -121,3 +121,34 @@ def test_roofline_places_the_launch_under_the_memory_roof(add_result):
     fig = roofline.roofline_figure(add_result.launches)
     assert fig.layout.xaxis.type == "log"
     assert any(t.name.startswith("#0 add_kernel") for t in fig.data)
+
+
+def test_a_scalar_only_launch_is_drawn_on_lane_s_without_a_roofline():
+    """Hello world: printf and setval are its scalar unit's work, so the cell gets Blocks and a
+    Timeline of one S lane (hover: op and source line) but no roofline point."""
+    import pypto_lab
+    from pypto_lab.views.widget import build_panel
+    from pypto_lab.workbench import Workbench
+
+    result = pypto_lab.run_cell(
+        "import torch\n"
+        "from pypto_pro.examples.hello_world import hello_world_kernel\n"
+        "out = torch.zeros(1, dtype=torch.int32)\n"
+        "hello_world_kernel(out)\n")
+    assert result.tabs == ["Source", "Passes", "CCE", "Run", "Blocks", "Timeline"]
+    launch = result.launches[0]
+    assert not launch.pipe_work and "0.267 us simulated (440 cycles)" in launch.describe()
+    html = result.to_html()
+    assert "<summary>Blocks" in html and "<summary>Roofline" not in html
+    assert roofline.roofline_rows(result.launches).empty
+    fig = result.timeline_figure()
+    assert list(fig.layout.yaxis.ticktext) == ["b0 AIV · S"]
+    hover = [t for layer in fig.data if layer.name == "details" for t in layer.text[0] if t]
+    assert [t.split("<br>")[0] for t in hover] == ["<b>printf</b> debug.printf",
+                                                    "<b>setval</b> block.setval"]
+    assert all("hello_world.py:" in t for t in hover)
+    spans = blocks.block_spans(result.trace)
+    assert spans["duration_cycles"].tolist() == [440]
+    wb = Workbench(result)
+    for panel in result.panels:  # every tab builds (the widget's Timeline: core picker + plot)
+        assert build_panel(wb, panel) is not None

@@ -39,6 +39,7 @@ _PIPE_NAMES = np.array(["MTE1", "MTE2", "MTE3", "M", "FIX", "V", "S"], dtype=obj
 _IDS_INSTR, _IDS_BLOCKED, _IDS_MUTEX, _IDS_QUEUE, _IDS_BARRIER, _IDS_SYNC_ALL = \
     -1, -2, -16, -64, -128, -256
 _ROW_STALL = 2
+_SCALAR = 7  # stream.KIND_CODE["scalar"]
 #: launches whose values each replay ran ("eager", "deferred"; of the eager ones, "tape":
 #: those that ran their recording's tape, "taping": those that made it): what tests look at
 PATHS: Counter[str] = Counter()
@@ -193,8 +194,10 @@ def trace_rows(rec: Any, sched: Any, table: np.ndarray) -> list[tuple]:
     op = row_meta[:, 0]
     stall = rkind == _ROW_STALL
     op[stall] = _WAIT_NAMES[reason[stall]]
-    # an op row's bytes and flops: its op's (the ops' own ordinal among the instructions)
-    ordinal = np.append(np.cumsum(table[:, 0] == 0) - 1, len(rec.op_costs))
+    # an instr row's bytes and flops: its op's or scalar instruction's (their own ordinal
+    # among the instructions: `stream.KIND_CODE` op 0, scalar 7)
+    costed = (table[:, 0] == 0) | (table[:, 0] == _SCALAR)
+    ordinal = np.append(np.cumsum(costed) - 1, len(rec.op_costs))
     costs = np.empty((len(rec.op_costs) + 1, 2), dtype=object)
     costs[:-1] = rec.op_costs if rec.op_costs else np.empty((0, 2), dtype=object)
     costs[-1] = (0, 0)

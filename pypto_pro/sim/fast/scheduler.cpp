@@ -26,7 +26,8 @@ namespace {
 
 // ---- codes shared with stream.py (keep in sync) ----
 enum Pipe : int { MTE1 = 0, MTE2 = 1, MTE3 = 2, PM = 3, FIX = 4, PV = 5, PS = 6, NPIPES = 7 };
-enum Kind : int { OP = 0, SET_FLAG = 1, WAIT_FLAG = 2, LOCK = 3, UNLOCK = 4, XSET = 5, XWAIT = 6 };
+enum Kind : int { OP = 0, SET_FLAG = 1, WAIT_FLAG = 2, LOCK = 3, UNLOCK = 4, XSET = 5, XWAIT = 6,
+                  SCALAR = 7 };
 enum Rec : int { R_ISSUE = 0, R_SYNC = 1, R_BARRIER = 2, R_SYNC_ALL = 3, R_END = 4 };
 enum RowKind : int { ROW_INSTR = 0, ROW_SYNC = 1, ROW_STALL = 2 };
 enum Reason : int { RS_NONE = 0, RS_HBM = 1, RS_FLAG = 2, RS_MUTEX = 3, RS_CROSS = 4,
@@ -362,6 +363,10 @@ struct Sched {
             const int64_t flow = set_flag(c, i, t);
             row(c, PS, ROW_SYNC, i, t, t + 1, IDS_INSTR, RS_NONE, flow, ROLE_SET);
             c.time = t + 1;
+        } else if (in.kind == SCALAR) {  // Core.scalar_work: the scalar unit's own work
+            const int64_t t = std::max(c.time, now);
+            row(c, PS, ROW_INSTR, i, t, t + in.cycles, IDS_INSTR, RS_NONE, -1, ROLE_NONE);
+            c.time = t + in.cycles;
         } else {
             throw Error{E_PIPE};
         }

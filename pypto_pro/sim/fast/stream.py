@@ -6,10 +6,12 @@
    operands), to the launch's instruction table, and a record to the core's stream. Records
    also mark everything that makes the scalar unit wait or sync (`sync_scalar`, pipe barriers,
    sync_all; a full queue or a wait on pipe S is the scheduler's business), each with the
-   scalar cycles spent since the last record. An instruction's row, cost and footprint depend
-   on its issue only through its operands: they are worked out per call site (`Sites`, kept
-   across launches) and, for a tile op, per site and operands once per launch; a load or
-   store looks up only its GM window per issue (`RecordingCore.issue`).
+   scalar cycles spent since the last record. A printf is an instruction of pipe S (kind
+   "scalar", its cycles fixed per call site) that the scheduler times as `Core.scalar_work`
+   does. An instruction's row, cost and footprint depend on its issue only through its
+   operands: they are worked out per call site (`Sites`, kept across launches) and, for a
+   tile op, per site and operands once per launch; a load or store looks up only its GM
+   window per issue (`RecordingCore.issue`).
 2. Schedule (`scheduler.cpp` via `scheduler_native`): the engine.py event loop over all the
    streams, compiled; gives the trace rows, the order of op starts and finishes, the blocks'
    slots, the L2 counters, or an error code.
@@ -55,7 +57,7 @@ PIPES = (PipeType.MTE1, PipeType.MTE2, PipeType.MTE3, PipeType.M, PipeType.FIX, 
          PipeType.S, PipeType.ALL)
 PIPE_CODE = {p: i for i, p in enumerate(PIPES)}
 KIND_CODE = {"op": 0, "set_flag": 1, "wait_flag": 2, "lock": 3, "unlock": 4, "xset": 5,
-             "xwait": 6}
+             "xwait": 6, "scalar": 7}
 XMODE_CODE = {CrossCoreSyncMode.INTRA_BLOCK: 0, CrossCoreSyncMode.UNICAST_BLOCK: 1,
               CrossCoreSyncMode.INTER_SUBBLOCK: 2, CrossCoreSyncMode.INTER_BLOCK: 3}
 CORE_TYPES = tuple(SyncCoreType)
@@ -239,6 +241,8 @@ class RecordingCore:
                 found = self._shared_sync_site(instr)
             self._row(found[0])
             self._meta(found[1])
+            if found[2] is not None:  # the scalar unit's own work: its row's (bytes, flops)
+                self._op_costs(found[2])
         elif site.window:
             self._windowed(i, instr, site)
         else:
@@ -364,8 +368,8 @@ class RecordingCore:
         rec.footprints.add(i, instr.ir_op, instr.args, instr.kwargs, gm)
 
     def _shared_sync_site(self, instr: Instr) -> tuple:
-        """(table row, meta row) of a sync instruction, remembered by the instruction (a call
-        site shares one per id) unless too many are."""
+        """(table row, meta row, (bytes, flops) or None) of a sync or scalar instruction,
+        remembered by the instruction (a call site shares one per id) unless too many are."""
         if instr.kind == "op":
             self._op_site(instr)  # (raises: every op the stream engine runs names a site)
         key = instr.key
@@ -392,12 +396,19 @@ class RecordingCore:
         return found
 
     def _sync_site(self, instr: Instr) -> tuple:
-        """(key, table row, meta row) of a sync instruction's call site and key (the key is
-        kept: its id names it)."""
+        """(key, table row, meta row, (bytes, flops) or None) of a sync instruction's call site
+        and key (the key is kept: its id names it), or of a scalar instruction (its key: cycles
+        and bytes; `Core.scalar_work`)."""
         rec, kind, key, pipe = self.rec, instr.kind, instr.key, instr.pipe
         if pipe is not PipeType.S and pipe not in self.pipes:
             raise SimulationError(f"{self.label} has no {pipe.value} pipe", instr.span)
         blocked = ""
+        if kind == "scalar":
+            cycles, nbytes = key
+            found = self.sync_sites[(kind, id(instr.span), id(key), id(pipe))] = (
+                key, _ROW(KIND_CODE[kind], PIPE_CODE[pipe], 0, 0, 0, cycles, -1, 0, 0, 0),
+                rec.sites.meta(instr, "", ""), (nbytes, 0))
+            return found
         if kind in ("set_flag", "wait_flag"):
             row = (PIPE_CODE[key[0]], PIPE_CODE[key[1]], rec.sites.key(("flag", key)))
             ids = blocked = _flag_ids(key)
@@ -421,7 +432,7 @@ class RecordingCore:
                 blocked = f"xcore {key[1]} ({key[0].name if hasattr(key[0], 'name') else key[0]})"
         found = self.sync_sites[(kind, id(instr.span), id(key), id(pipe))] = (
             key, _ROW(KIND_CODE[kind], PIPE_CODE[pipe], *row, 0, -1, 0, 0, 0),
-            rec.sites.meta(instr, ids, blocked))
+            rec.sites.meta(instr, ids, blocked), None)
         return found
 
     def sync_scalar(self) -> tuple:

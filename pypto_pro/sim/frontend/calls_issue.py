@@ -15,7 +15,7 @@ from ...ir.nodes import Call, ConstInt, Expr, Var
 from ...ir.span import Span
 from ...ir.types import PipeType, TileType
 from . import dump_text
-from ..model.cost_model import WINDOW_OPS
+from ..model.cost_model import WINDOW_OPS, op_cost, printf_cost
 from ..model.memory import GMRef
 from .program import NOTHING, Frame, RtGroup, RtTile
 from .simt import SimtLaunch, compile_simt
@@ -52,7 +52,9 @@ class Instr:
     def __init__(self, kind: str, pipe: PipeType, ir_op: str, span: Span,
                  args: Sequence[Any] = (), kwargs: Mapping[str, Any] = NO_KWARGS,
                  key: Any = None, site: OpSite | None = None) -> None:
-        self.kind = kind  # "op" | "set_flag" | "wait_flag" | "lock" | "unlock" | "xset" | "xwait"
+        # "op" | "set_flag" | "wait_flag" | "lock" | "unlock" | "xset" | "xwait" | "scalar" (the
+        # scalar unit's own work, key (cycles, bytes): `Core.scalar_work`)
+        self.kind = kind
         self.pipe = pipe
         self.ir_op = ir_op
         self.span = span
@@ -190,17 +192,19 @@ def _setval(c, e: Call) -> Callable:
         ref = core.resolve_scalar_target(target(fr), span)
         import torch
 
+        offset = off(fr)
+        cost = op_cost(e.op, [ref, offset], NO_KWARGS, core.launch.soc)
         obs = core.engine.observer
-        if obs is not None and not obs.scalar_access(core, ref, off(fr), True, span):
-            core.time += 1
+        if obs is not None and not obs.scalar_access(core, ref, offset, True, span):
+            core.scalar_work(e.op, span, cost.cycles, cost.bytes)
             return None  # the sanitizer reported the out-of-bounds write: skip it
         if isinstance(ref, GMRef) and core.engine.gm_views:  # loads still reading it first
             core.engine.protect_gm(ref.storage)
         try:
-            ref.write_linear(off(fr), torch.tensor([value(fr)]))
+            ref.write_linear(offset, torch.tensor([value(fr)]))
         except (IndexError, ValueError) as err:
             raise SimulationError(f"setval out of bounds: {err}", span) from None
-        core.time += 1
+        core.scalar_work(e.op, span, cost.cycles, cost.bytes)
         return None
 
     return run
@@ -345,16 +349,23 @@ def _sync_all(c, e: Call) -> Callable:
 
 
 def _printf(c, e: Call) -> Callable:
-    fmt = e.args[0].value
+    """Text for the block's output, and a pipe S instruction of the call site's cost
+    (`cost_model.printf_cost`; worked out per SoC, shared by the site's issues)."""
     values = [c.expr(a) for a in e.args[1:]]
-    loc = e.kwarg("loc", False)
     span = e.span
+    where = f"[{span.file.rsplit('/', 1)[-1]}:{span.line}] " if e.kwarg("loc", False) else ""
+    fmt = e.args[0].value
+    costed: list = [None, None]  # (SoC, its instruction)
 
     def run(fr: Frame):
         core = fr.core
-        yield from core.sync_scalar()
-        text = _c_format(fmt, [v(fr) for v in values])
-        core.print(f"[{span.file.rsplit('/', 1)[-1]}:{span.line}] {text}" if loc else text)
+        core.print(where + _c_format(fmt, [v(fr) for v in values]))
+        soc = core.launch.soc
+        if costed[0] is not soc:
+            cost = printf_cost(where + fmt, soc)  # (the location is part of the format)
+            costed[:] = soc, Instr("scalar", PipeType.S, e.op, span, key=(cost.cycles,
+                                                                          cost.bytes))
+        yield from core.issue(costed[1])
         return None
 
     return run

@@ -14,6 +14,7 @@ import torch
 from ...errors import NotSupported, SimulationError
 from ...ir.nodes import Call, MakeTuple
 from ...ir.types import TensorType, TileGroupType, TileType
+from ..model.cost_model import op_cost
 from ..model.memory import GMRef, TileGeometry
 from .program import Frame, RtGroup, RtTile, initial_valid, make_rt_tile
 
@@ -181,10 +182,13 @@ def compile_synced_read(c, e: Call) -> Fn:
     span = e.span
 
     def read(fr: Frame) -> Any:
+        core = fr.core
         container, offset = src(fr), off(fr)
-        ref = fr.core.resolve_scalar_target(container, span)
-        obs = fr.core.engine.observer
-        if obs is not None and not obs.scalar_access(fr.core, ref, offset, False, span):
+        ref = core.resolve_scalar_target(container, span)
+        cost = op_cost(e.op, [ref, offset], {}, core.launch.soc)
+        core.scalar_work(e.op, span, cost.cycles, cost.bytes)  # (a pipe S row, as setval's)
+        obs = core.engine.observer
+        if obs is not None and not obs.scalar_access(core, ref, offset, False, span):
             return 0  # the sanitizer reported the out-of-bounds read
         try:
             value = ref.read_linear(offset, 1)[0]

@@ -16,11 +16,14 @@ number from the SoC table, so every term carries a source key there):
 * scalar getval/setval: `scalar_access_cycles`; sync (flags, barriers, mutexes, cross-core):
   `flag_cycles` / `mutex_cycles` / `cross_core_cycles`; other scalar, meta and debug ops:
   `scalar_issue_cycles`. Reg-API `vf.*` instructions cost one repeat of their class, no start-up.
+* `printf` (`printf_cost`): one scalar GM access per byte of the record it appends to its
+  block's log buffer, plus the log-size word read and rewritten by each of its writes.
 """
 from __future__ import annotations
 
 import functools
 import math
+import re
 from typing import NamedTuple
 
 from pypto_pro.ir.dtype import DataType
@@ -190,6 +193,35 @@ def _scalar_access_cost(op: str, args: list, soc: SoC) -> OpCost:
     lines = functools.partial(container.element_lines, int(args[1]), 1)
     return OpCost(int(soc.scalar_access_cycles), size, 0, size, "scalar",
                   GMAccess(lines, op == "block.setval", container.storage))
+
+
+#: a printf conversion as `pl.printf` accepts it (`language.parser.printf_format`)
+_CONVERSION = re.compile(r"%[-+ #0]*\d*(?:\.\d+)?([diuxfp])")
+
+
+def printf_cost(fmt: str, soc: SoC) -> OpCost:
+    """One `printf` of format `fmt` on the scalar unit (pipe S). The spec has no number for it
+    (pto-isa's cost model makes printf a no-op: include/pto/costmodel/a2a3/cce_costmodel/
+    cce_costmodel_debug.hpp, next to [PTOCORE]), so it is
+    derived from what the device code does: CANN's `cce::printf` (ccelib print.h /
+    printstate.h) formats nothing on the device; it serialises a record into its block's GM log
+    buffer one byte at a time (`*buf++ = *str++`), each `Write` call also reading and rewriting
+    the buffer's size word. Per conversion: type byte, value (8 bytes for %d %i %u %x %p, 4 for
+    %f), 2-byte length, the format text up to and including the conversion, NUL; then the
+    rest of the text as type, length, text, NUL and an END byte (an END byte alone when no text
+    is left) — five `Write` calls each. Every byte and every size-word access is charged as one
+    scalar GM access, `scalar_access_cycles` [PYPTO-COST, the getval/setval cost]: "Hello
+    World from PyPTO Pro!\n" is 33 bytes in 5 writes, (33 + 2 x 5) x 10 = 430 cycles."""
+    nbytes = writes = at = 0
+    for m in _CONVERSION.finditer(fmt):
+        nbytes += 1 + (4 if m.group(1) == "f" else 8) + 2 + len(fmt[at:m.end()].encode()) + 1
+        writes += 5
+        at = m.end()
+    rest = len(fmt[at:].encode())
+    nbytes += 1 + 2 + rest + 1 + 1 if rest else 1
+    writes += 5 if rest else 1
+    return OpCost(int(soc.scalar_access_cycles) * (nbytes + 2 * writes), nbytes, 0, nbytes,
+                  "scalar")
 
 
 #: the pipe-V instruction of a VF section (`sim.frontend.vf.section`; not an IR op)

@@ -43,7 +43,10 @@ _WRITERS = ("write", "write_linear", "write_window", "atomic_add_window", "fill_
 
 @functools.lru_cache(maxsize=None)
 def hw_op(ir_op: str, kind: str) -> str:
-    """The hardware instruction family shown on the timeline (TLOAD, TADD, set_flag, ...)."""
+    """The hardware instruction family shown on the timeline (TLOAD, TADD, set_flag, ...;
+    the scalar unit's own work by its op's name: printf, setval, getval)."""
+    if kind == "scalar":
+        return ir_op.split(".", 1)[1]
     if kind != "op":
         return _SYNC_OP[kind]
     return "T" + ir_op.split(".", 1)[1].replace("_", "").upper()
@@ -345,6 +348,14 @@ class Core:
         """Device text, exactly as printed (printf adds no newline of its own)."""
         self.printed.append(text)
 
+    def scalar_work(self, ir_op: str, span: Span | None, cycles: int, nbytes: int) -> None:
+        """The scalar unit, caught up with global time, spends `cycles` on `ir_op` (a printf,
+        a scalar access of memory): a pipe S row from then on, like the pipes' instructions."""
+        now = max(self.time, self.engine.now)
+        self._event(_S, "instr", hw_op(ir_op, "scalar"), ir_op, span, now, now + cycles, nbytes,
+                    0, "", "")
+        self.time = now + cycles
+
     # ------------------------------------------------------------ issue
     def issue(self, instr: Instr):
         """Queue `instr` on its pipe; returns what the program's `yield from` passes on: nothing
@@ -395,6 +406,9 @@ class Core:
         elif instr.kind == "set_flag":
             now = max(self.time, self.engine.now)
             flow, role = self._set_flag(instr, now), "set"
+        elif instr.kind == "scalar":  # key: (cycles, bytes) of its call site
+            self.scalar_work(instr.ir_op, instr.span, *instr.key)
+            return
         elif instr.kind in ("xset", "xwait", "lock", "unlock"):  # run by the scalar unit
             if instr.kind == "lock":  # (a copy: the call site's instruction is shared)
                 instr = instr.copy()

@@ -5,7 +5,8 @@ the wall time. Per example and mode (timed, functional-only), eight launches wit
 five on the same tensors (a kept recording replayed; the tape made, then played in two lanes at
 once and one after the other) and three on new tensors of the same geometry (rebound, the tape
 moved), each from the same inputs; two when no cache applies (VF sections, SIMT launches and
-printing kernels run afresh).
+functional-only printing kernels run afresh). A timed printing kernel replays its printf rows
+(pipe S) and text from its kept recording.
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import dataclasses
 import pytest
 import torch
 
+import pypto_pro.language as pl
 from pypto_pro.examples import SMALL_CASES, load
 from pypto_pro.runtime.backends import register_backend, use_backend
 from pypto_pro.runtime.backends.sim import SimBackend
@@ -117,3 +119,40 @@ def test_the_trace_says_which_path_ran(backends):
         m.setenv(settings.ENGINE, "python")
         ex.add_kernel[None, 4](x, y, z)
     assert dict(ex.add_kernel.last_trace.meta.extra)["path"] == "reference engine"
+
+
+_TILE = pl.TileType([64, 128], pl.DT_FP16)
+
+
+@pl.jit(arch="a5")
+def printing_adds(x: pl.Tensor[[pl.DYNAMIC, 128], pl.DT_FP16],
+                  z: pl.Tensor[[pl.DYNAMIC, 128], pl.DT_FP16]):
+    with pl.section_vector():
+        xs = pl.make_tile_group(type=_TILE, addrs=0x0, mutex_ids=[0, 1])
+        cid = pl.get_block_idx()
+        for i in pl.range(cid, x.shape[0] // 64, pl.get_block_num()):
+            a = xs.next()
+            pl.load_tile(a, x, [i, 0])
+            pl.printf("block %d tile %d\n", cid, i)
+            pl.adds(a, a, 1.0)
+            pl.store_tile(z, a, [i, 0])
+
+
+def test_a_printing_kernel_replayed_is_the_oracle(backends):
+    """printf rows (pipe S, charged by `cost_model.printf_cost`) come out of a kept recording,
+    its tape and a rebinding exactly as a fresh launch with the caches off makes them."""
+    x = torch.randn(512, 128, generator=torch.Generator().manual_seed(0)).half()
+    oracle = observed(printing_adds, 3, (x, torch.zeros_like(x)), "oracle-timed")
+    printf_rows = [r for r in oracle["rows"] if r[7] == "printf"]
+    assert len(printf_rows) == 8 and {r[5] for r in printf_rows} == {"S"}
+    assert oracle["printed"][1] == "block 1 tile 1\nblock 1 tile 4\nblock 1 tile 7\n"
+    memo.clear()
+    paths = []
+    same, new = (x, torch.zeros_like(x)), (x.clone(), torch.zeros_like(x))
+    for launch in range(6):
+        args = same if launch < 4 else new
+        args[1].zero_()
+        assert observed(printing_adds, 3, args, "cached-timed") == oracle, launch
+        paths.append(dict(printing_adds.last_trace.meta.extra)["path"])
+    assert paths[0].startswith("stream engine, recorded")
+    assert all(p.startswith("stream engine, kept recording") for p in paths[1:]), paths

@@ -7,7 +7,7 @@ import torch
 from pypto_pro.ir.dtype import DataType as D
 from pypto_pro.ir.types import MemorySpace as M
 from pypto_pro.ir.types import TileLayout as L
-from pypto_pro.sim.model.cost_model import op_cost
+from pypto_pro.sim.model.cost_model import op_cost, printf_cost
 from pypto_pro.sim.model.memory import CoreMemory, GMRef, TileGeometry, TileRef
 from pypto_pro.soc import soc
 
@@ -133,3 +133,19 @@ def test_memoised_load_and_store_costs_keep_their_own_gm_window():
     full = op_cost("block.load", [ub, gm, (0, 0)], {}, PR)
     short = op_cost("block.load", [tile(128, 128, D.FP16, valid=(7, 128)), gm, (0, 0)], {}, PR)
     assert short.cycles < full.cycles and short.gm.lines(512).size == 7
+
+
+@pytest.mark.parametrize("fmt, nbytes, writes", [
+    # the text alone: type, 2-byte length, 28 characters, NUL, END (cce::printf's record)
+    ("Hello World from PyPTO Pro!\n", 1 + 2 + 28 + 1 + 1, 5),
+    # per integer: type, 8-byte value, length, "block %d" / " of %d", NUL; then the "\n"
+    ("block %d of %d\n", (1 + 8 + 2 + 8 + 1) + (1 + 8 + 2 + 6 + 1) + (1 + 2 + 1 + 1 + 1), 15),
+    ("%f", 1 + 4 + 2 + 2 + 1 + 1, 6),  # a float is 4 bytes; no text left: the END byte alone
+    ("%+08.3f|%x", (1 + 4 + 2 + 7 + 1) + (1 + 8 + 2 + 3 + 1) + 1, 11),
+])
+def test_printf_costs_the_bytes_of_its_log_record(fmt, nbytes, writes):
+    cost = printf_cost(fmt, PR)
+    assert (cost.bytes, cost.gm_bytes, cost.flops, cost.path) == (nbytes, nbytes, 0, "scalar")
+    # every byte and each write's size-word read and rewrite: one scalar access (setval's 10)
+    assert cost.cycles == PR.scalar_access_cycles * (nbytes + 2 * writes)
+    assert printf_cost("Hello World from PyPTO Pro!\n", PR).cycles == 430

@@ -108,6 +108,29 @@ def test_inter_block_sync_and_sync_all_run_identically(monkeypatch, paths) -> No
     _same(monkeypatch, paths, staggered_barrier, 2, lambda: (x, torch.zeros_like(x)))
 
 
+@pl.jit(arch="a5")
+def printing_copy(x: pl.Tensor[[pl.DYNAMIC, 128], pl.DT_FP16],
+                  z: pl.Tensor[[pl.DYNAMIC, 128], pl.DT_FP16]):
+    with pl.section_vector():
+        b = pl.get_block_idx()
+        t = pl.make_tile(T16, addr=0x0)
+        pl.load(t, x, [b * 64, 0])
+        pl.system.sync_src(set_pipe=MTE2, wait_pipe=MTE3, event_id=0)
+        pl.printf("block %d loaded %f\n", b, 0.5)  # the scalar unit, while MTE2 runs
+        pl.system.sync_dst(set_pipe=MTE2, wait_pipe=MTE3, event_id=0)
+        pl.store(z, t, [b * 64, 0])
+
+
+@pytest.mark.parametrize("block_dim", [3, 70])  # 64 AIVs: printf rows in a second wave too
+def test_printf_rows_run_identically(monkeypatch, paths, block_dim) -> None:
+    x = torch.randn(64 * block_dim, 128).half()
+    rows = _same(monkeypatch, paths, printing_copy, block_dim,
+                 lambda: (x, torch.zeros_like(x)))[0]
+    printf = [r for r in rows if r[7] == "printf"]
+    assert len(printf) == block_dim and {(r[5], r[6], r[12] - r[11]) for r in printf} == {
+        ("S", "instr", 10 * (44 + 2 * 15))}  # `cost_model.printf_cost`: 44 bytes, 15 writes
+
+
 # ---------------------------------------------------------------- failing runs
 
 

@@ -1,5 +1,6 @@
-"""sync_all across blocks (HARD and SOFT), its misuse in single-kind kernels, and scalar FP32
-arithmetic rounded like the C++ `float` the NPU computes in."""
+"""sync_all across blocks (HARD and SOFT), its misuse in single-kind kernels, scalar FP32
+arithmetic rounded like the C++ `float` the NPU computes in, and the scalar unit's own work
+(printf, getval, setval) timed on pipe S."""
 from __future__ import annotations
 
 import pytest
@@ -84,3 +85,42 @@ def test_fp32_scalar_arithmetic_rounds_like_a_cpp_float():
     expected = torch.tensor(0.1, dtype=torch.float32) * 3.0 / 7.0
     assert out[0].item() == expected.item()
     assert out[1].item() == torch.tensor(0.1, dtype=torch.float32).item()
+
+
+def test_scalar_work_is_timed_on_pipe_s_with_its_source_lines():
+    from pypto_pro.examples.hello_world import hello_world_kernel
+
+    out = torch.zeros(1, dtype=torch.int32)
+    hello_world_kernel(out)
+    trace = hello_world_kernel.last_trace
+    rows = trace.events[["pipe", "kind", "op", "ir_op", "start", "end", "bytes"]].astype(
+        {"pipe": str, "kind": str, "op": str, "ir_op": str}).values.tolist()
+    assert rows == [["S", "instr", "printf", "debug.printf", 0, 430, 33],
+                    ["S", "instr", "setval", "block.setval", 430, 440, 4]]
+    lines = trace.events["line"].tolist()
+    source = hello_world_kernel.kernel_def.fn.__code__.co_firstlineno
+    assert lines == [source + 3, source + 4]  # the printf and setval lines
+    assert trace.duration_cycles == 440 and round(trace.duration_us, 3) == 0.267
+
+
+def test_getval_waits_for_the_pipes_then_costs_a_scalar_access():
+    @pl.jit(arch="a5", auto_mutex=False)
+    def read_back(x: BLOCK, out: pl.Tensor[[1], pl.DT_FP32]):
+        with pl.section_vector():
+            a = pl.make_tile(T16, addr=0x0)
+            pl.load(a, x, [0, 0])
+            pl.system.bar_all()
+            v = pl.getval(a, 5)
+            pl.setval(out, 0, v * 2.0)
+
+    x, out = torch.arange(256, dtype=torch.float32).reshape(16, 16), torch.zeros(1)
+    read_back(x, out)
+    assert out.item() == 10.0
+    ev = read_back.last_trace.events.astype({"pipe": str, "op": str})
+    load_end = int(ev.loc[ev["op"] == "TLOAD", "end"].iloc[0])
+    scalar = ev[(ev["pipe"] == "S") & (ev["kind"] == "instr")]
+    assert scalar["op"].tolist() == ["getval", "setval"]
+    assert (scalar["end"] - scalar["start"]).tolist() == [10, 10]
+    assert int(scalar["start"].iloc[0]) >= load_end  # read after the load landed
+    span = int(scalar["end"].iloc[1]) - int(ev["start"].min())
+    assert read_back.last_trace.duration_cycles == span  # the setval ends the launch
