@@ -109,8 +109,11 @@ def _serve(tmp_path_factory, app: str, ci_notebook):
            "IPYTHONDIR": str(home / "ipython"), "PYPTOPRO_BACKEND": "sim"}
     cmd = [sys.executable, "-m", module, "--no-browser", "--ip=127.0.0.1",
            f"--port={port}", "--port-retries=0", f"--IdentityProvider.token={TOKEN}",
-           f"--ServerApp.root_dir={root}", f"--{config}.workspaces_dir={home / 'workspaces'}",
-           f"--{config}.user_settings_dir={home / 'settings'}"]
+           f"--ServerApp.root_dir={root}"]
+    # Notebook 7's front end reads its settings through JupyterLab's server extension (LabApp)
+    for app_config in dict.fromkeys((config, "LabApp")):
+        cmd += [f"--{app_config}.workspaces_dir={home / 'workspaces'}",
+                f"--{app_config}.user_settings_dir={home / 'settings'}"]
     if hasattr(os, "getuid") and os.getuid() == 0:
         cmd.append("--allow-root")
     log = open(home / "server.log", "w")  # noqa: SIM115 (closed in the finalizer)

@@ -361,7 +361,7 @@ def copy_rows(x: ROWS16, z: ROWS16):
     with pl.section_vector():
         a = pl.make_tile(T16, addr=0x0)
         b = pl.get_block_idx()
-        pl.load(a, x, [b * 16, 0])  # block 3 reads past x's 56 rows
+        pl.load(a, x, [b * 16, 0])  # block 3 reads past x's 40 rows and their reserve
         pl.system.sync_src(set_pipe=MTE2, wait_pipe=MTE3, event_id=0)
         pl.system.sync_dst(set_pipe=MTE2, wait_pipe=MTE3, event_id=0)
         pl.store(z, a, [b * 16, 0])
@@ -401,7 +401,9 @@ def _source_line(err: PyptoError) -> str:
 
 
 def test_an_op_error_on_block_3_names_block_3():
-    err = _same_failure(copy_rows, 5, (torch.randn(56, 16), torch.zeros(80, 16)))
+    # 40 fp32 rows are 2560 bytes, reserved as 3072 (soc.device_allocation): block 2's window
+    # ends inside the reserve (reads zero), block 3's starts past it.
+    err = _same_failure(copy_rows, 5, (torch.randn(40, 16), torch.zeros(80, 16)))
     assert isinstance(err, SimulationError)
     assert "block.load on block 3 AIV" in err.message
     assert "block 3 reads past" in _source_line(err)

@@ -517,13 +517,11 @@ def wide_store_kernel(x: pl.Tensor[[1, 128], F], out: pl.Tensor[[1, 64], F]):
         pl.store(out, t, [0, 0])
 
 
-def test_a_tile_stored_past_its_tensor_is_a_typed_error():
-    """The docs' load_align examples store a [1, 128] tile into a [1, 64] tensor (on the NPU
-    the extra bytes land in the allocator's padding); here that GM write is refused, with the
-    kernel line, on the timing simulator too (its bus model saw the window first)."""
-    from pypto_pro.errors import SimulationError
-
-    with pypto_pro.use_backend("sim"), pytest.raises(SimulationError,
-                                                     match="block.store.*spans") as err:
-        wide_store_kernel[None, 1](torch.zeros(1, 128), torch.zeros(1, 64))
-    assert err.value.span is not None and err.value.span.line > 0
+def test_a_tile_stored_past_its_tensor_lands_in_the_allocators_reserve():
+    """The docs' load_align examples store a [1, 128] tile into a [1, 64] tensor: on the NPU the
+    extra bytes land in the allocator's reserve (soc.device_allocation), so the timing simulator
+    keeps the tensor's 64 values and discards the rest (its bus model saw the window first)."""
+    x, out = torch.randn(1, 128), torch.zeros(1, 64)
+    with pypto_pro.use_backend("sim"):
+        wide_store_kernel[None, 1](x, out)
+    assert torch.equal(out, x[:, :64])
