@@ -20,6 +20,7 @@ from traitlets import Bool
 from .cell import register_cell, run_cell
 from .errors import CellError
 from .figures import under_kernel
+from .locations import where
 from .options import (
     PANELS,
     CellOptions,
@@ -190,9 +191,10 @@ class PyptoMagics(Magics):
             raise UsageError(str(e)) from None
         if args.export:
             export_trace(trace, _unquote(args.export), fig)
-        text = trace.summary()
         source = getattr(target, "source", None)
-        return FigureOutput(fig, source.relabel(text) if source is not None else text)
+        if source is None:
+            return FigureOutput(fig, trace.summary(where=where))
+        return FigureOutput(fig, source.relabel(trace.summary(where=source.where)))
 
     @line_magic
     def pypto_compare(self, line: str) -> Any:

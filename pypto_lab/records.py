@@ -34,6 +34,15 @@ class SourceInfo:
         lines = self.text.splitlines()
         return lines[number - 1] if 0 < number <= len(lines) else ""
 
+    def where(self, file: str, line: int) -> str:
+        """A source line as users know it: "Cell In[5], line 15" (this cell or another one the
+        running IPython compiled), else "kernels.py:15"."""
+        from .locations import where
+
+        if file == self.file and self.cell:
+            return f"{self.label}, line {line}"
+        return where(file, line)
+
     def relabel(self, message: str) -> str:
         """`message` with the linecache name replaced by the label users know (and the names
         of other cells by theirs, `locations.relabel`)."""

@@ -9,7 +9,7 @@ simulator or the exporters.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import PurePath
 
 import numpy as np
@@ -228,8 +228,10 @@ def _safe_ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
     return np.divide(num, den, out=np.zeros_like(num, dtype=float), where=den > 0)
 
 
-def summary_text(meta: TraceMeta, events: pd.DataFrame, launches: pd.DataFrame) -> str:
-    """A few lines for a terminal: what ran, how long, pipe use, stalls and the hottest lines."""
+def summary_text(meta: TraceMeta, events: pd.DataFrame, launches: pd.DataFrame,
+                 where: Callable[[str, int], str] | None = None) -> str:
+    """A few lines for a terminal: what ran, how long, pipe use, stalls and the hottest lines
+    (named by `where(file, line)`; by default "<file name>:<line>")."""
     n_launch = len(launches)
     cycles, us = int(launches["cycles"].sum()), float(launches["us"].sum())
     kinds = events["kind"].astype(str).value_counts()
@@ -245,7 +247,7 @@ def summary_text(meta: TraceMeta, events: pd.DataFrame, launches: pd.DataFrame) 
              f"{n_waves} wave(s), {len(events):,} events ("
              + ", ".join(f"{kinds.get(k, 0):,} {k}" for k in ("instr", "stall", "sync")) + ")"]
     lines += _utilization_lines(events, launches)
-    lines += _stall_line(events, launches) + _hot_line(events)
+    lines += _stall_line(events, launches) + _hot_line(events, where or _file_line)
     return "\n".join(lines)
 
 
@@ -272,10 +274,14 @@ def _stall_line(events: pd.DataFrame, launches: pd.DataFrame) -> list[str]:
     return ["  stalls: " + ", ".join(f"{r or '?'} {c:,} cycles" for r, c in by_reason.items())]
 
 
-def _hot_line(events: pd.DataFrame) -> list[str]:
+def _file_line(file: str, line: int) -> str:
+    return f"{PurePath(file).name}:{line}"
+
+
+def _hot_line(events: pd.DataFrame, where: Callable[[str, int], str]) -> list[str]:
     hot = source_lines(events).head(3)
     if hot.empty:
         return []
     return ["  hot lines: " + ", ".join(
-        f"{PurePath(str(f)).name}:{ln} ({c:,} cycles)"
+        f"{where(str(f), int(ln))} ({c:,} cycles)"
         for f, ln, c in zip(hot["file"], hot["line"], hot["cycles"]))]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import html
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from .events import require_pandas, to_frame
@@ -183,9 +183,10 @@ class Trace:
         peaks = soc_peaks if soc_peaks is not None else peaks_of(self._meta.soc)
         return roofline(self._events, self._meta, self.duration_us * 1e-6, peaks)
 
-    def summary(self) -> str:
-        """A short text summary for terminals."""
-        return _views().summary_text(self._meta, self._events, self.launches())
+    def summary(self, where: Callable[[str, int], str] | None = None) -> str:
+        """A short text summary for terminals; `where(file, line)` names a source line (e.g.
+        "Cell In[5], line 15"; by default "<file name>:<line>")."""
+        return _views().summary_text(self._meta, self._events, self.launches(), where)
 
     # -- reprs -----------------------------------------------------------------------------
     def _headline(self) -> str:

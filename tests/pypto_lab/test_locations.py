@@ -1,5 +1,5 @@
 """Every view names a kernel line as "Cell In[n], line m": the sanitizer tab, timeline hovers,
-exported traces, diagnostics, also for a kernel defined in an earlier, plain cell."""
+exported traces, diagnostics, the text summary's hot lines, also for a kernel defined in an earlier, plain cell."""
 from __future__ import annotations
 
 import json
@@ -42,6 +42,20 @@ def test_a_kernel_from_an_earlier_plain_cell_is_named_by_its_cell(run, shell, tm
     text = path.read_text()
     assert f"Cell In[{number}], line 9" in text and file not in text
     json.loads(text)
+    summary = result.summary()  # the text a terminal or a log shows
+    hot = next(ln for ln in summary.splitlines() if "hot lines:" in ln)
+    assert f"Cell In[{number}], line" in hot and ".py:" not in hot
+    trace_text = run("%pypto_trace").value.text
+    assert f"Cell In[{number}], line" in trace_text and ".py:" not in trace_text
+
+
+def test_a_kernel_in_the_magic_cell_names_its_hot_lines_by_the_cell(run):
+    out = run('%%pypto --launch "racy(x[:64, :64].contiguous(), z[:64, :64])" --static\n'
+              + KERNEL_CELL)
+    assert out.result.success, out.error
+    number = out.result.execution_count
+    hot = next(ln for ln in out.value.summary().splitlines() if "hot lines:" in ln)
+    assert f"Cell In[{number}], line" in hot and ".py:" not in hot
 
 
 def test_relabel_leaves_files_that_are_not_cells():
