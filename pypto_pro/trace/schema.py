@@ -7,6 +7,7 @@ pandas DataFrame on first use.
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,12 +39,22 @@ COLUMNS: dict[str, tuple[type, str]] = {
 class EventLog:
     """Event rows appended by a backend during a launch, one tuple each in `COLUMNS` order (a
     tuple per row is the cheapest thing to append per instruction); `columns` transposes them
-    when the Trace's DataFrame is built."""
+    when the Trace's DataFrame is built. A backend whose rows cost work of their own to make
+    (the stream engine's, from its schedule) hands over their maker (`later`): many launches
+    are never looked at."""
 
-    __slots__ = ("rows",)
+    __slots__ = ("_rows", "_later")
 
     def __init__(self) -> None:
-        self.rows: list[tuple] = []
+        self._rows: list[tuple] = []
+        self._later: list[Callable[[], Sequence[tuple]]] = []
+
+    @property
+    def rows(self) -> list[tuple]:
+        """The rows, those handed over to `later` made and appended first (in that order)."""
+        while self._later:
+            self._rows.extend(self._later.pop(0)())
+        return self._rows
 
     def add(self, **row: Any) -> None:
         """Append one row by column name; missing columns take their defaults."""
@@ -52,12 +63,17 @@ class EventLog:
             raise ValueError(f"unknown event columns {sorted(unknown)}")
         self.rows.append(tuple(row.get(name, default) for name, default in _DEFAULTS.items()))
 
+    def later(self, make: Callable[[], Sequence[tuple]]) -> None:
+        """Append the rows `make()` gives when they are first read (in the order handed over)."""
+        self._later.append(make)
+
     @property
     def columns(self) -> dict[str, list]:
         """Column name → values, in `COLUMNS` order."""
-        if not self.rows:
+        rows = self.rows
+        if not rows:
             return {name: [] for name in COLUMNS}
-        return dict(zip(COLUMNS, map(list, zip(*self.rows))))
+        return dict(zip(COLUMNS, map(list, zip(*rows))))
 
     def launches(self) -> set[int]:
         """The launch numbers present."""

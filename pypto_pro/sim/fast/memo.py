@@ -98,7 +98,7 @@ class Entry:
         self.memories = _memories(launch)
         self.params, self.leaves = launch.params, leaves
         self.rec, self.sched, self.safe = rec, sched, safe
-        self.rows: list[tuple] | None = None
+        self.rows: Any = None  # (`replay.TraceRows`, once a launch logged them)
         # (instruction, argument position or kwarg name) of every operand holding GM: found
         # on the first rebinding, the same for every later one (it swaps views for views)
         self.gm_sites: list[tuple[int, int | str]] | None = None

@@ -177,6 +177,22 @@ def _rebind(arg: Any, rebind: dict[int, Any]) -> Any:
     return arg
 
 
+class TraceRows:
+    """A scheduled launch's trace rows (`trace_rows`), made on the first `get` and kept."""
+
+    __slots__ = ("_rec", "_sched", "_rows")
+
+    def __init__(self, rec: Any, sched: Any) -> None:
+        self._rec, self._sched = rec, sched
+        self._rows: list[tuple] | None = None
+
+    def get(self) -> list[tuple]:
+        if self._rows is None:
+            self._rows = trace_rows(self._rec, self._sched, self._rec.table_rows)
+            self._rec = self._sched = None
+        return self._rows
+
+
 def trace_rows(rec: Any, sched: Any, table: np.ndarray) -> list[tuple]:
     """The trace rows in `schema.COLUMNS` order, as `Core._event` makes them (`table`: the
     instruction table the scheduler ran)."""

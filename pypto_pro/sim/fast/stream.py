@@ -597,8 +597,8 @@ def _replayed(launch: Any, entry: memo.Entry) -> list:
                        replay.run_values(rec, sched, eager=entry.safe, cache=launch.cache))
     eng.instructions = sched.instructions
     eng.memory.stats = MemoryStats(*sched.l2_stats)
-    if eng.log is not None:
+    if eng.log is not None:  # (made when the trace is first read, kept for relaunches)
         if entry.rows is None:
-            entry.rows = replay.trace_rows(rec, sched, rec.table_rows)
-        eng.log.rows.extend(entry.rows)
+            entry.rows = replay.TraceRows(rec, sched)
+        eng.log.later(entry.rows.get)
     return replay.blocks(rec, sched)

@@ -26,6 +26,39 @@ def test_rows_transpose_to_columns_with_defaults() -> None:
     assert EventLog().columns == {name: [] for name in COLUMNS}
 
 
+def test_rows_handed_over_later_are_made_once_when_first_read() -> None:
+    """The stream engine hands over its rows' maker: a launch nobody looks at never makes them."""
+    made = []
+
+    def rows() -> list[tuple]:
+        made.append(1)
+        return [tuple(0 if typ is int else "" for typ, _ in COLUMNS.values())]
+
+    log = EventLog()
+    log.add(kind="instr", start=1, end=2)
+    log.later(rows)
+    assert made == []
+    assert len(log) == 2 and log.columns["kind"] == ["instr", ""] and made == [1]
+    assert len(log.rows) == 2 and made == [1]
+
+
+def test_a_stream_engine_launch_makes_its_trace_rows_when_read(monkeypatch) -> None:
+    from pypto_pro.sim import settings
+    from pypto_pro.sim.fast import replay
+
+    monkeypatch.setenv(settings.ENGINE, "native")
+    ex = load("vector_add")
+    x, y, z = ex.make_inputs(128, 256, seed=0)
+    with use_backend("sim"):
+        ex.add_kernel[None, 2](x, y, z)
+    trace = ex.add_kernel.last_trace
+    assert "stream engine" in dict(trace.meta.extra)["path"]
+    pending = trace._log._later
+    assert len(pending) == 1 and isinstance(pending[0].__self__, replay.TraceRows)
+    assert (trace.events["kind"] == "instr").sum() == 2 * 4  # two loads, an add, a store
+    assert not pending
+
+
 def test_unknown_column_is_rejected() -> None:
     with pytest.raises(ValueError, match=r"unknown event columns \['colour'\]"):
         EventLog().add(kind="instr", colour="red")
