@@ -20,7 +20,8 @@ from ..ir.span import Span
 from ..ir.types import ScalarType
 from .ops import check_kwargs, is_zero, kwarg_text
 from .decls import window_strides
-from .gm_views import GtInstance, access_layout, check_pair, window_axes
+from ..passes.dma_layouts import access_layout
+from .gm_views import GtInstance, window_axes
 from .types import GT_DIMS, attr_value, ctype, fp32_bits
 
 _ATOMIC_SUFFIX = {DataType.FP32: "f32", DataType.FP16: "f16", DataType.BF16: "bf16",
@@ -75,7 +76,6 @@ def point_view(body, call: Call, view, tile: Expr, offsets: Expr, span: Span | N
     `offsets` (after the per-axis bounds hook); the instance."""
     w, t = body.w, body.x.paren(tile, 16)
     inst = instance(call, view)
-    check_pair(call, tile.type, inst.layout, span)
     ra, ca = window_axes(call, view.rank)
     check = _bounds(body, view, offsets, t, ra, ca)
     if check is not None:

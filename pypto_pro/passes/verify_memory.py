@@ -8,7 +8,9 @@ two tile groups in flight together, a write to one buffer while another still ho
 later) are an `InvalidTile` error naming both buffers, both byte ranges and both source lines
 when the overlap is certain, and a warning when it depends on a run-time branch. A tile inside
 another tile is a view of it (how real kernels alias on purpose) and passes silently. The real
-system checks none of this.
+system checks none of this. Every GM access moves a window / tile layout pair the a5 DMA moves
+(`dma_layouts`: what bisheng's static checks refuse is `NotSupported` here, before the simulator
+or the code generator sees it).
 """
 from __future__ import annotations
 
@@ -17,9 +19,10 @@ from dataclasses import dataclass
 from ..errors import InvalidTile
 from ..ir.nodes import AssignStmt, Call, Program
 from ..ir.span import Span
-from ..ir.types import MemorySpace, TileGroupType, TileType
+from ..ir.types import MemorySpace, TensorType, TileGroupType, TileType
 from .buffer_use import Conflict, Owner, conflicts
-from .ir_query import iter_stmts
+from .dma_layouts import WINDOWED, access_layout, check_pair
+from .ir_query import body_exprs, iter_stmts
 from .manager import PassContext
 
 NAME = "verify_memory"
@@ -50,7 +53,19 @@ def run(program: Program, ctx: PassContext) -> Program:
         _check_placement(a, ctx)
     for c in conflicts(program):
         _report_overlap(c, allocs, ctx)
+    _check_dma_layouts(program)
     return program
+
+
+def _check_dma_layouts(program: Program) -> None:
+    for call in (e for f in program.functions for e in body_exprs(f.body)
+                 if isinstance(e, Call)):
+        at = WINDOWED.get(call.op)
+        if at is None or len(call.args) < 2 or call.kwarg("mx_scale"):
+            continue  # (an MX scale load declares its own view)
+        tensor, tile = call.args[at].type, call.args[1 - at].type
+        if isinstance(tensor, TensorType) and isinstance(tile, TileType):
+            check_pair(call, tile, access_layout(call, tensor.layout), call.span)
 
 
 def allocations(program: Program) -> list[Allocation]:

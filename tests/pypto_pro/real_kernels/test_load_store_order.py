@@ -13,6 +13,8 @@ against torch.
 """
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -20,6 +22,7 @@ import pypto_pro.language as pl
 from pypto_pro.codegen import generate
 from pypto_pro.compiler import compile_kernel
 from pypto_pro.errors import NotSupported, ParserTypeError, UnsupportedFeatureError
+from pypto_pro.runtime.backends import use_backend
 from pypto_pro.runtime.kernel_def import Specialization
 
 SPEC = Specialization(arch="a5")
@@ -97,9 +100,13 @@ def test_transposed_load(everywhere):
 
 
 def test_transposed_load_into_a_row_major_vec_tile_is_refused():
-    """pto-isa's TLOAD: a DN window goes into a DN (column-major) Vec tile only."""
-    with pytest.raises(NotSupported, match="transposed GM window into a ND Vec tile"):
-        generate(compile_kernel(transposed_into_nd_kernel.kernel_def, SPEC))
+    """pto-isa's TLOAD: a DN window goes into a DN (column-major) Vec tile only. The pass
+    verify_memory refuses it, so the simulator does too (not only the code generator)."""
+    with pytest.raises(NotSupported, match="transposed GM window into a ND Vec tile") as err:
+        compile_kernel(transposed_into_nd_kernel.kernel_def, SPEC)
+    assert "order=[1, 0]" in Path(__file__).read_text().splitlines()[err.value.span.line - 1]
+    with use_backend("sim"), pytest.raises(NotSupported, match="transposed GM window"):
+        transposed_into_nd_kernel[None, 1](torch.randn(32, 16))
 
 
 def test_order_on_a_three_d_tensor(everywhere):
