@@ -706,6 +706,18 @@ def environment(load_start: float) -> str:
             f"Python {platform.python_version()}")
 
 
+def load_warning(load_start: float) -> str:
+    """A warning to lead the results with when other work loaded the machine at the start (more
+    than half its CPUs busy): Triton's interpreter (numpy, BLAS threads) slows far more under
+    load than the simulator, so every ratio against it comes out too high."""
+    cpus = os.cpu_count() or 1
+    if load_start <= cpus / 2:
+        return ""
+    return (f"**Measured under load** (load average {load_start:.1f} at the start on {cpus} "
+            f"CPUs): Triton's interpreter slows far more than the simulator under load, so the "
+            f"ratios against it below are too high. Rerun on a quiet machine.\n\n")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=5, help="timed runs per cell (default 5)")
@@ -748,8 +760,8 @@ def main() -> None:
           file=sys.stderr, flush=True)
     scale = None if opts.skip_scaling else scaling((1024, 2048, 4096, 8192),
                                                   (1, 2, 4, 8, 16, 32, 64))
-    text = headline(ws, cells, overhead) + "\n\n" + tables(ws, cells, overhead, scale,
-                                                         fidelity_rows())
+    text = (load_warning(load_start) + headline(ws, cells, overhead) + "\n\n"
+            + tables(ws, cells, overhead, scale, fidelity_rows()))
     summary = (f"Whole run {time.perf_counter() - started:.0f} s on {environment(load_start)}. "
                f"Medians of {opts.runs} runs after a small-shape and a full-size warm-up; "
                f"{SLOW_RUNS} runs where the warm-up took > {SLOW_S:.0f} s and 2 for "

@@ -41,3 +41,9 @@ def test_redecorated_kernel_compiles_afresh():
     again = bench.redecorate(kernel)
     assert again is not kernel and again.compiled_variants == {}
     assert again.options == kernel.options and again.kernel_def.fn is kernel.kernel_def.fn
+
+
+def test_results_taken_under_load_lead_with_a_warning():
+    cpus = __import__("os").cpu_count() or 1
+    assert bench.load_warning(cpus / 2) == ""
+    assert bench.load_warning(cpus * 3.5).startswith("**Measured under load**")
