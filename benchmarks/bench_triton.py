@@ -43,8 +43,9 @@ simulator's wall vs problem size (add 1024² … 8192², 8 blocks) and vs block 
 Run: `./dev bench` (installs the `bench` extra, then runs this), or
 `.venv/bin/python benchmarks/bench_triton.py [--runs 5] [--only add_fp16,...] [--skip-native]
 [--no-write] [--profile add_fp16,...]`. ≈ 5 min on the quiet 2-core machine, ≈ 20 min under
-load (then the results lead with a warning: `load_warning`). `--profile` only prints a cProfile breakdown (own time per source file, top
-functions) of one full-size launch per workload on the simulator, with and without timing;
+load (then the results lead with a warning: `load_warning`). `--profile` only prints a
+cProfile breakdown (own time per source file, top functions) of one full-size launch per
+workload on the simulator, with and without timing;
 `--replot` only redraws the chart from `results/latest.json`.
 Prints markdown; unless `--no-write` writes `results/latest.md`, `results/latest.json`,
 `results/latest.html` (plotly, embedded offline) and this harness's section of `README.md`.
