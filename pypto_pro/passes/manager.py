@@ -12,6 +12,7 @@ simulator).
 from __future__ import annotations
 
 import difflib
+import functools
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -111,15 +112,29 @@ class PassContext:
 
 @dataclass(frozen=True)
 class PassRecord:
-    """The program after one pass (record 0: as parsed) and what the pass did."""
+    """The program after one pass (record 0: as parsed) and what the pass did. Its IR text is
+    printed when first read (`ir_text`; the IR is immutable): a launch outside the workbench
+    never reads it."""
 
     name: str
-    ir_text: str
     program: Program
     seconds: float = 0.0
-    changed: bool = False
     warnings: tuple[Diagnostic, ...] = ()
     error: PyptoError | None = None
+    follows: PassRecord | None = field(default=None, repr=False, compare=False)  # the one before
+
+    @functools.cached_property
+    def ir_text(self) -> str:
+        before = self.follows
+        return before.ir_text if before is not None and before.program is self.program else \
+            python_print(self.program)
+
+    @property
+    def changed(self) -> bool:
+        """Whether the IR text differs from the record before's."""
+        before = self.follows
+        return before is not None and before.program is not self.program and \
+            self.ir_text != before.ir_text
 
     def lines(self, concise: bool = False) -> tuple[str, list[Span | None]]:
         """(the IR text, the source span of each of its lines); `concise` leaves out the
@@ -202,16 +217,14 @@ class PassManager:
 
     def run(self, program: Program, ctx: PassContext) -> tuple[Program, PassRecords]:
         self.records = records = PassRecords()
-        text = python_print(program)
-        records.append(PassRecord("parse", text, program))
+        records.append(PassRecord("parse", program))
         for index, p in enumerate(self.passes, start=1):
             if self.on_pass is not None:
                 self.on_pass(p.NAME, index, len(self.passes))
-            program, text = self._run_one(p, program, text, ctx)
+            program = self._run_one(p, program, ctx)
         return program, records
 
-    def _run_one(self, p: Pass, program: Program, text: str,
-                 ctx: PassContext) -> tuple[Program, str]:
+    def _run_one(self, p: Pass, program: Program, ctx: PassContext) -> Program:
         seen = len(ctx.warnings)
         t0 = time.perf_counter()
         try:
@@ -221,13 +234,11 @@ class PassManager:
                 f"{type(e).__name__}: {e}", span_of_failure(e.__traceback__), module="PRO_IR")
             if err.pass_name is None:
                 err.pass_name = p.NAME
-            self.records.append(PassRecord(p.NAME, text, program, time.perf_counter() - t0,
-                                           False, tuple(ctx.warnings[seen:]), err))
+            self.records.append(PassRecord(p.NAME, program, time.perf_counter() - t0,
+                                           tuple(ctx.warnings[seen:]), err, self.records[-1]))
             if err is e:
                 raise
             raise err from e
-        seconds = time.perf_counter() - t0
-        new_text = text if out is program else python_print(out)
-        self.records.append(PassRecord(p.NAME, new_text, out, seconds, new_text != text,
-                                       tuple(ctx.warnings[seen:])))
-        return out, new_text
+        self.records.append(PassRecord(p.NAME, out, time.perf_counter() - t0,
+                                       tuple(ctx.warnings[seen:]), follows=self.records[-1]))
+        return out

@@ -71,13 +71,10 @@ def apply(kdef: KernelDef, spec: Specialization,
 
 def with_record(records: PassRecords, staged: Staged, target: str) -> PassRecords:
     """`records` of the rewritten kernel with the original parse first and this pass second."""
-    from ...ir.printer import python_print
-
     first = records[0]
-    before = staged.before[target]
-    return PassRecords([PassRecord("parse", python_print(before), before),
-                        dataclasses.replace(first, name=NAME, seconds=staged.seconds,
-                                            changed=True), *list(records)[1:]])
+    parsed = PassRecord("parse", staged.before[target])
+    return PassRecords([parsed, dataclasses.replace(first, name=NAME, seconds=staged.seconds,
+                                                    follows=parsed), *list(records)[1:]])
 
 
 def transform_source(kernel: Any, config: PipelineConfig | None = None) -> str:

@@ -256,7 +256,7 @@ def k_nested_view(x: pl.Tensor[[16, 16], pl.DT_FP16], y: pl.Tensor[[8, 16], pl.D
         t = pl.make_tile(pl.TileType([16, 16], pl.DT_FP16), addr=0x0)
         pl.load(t, x, [0, 0])
         pl.system.bar_all()
-        p = pl.reinterpret(t[8:, 0:], layout=pl.DN)  # a view of the slice's view object
+        p = pl.reinterpret(t[8:, 0:], layout=pl.ND)  # a view of the slice's view object
         pl.store(y, p, [0, 0])
 
 

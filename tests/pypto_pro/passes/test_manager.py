@@ -1,5 +1,5 @@
-"""The pass manager: records are data — record 0 is the parse, one per pass, with IR text,
-time, changed flag, warnings, and the error of a failed pass."""
+"""The pass manager: records are data — record 0 is the parse, one per pass, with IR text
+(printed when first read), time, changed flag, warnings, and the error of a failed pass."""
 from __future__ import annotations
 
 from types import SimpleNamespace
@@ -38,6 +38,24 @@ def test_records_start_with_the_parse_and_follow_the_passes(program):
     assert records[0].program is program and records[-1].program is out
     assert "pipe=ir.PipeType.V" in records["pipe_assignment"].ir_text
     assert records[1].ir_text == records["verify"].ir_text
+
+
+def rebuilt_pass():
+    """A pass that returns a new, equal program: not a change."""
+    import dataclasses
+
+    return SimpleNamespace(NAME="rebuilt", run=lambda p, ctx: dataclasses.replace(p))
+
+
+def test_ir_text_is_printed_when_first_read(program):
+    """A launch outside the workbench never reads the records' IR text: none is printed until
+    then; an unchanged program shares the text of the record before."""
+    _, records = PassManager([pipe_assignment, identity_pass(), rebuilt_pass()]).run(
+        program, PassContext("vector"))
+    assert all("ir_text" not in vars(r) for r in records)
+    assert [r.changed for r in records] == [False, True, False, False]
+    assert records["identity"].ir_text is records["pipe_assignment"].ir_text
+    assert records["rebuilt"].program is not records["identity"].program
 
 
 def test_diff_between_any_two_records(program):
