@@ -116,6 +116,8 @@ def binary(ctx: ParseContext, op: BinOp, a: Any, b: Any, node: ast.AST) -> Any:
         except (TypeError, ValueError, OverflowError) as e:
             raise ctx.error(ParserTypeError, f"operator '{op.value}' cannot be applied to "
                                              f"{va!r} and {vb!r}: {e}", node) from None
+    if isinstance(getattr(a, "type", None), PtrType):
+        return _pointer_arith(ctx, op, a, b, node)
     ta, tb = scalar_type(a), scalar_type(b)
     if ta is None or tb is None:
         bad = a if ta is None else b
@@ -134,6 +136,17 @@ def binary(ctx: ParseContext, op: BinOp, a: Any, b: Any, node: ast.AST) -> Any:
                         hint="compute a - b * x with x an integer quotient, or fold it on the "
                              "host")
     return BinaryExpr(op, to_expr(ctx, a, node), to_expr(ctx, b, node), rtype, ctx.span(node))
+
+
+def _pointer_arith(ctx: ParseContext, op: BinOp, ptr: Any, offset: Any, node: ast.AST) -> Any:
+    """`ptr + n` is `pl.addptr(ptr, n)` (as in the real frontend); no other operator on a
+    pointer has a meaning."""
+    if op is not BinOp.Add:
+        raise ctx.error(UnsupportedFeatureError, f"operator '{op.value}' on a pointer (pl.Ptr)",
+                        node, hint="only 'ptr + offset' (= pl.addptr(ptr, offset)) is supported")
+    from .ops_misc import offset_pointer  # ops_misc builds on this module
+
+    return offset_pointer(ctx, ptr, offset, node)
 
 
 def _fold_objects(ctx: ParseContext, op: BinOp, va: Any, vb: Any, node: ast.AST) -> Any:
