@@ -12,7 +12,7 @@ from dual_backend import sim_and_native
 
 import pypto_pro.language as pl
 from pypto_pro.compiler import compile_kernel
-from pypto_pro.errors import ParserTypeError, UnsupportedFeatureError
+from pypto_pro.errors import ParserSyntaxError, ParserTypeError, UnsupportedFeatureError
 from pypto_pro.runtime.kernel_def import Specialization
 
 VT = pl.TileType(shape=[16, 32], dtype=pl.DT_FP16, target_memory=pl.MemorySpace.Vec)
@@ -94,3 +94,26 @@ def test_pointer_arithmetic_on_sub_byte_elements_is_refused_at_its_line():
 
 def test_only_plus_is_pointer_arithmetic():
     _raises_at(subtract_from_pointer, UnsupportedFeatureError, "q = p - 8", "on a pointer")
+
+
+# ---------------------------------------------------------------- `x is None`
+
+
+@pl.jit
+def null_check_of_an_expression(x: pl.Tensor[[16, 32], pl.DT_FP16], n: pl.DT_INT32):
+    with pl.section_vector():
+        if (n + 1) is None:
+            pl.printf("never\n")
+
+
+@pl.jit
+def null_check_of_a_tensor(x: pl.Tensor[[16, 32], pl.DT_FP16],
+                           bias: pl.Tensor[[16, 32], pl.DT_FP16]):
+    with pl.section_vector():
+        if bias is None:
+            pl.printf("no bias\n")
+
+
+def test_is_none_takes_a_plain_name_and_never_a_tensor():
+    _raises_at(null_check_of_an_expression, ParserSyntaxError, "is None", "plain variable name")
+    _raises_at(null_check_of_a_tensor, ParserTypeError, "is None", "pl.Ptr")
