@@ -117,3 +117,84 @@ def null_check_of_a_tensor(x: pl.Tensor[[16, 32], pl.DT_FP16],
 def test_is_none_takes_a_plain_name_and_never_a_tensor():
     _raises_at(null_check_of_an_expression, ParserSyntaxError, "is None", "plain variable name")
     _raises_at(null_check_of_a_tensor, ParserTypeError, "is None", "pl.Ptr")
+
+
+# ---------------------------------------------------------------- SIMT annotations are checked
+
+
+@pl.simt.function
+def halve(v: pl.DT_FP32) -> pl.DT_FP32:
+    return v * 0.5
+
+
+@pl.simt.function(max_threads=64)
+def halve_row(t: pl.Tile[[1, 64], pl.DT_FP32], bias: pl.DT_FP32):
+    i = pl.simt.thread_idx().x
+    t[0, i] = halve(t[0, i]) + bias
+
+
+@pl.jit
+def halve_rows(x: pl.Tensor[[1, 64], pl.DT_FP32], z: pl.Tensor[[1, 64], pl.DT_FP32],
+               bias: pl.DT_FP32):
+    with pl.section_vector():
+        t = pl.make_tile(pl.TileType(shape=[1, 64], dtype=pl.DT_FP32,
+                                     target_memory=pl.MemorySpace.Vec), addr=0x0)
+        pl.load(t, x, [0, 0])
+        pl.system.sync_src(set_pipe=pl.PipeType.MTE2, wait_pipe=pl.PipeType.V, event_id=0)
+        pl.system.sync_dst(set_pipe=pl.PipeType.MTE2, wait_pipe=pl.PipeType.V, event_id=0)
+        pl.simt.launch(halve_row, threads=64, args=(t, bias))
+        pl.system.sync_src(set_pipe=pl.PipeType.V, wait_pipe=pl.PipeType.MTE3, event_id=0)
+        pl.system.sync_dst(set_pipe=pl.PipeType.V, wait_pipe=pl.PipeType.MTE3, event_id=0)
+        pl.store(z, t, [0, 0])
+
+
+def test_annotated_simt_functions_run_when_the_arguments_fit():
+    x = torch.randn(1, 64)
+
+    def run():
+        z = torch.zeros(1, 64)
+        halve_rows(x, z, 0.25)
+        return z
+
+    assert torch.allclose(sim_and_native(run), x * 0.5 + 0.25)
+
+
+@pl.simt.function
+def as_int(v: pl.DT_FP32) -> pl.DT_INT32:
+    return v
+
+
+@pl.simt.function(max_threads=32)
+def rounds(t: pl.Tile[[1, 32], pl.DT_FP32]):
+    i = pl.simt.thread_idx().x
+    t[0, i] = pl.simt.cast(as_int(t[0, i]), pl.DT_FP32)
+
+
+@pl.simt.function(max_threads=32)
+def counts(t: pl.Tile[[1, 32], pl.DT_FP32], n: pl.DT_INT32):
+    i = pl.simt.thread_idx().x
+    t[0, i] = t[0, i] + 1.0
+
+
+@pl.jit
+def launch_rounds(x: pl.Tensor[[1, 32], pl.DT_FP32]):
+    with pl.section_vector():
+        t = pl.make_tile(pl.TileType(shape=[1, 32], dtype=pl.DT_FP32,
+                                     target_memory=pl.MemorySpace.Vec), addr=0x0)
+        pl.simt.launch(rounds, threads=32, args=(t,))
+
+
+@pl.jit
+def launch_counts(x: pl.Tensor[[1, 32], pl.DT_FP32], n: pl.DT_FP32):
+    with pl.section_vector():
+        t = pl.make_tile(pl.TileType(shape=[1, 32], dtype=pl.DT_FP32,
+                                     target_memory=pl.MemorySpace.Vec), addr=0x0)
+        pl.simt.launch(counts, threads=32, args=(t, n))
+
+
+def test_simt_values_that_do_not_fit_their_annotation_are_refused():
+    with pytest.raises(ParserTypeError, match="annotated as a scalar of pl.DT_INT32") as info:
+        _compile(launch_rounds)
+    assert info.value.span.line == inspect.getsourcelines(as_int)[1] + 2  # its return
+    _raises_at(launch_counts, ParserTypeError, "pl.simt.launch(counts",
+               "SIMT parameter 'n' of 'counts' annotated as a scalar of pl.DT_INT32")
