@@ -198,3 +198,23 @@ def test_simt_values_that_do_not_fit_their_annotation_are_refused():
     assert info.value.span.line == inspect.getsourcelines(as_int)[1] + 2  # its return
     _raises_at(launch_counts, ParserTypeError, "pl.simt.launch(counts",
                "SIMT parameter 'n' of 'counts' annotated as a scalar of pl.DT_INT32")
+
+
+@pl.simt.function(max_threads=32)
+def first_half(t: pl.Tile[[1, 32], pl.DT_FP32]):
+    h = t[0:1, 0:16]
+    h[0, 0] = 1.0
+
+
+@pl.jit
+def launch_first_half(x: pl.Tensor[[1, 32], pl.DT_FP32]):
+    with pl.section_vector():
+        t = pl.make_tile(pl.TileType(shape=[1, 32], dtype=pl.DT_FP32,
+                                     target_memory=pl.MemorySpace.Vec), addr=0x0)
+        pl.simt.launch(first_half, threads=32, args=(t,))
+
+
+def test_a_simt_function_cannot_slice_a_tile():
+    with pytest.raises(UnsupportedFeatureError, match="inside a SIMT function") as info:
+        _compile(launch_first_half)
+    assert info.value.span.line == inspect.getsourcelines(first_half)[1] + 2
