@@ -218,3 +218,35 @@ def test_a_simt_function_cannot_slice_a_tile():
     with pytest.raises(UnsupportedFeatureError, match="inside a SIMT function") as info:
         _compile(launch_first_half)
     assert info.value.span.line == inspect.getsourcelines(first_half)[1] + 2
+
+
+# ---------------------------------------------------------------- runtime index into a tuple
+
+
+@pl.jit
+def pick_scale(out: pl.Tensor[[2], pl.DT_INT32], a: pl.DT_INT32, b: pl.DT_INT32,
+               i: pl.DT_INT32):
+    with pl.section_vector():
+        pl.setval(out, 0, (a, b, 7)[i])  # one family (a constant adapts)
+        pl.setval(out, 1, (a * 2, b * 2)[1 - i % 2])
+
+
+@pytest.mark.parametrize("i", [0, 1, 2])
+def test_a_runtime_index_picks_among_values_of_one_type(i):
+    def run():
+        out = torch.zeros(2, dtype=torch.int32)
+        pick_scale(out, 5, 9, i)
+        return out
+
+    assert sim_and_native(run).tolist() == [(5, 9, 7)[i], (10, 18)[1 - i % 2]]
+
+
+@pl.jit
+def pick_mixed(out: pl.Tensor[[2], pl.DT_FP32], a: pl.DT_INT32, b: pl.DT_FP32,
+               i: pl.DT_INT32):
+    with pl.section_vector():
+        pl.setval(out, 0, (a, b)[i])
+
+
+def test_a_runtime_index_into_a_mixed_tuple_is_refused():
+    _raises_at(pick_mixed, ParserTypeError, "(a, b)[i]", "mixes float and integer")
