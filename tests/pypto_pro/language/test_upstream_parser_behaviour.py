@@ -1,6 +1,9 @@
 """Language behaviour the real PyPTO Pro frontend shows (learned from its parser unit tests and
-source), written as our own kernels: constructs it accepts run here and match torch; constructs
-it rejects raise a typed error at the offending source line.
+source), written as our own kernels: constructs it accepts run here and match torch / Python on
+the simulator and the native backend; constructs it rejects raise a typed error at the
+offending source line. Covered: `ptr + offset` (= pl.addptr, never on sub-byte dtypes), `is
+None` (a plain name, never a tensor), SIMT annotations and tile slices, runtime indexes into
+mixed tuples, vector functions calling vector functions (and not plain helpers).
 """
 from __future__ import annotations
 
@@ -250,3 +253,75 @@ def pick_mixed(out: pl.Tensor[[2], pl.DT_FP32], a: pl.DT_INT32, b: pl.DT_FP32,
 
 def test_a_runtime_index_into_a_mixed_tuple_is_refused():
     _raises_at(pick_mixed, ParserTypeError, "(a, b)[i]", "mixes float and integer")
+
+
+# ---------------------------------------------------------------- VF code calls VF code only
+
+FV = pl.TileType(shape=[1, 64], dtype=pl.DT_FP32, target_memory=pl.MemorySpace.Vec)
+
+
+@pl.vector_function
+def add_into(o_t, a, b, mask):
+    vf = pl.vf
+    r = vf.add(a, b, mask)
+    vf.store_align(o_t, r, mask)
+
+
+@pl.vector_function
+def double_plus_one(x_t, o_t):
+    vf = pl.vf
+    every = vf.create_mask(pattern=pl.MaskPattern.ALL, dtype=pl.DT_FP32)
+    x = vf.load_align(x_t, 0)
+    y = vf.adds(x, 1.0, every)
+    add_into(o_t, x, y, every)  # a VF helper: inlined into this scope
+
+
+@pl.jit
+def nested_vf(x: pl.Tensor[[1, 64], pl.DT_FP32], z: pl.Tensor[[1, 64], pl.DT_FP32]):
+    with pl.section_vector():
+        xt = pl.make_tile(FV, addr=0x0)
+        ot = pl.make_tile(FV, addr=0x400)
+        pl.load(xt, x, [0, 0])
+        pl.system.sync_src(set_pipe=pl.PipeType.MTE2, wait_pipe=pl.PipeType.V, event_id=0)
+        pl.system.sync_dst(set_pipe=pl.PipeType.MTE2, wait_pipe=pl.PipeType.V, event_id=0)
+        double_plus_one(xt, ot)
+        pl.system.sync_src(set_pipe=pl.PipeType.V, wait_pipe=pl.PipeType.MTE3, event_id=0)
+        pl.system.sync_dst(set_pipe=pl.PipeType.V, wait_pipe=pl.PipeType.MTE3, event_id=0)
+        pl.store(z, ot, [0, 0])
+
+
+def test_a_vector_function_calls_another_inline():
+    x = torch.randn(1, 64)
+
+    def run():
+        z = torch.zeros(1, 64)
+        nested_vf(x, z)
+        return z
+
+    assert torch.allclose(sim_and_native(run), x + (x + 1.0))
+    nested_vf.compiled_variants.clear()
+    text = nested_vf.compile(Specialization(arch="a5")).passes["vector"][0].ir_text
+    assert text.count("ir.section_vf(") == 1  # the callee runs inside the caller's VF scope
+
+
+def plain_store(o_t, r, mask):
+    pl.vf.store_align(o_t, r, mask)
+
+
+@pl.vector_function
+def stores_through_a_plain_helper(x_t, o_t):
+    every = pl.vf.create_mask(pattern=pl.MaskPattern.ALL, dtype=pl.DT_FP32)
+    plain_store(o_t, pl.vf.load_align(x_t, 0), every)
+
+
+@pl.jit
+def vf_with_plain_helper(x: pl.Tensor[[1, 64], pl.DT_FP32]):
+    with pl.section_vector():
+        xt = pl.make_tile(FV, addr=0x0)
+        stores_through_a_plain_helper(xt, xt)
+
+
+def test_a_vector_function_cannot_call_a_plain_helper():
+    with pytest.raises(ParserSyntaxError, match="non-vector helper 'plain_store'") as info:
+        _compile(vf_with_plain_helper)
+    assert info.value.span.line == inspect.getsourcelines(stores_through_a_plain_helper)[1] + 3
