@@ -61,6 +61,11 @@ def eval_call(ctx: ParseContext, node: ast.Call) -> Any:
             not _is_library(callee):
         from .inline import inline_helper
 
+        if ctx.section == "vf":  # as the real frontend: VF code calls only VF code
+            raise ctx.error(ParserSyntaxError, f"a vector function cannot call the non-vector "
+                                               f"helper '{callee.__name__}'", node,
+                            hint="mark the helper @pl.vector_function (it is inlined into "
+                                 "the caller's VF scope)")
         return inline_helper(ctx, callee, node)
     if callee in (builtins.min, builtins.max):
         return dispatch(ctx, callee.__name__, callee.__name__, node)

@@ -108,10 +108,26 @@ def index_runtime(ctx: ParseContext, items: list, index: Any, node: ast.AST) -> 
         raise ctx.error(ParserTypeError, "a runtime index into a tuple needs elements of one "
                                          "kind (all tile groups, all tuples or all values)",
                         node)
+    families = {_family(x) for x in items if not is_const(x)}
+    if len(families) > 1:
+        raise ctx.error(ParserTypeError, "a runtime index into a tuple needs elements of one "
+                                         f"type; this one mixes {' and '.join(sorted(families))}"
+                                         " values", node,
+                        hint="index with a constant, or convert the elements to one dtype "
+                             "(pl.astype)")
     result = items[-1]
     for pos in range(len(items) - 2, -1, -1):
         result = select(ctx, binary(ctx, BinOp.Eq, index, pos, node), items[pos], result, node)
     return result
+
+
+def _family(value: Any) -> str:
+    """What a runtime-chosen element may be mixed with: the same kind of value, and for
+    scalars the same numeric family (the real frontend refuses heterogeneous tuples)."""
+    t = getattr(value, "type", None)
+    if isinstance(t, ScalarType):
+        return "bool" if t.dtype is BOOL.dtype else "float" if t.dtype.is_float else "integer"
+    return type(t).__name__
 
 
 # ---------------------------------------------------------------- if merges

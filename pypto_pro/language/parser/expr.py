@@ -116,6 +116,8 @@ def binary(ctx: ParseContext, op: BinOp, a: Any, b: Any, node: ast.AST) -> Any:
         except (TypeError, ValueError, OverflowError) as e:
             raise ctx.error(ParserTypeError, f"operator '{op.value}' cannot be applied to "
                                              f"{va!r} and {vb!r}: {e}", node) from None
+    if isinstance(getattr(a, "type", None), PtrType):
+        return _pointer_arith(ctx, op, a, b, node)
     ta, tb = scalar_type(a), scalar_type(b)
     if ta is None or tb is None:
         bad = a if ta is None else b
@@ -134,6 +136,17 @@ def binary(ctx: ParseContext, op: BinOp, a: Any, b: Any, node: ast.AST) -> Any:
                         hint="compute a - b * x with x an integer quotient, or fold it on the "
                              "host")
     return BinaryExpr(op, to_expr(ctx, a, node), to_expr(ctx, b, node), rtype, ctx.span(node))
+
+
+def _pointer_arith(ctx: ParseContext, op: BinOp, ptr: Any, offset: Any, node: ast.AST) -> Any:
+    """`ptr + n` is `pl.addptr(ptr, n)` (as in the real frontend); no other operator on a
+    pointer has a meaning."""
+    if op is not BinOp.Add:
+        raise ctx.error(UnsupportedFeatureError, f"operator '{op.value}' on a pointer (pl.Ptr)",
+                        node, hint="only 'ptr + offset' (= pl.addptr(ptr, offset)) is supported")
+    from .ops_misc import offset_pointer  # ops_misc builds on this module
+
+    return offset_pointer(ctx, ptr, offset, node)
 
 
 def _fold_objects(ctx: ParseContext, op: BinOp, va: Any, vb: Any, node: ast.AST) -> Any:
@@ -247,11 +260,15 @@ def _boolop(ctx: ParseContext, node: ast.BoolOp) -> Any:
 
 
 def _compare(ctx: ParseContext, node: ast.Compare) -> Any:
-    left = eval_expr(ctx, node.left)
+    left, left_node = eval_expr(ctx, node.left), node.left
     result: Any = True
     for op_node, right_node in zip(node.ops, node.comparators):
         if isinstance(op_node, (ast.Is, ast.IsNot)):
             right = eval_expr(ctx, right_node)
+            if right is None:
+                _check_null_test(ctx, left_node, left, node)
+            elif left is None:
+                _check_null_test(ctx, right_node, right, node)
             part = _identity(ctx, left, right, isinstance(op_node, ast.IsNot), node)
         elif isinstance(op_node, (ast.In, ast.NotIn)):
             part = _membership(ctx, left, right_node, node)
@@ -262,8 +279,24 @@ def _compare(ctx: ParseContext, node: ast.Compare) -> Any:
             right = eval_expr(ctx, right_node)
             part = binary(ctx, _CMPOPS[type(op_node)], left, right, node)
         result = part if result is True else binary(ctx, BinOp.And, result, part, node)
-        left = right
+        left, left_node = right, right_node
     return result
+
+
+def _check_null_test(ctx: ParseContext, operand_node: ast.expr, operand: Any,
+                     node: ast.AST) -> None:
+    """`x is None` on a runtime value: the real frontend takes only a plain name there, and
+    never a tensor (a descriptor with a shape: an optional input is a `pl.Ptr`)."""
+    if operand is None or is_const(operand):
+        return
+    if not isinstance(operand_node, ast.Name):
+        raise ctx.error(ParserSyntaxError, "'is None' is only supported on a plain variable "
+                                           "name", node,
+                        hint="null-check the pl.Ptr parameter itself: 'p is None'")
+    if isinstance(getattr(operand, "type", None), TensorType):
+        raise ctx.error(ParserTypeError, f"'{operand_node.id} is None': a pl.Tensor is never "
+                                         f"None; declare an optional input as pl.Ptr[dtype]",
+                        node)
 
 
 def _identity(ctx: ParseContext, left: Any, right: Any, negated: bool, node: ast.AST) -> bool:

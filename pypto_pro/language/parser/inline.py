@@ -138,8 +138,6 @@ def inline_vector_function(ctx: ParseContext, fn: Callable, node: ast.Call) -> A
 
     if ctx.target != "vector":
         return None  # VF code only exists on the vector target
-    if ctx.section == "vf":
-        raise ctx.error(InvalidOperationError, "vector functions cannot be nested", node)
     args, kwargs = eval_args(ctx, node)
     fdef, file = function_ast(fn)
     frame = FunctionFrame(file, function_env(fn), in_helper=True,
@@ -151,6 +149,12 @@ def inline_vector_function(ctx: ParseContext, fn: Callable, node: ast.Call) -> A
                                                "results with vf.store_align", node)
     outer = ctx.section
     ctx.frames.append(frame)
+    if outer == "vf":  # called from VF code: inlined into the caller's VF scope
+        try:
+            parse_body(ctx, fdef.body)
+        finally:
+            ctx.frames.pop()
+        return None
     ctx.section = "vf"
     ctx.builder.push()
     try:

@@ -181,7 +181,19 @@ def addptr(ctx: ParseContext, node: ast.Call, op: str) -> Any:
     st = getattr(args[0], "type", None) if args else None
     if not isinstance(st, PtrType) or len(args) != 2:
         raise ctx.error(ParserTypeError, "pl.addptr(ptr, offset_elems)", node)
-    return emit_op(ctx, "ptr.addptr", args, {}, node, result_type=st, check_tiles=False)
+    return offset_pointer(ctx, args[0], args[1], node)
+
+
+def offset_pointer(ctx: ParseContext, ptr: Any, offset: Any, node: ast.AST) -> Any:
+    """`pl.addptr(ptr, n)` and its sugar `ptr + n`: the pointer `n` elements further on."""
+    st = ptr.type
+    if st.dtype.bits < 8:  # two elements share a byte: an element offset may end mid-byte
+        raise ctx.error(ParserTypeError, f"pointer arithmetic is not supported on the sub-byte "
+                                         f"element type {st.dtype.value}", node,
+                        hint="reinterpret the pointer as a byte type first: "
+                             "pl.make_ptr(p, dtype=pl.DT_UINT8)")
+    return emit_op(ctx, "ptr.addptr", [ptr, offset], {}, node, result_type=st,
+                   check_tiles=False)
 
 
 def struct(ctx: ParseContext, node: ast.Call, op: str) -> Any:

@@ -239,6 +239,10 @@ def _tile_slice(ctx: ParseContext, tile: Expr, index_node: ast.expr, node: ast.A
     same shape (its row stride unchanged) at the window's first element, whose valid shape is
     the window clipped to the tile and to `t`'s valid shape; bounds may be run-time values."""
     t: TileType = tile.type
+    if ctx.section == "simt":  # a SIMT thread gets the tile as a UB pointer, no sub-tiles
+        raise ctx.error(UnsupportedFeatureError, "tile slicing (a tile subview) is not "
+                                                 "supported inside a SIMT function", node,
+                        hint="index single elements: t[r, c]")
     if t.memory is not MemorySpace.Vec or t.layout not in (TileLayout.ND, TileLayout.DN):
         raise ctx.error(UnsupportedFeatureError, "tile slicing is supported on Vec (UB) tiles "
                                                  "of layout ND or DN", node,

@@ -66,7 +66,7 @@ def enums_and_constants(out: pl.Tensor[[4], pl.DT_INT32]):
         pl.setval(out, 1, 1 if pipe != pl.PipeType.V else 0)
         pl.setval(out, 2, 1 if MODE in ("scale", "shift") else 0)
         pl.setval(out, 3, 1 if (None is None) and not (pl.DT_FP16 == pl.DT_FP32)
-                  and out is not None else 0)  # a runtime value is never None
+                  and pipe is not None else 0)  # (a tensor is not null-checked: real frontend)
 
 
 def test_enum_and_string_comparisons_fold():
