@@ -192,9 +192,7 @@ class PyptoMagics(Magics):
         if args.export:
             export_trace(trace, _unquote(args.export), fig)
         source = getattr(target, "source", None)
-        if source is None:
-            return FigureOutput(fig, trace.summary(where=where))
-        return FigureOutput(fig, source.relabel(trace.summary(where=source.where)))
+        return FigureOutput(fig, trace.summary(where=where if source is None else source.where))
 
     @line_magic
     def pypto_compare(self, line: str) -> Any:

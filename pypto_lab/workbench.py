@@ -154,7 +154,7 @@ class CellResult:
         for rec in self.launches:
             lines.append(f"  launch {rec.describe()}")
             if rec.trace is not None and len(rec.trace.events):
-                summary = self.source.relabel(rec.trace.summary(where=self.source.where))
+                summary = rec.trace.summary(where=self.source.where)
                 lines += ["    " + ln for ln in summary.splitlines()[2:]]
             for block, text in sorted(rec.printed.items()):
                 lines.append(f"    printf block {block}: {text.rstrip()}")

@@ -11,17 +11,16 @@ instance whose accesses run along different axes, or whose tensor's strides chan
 (`set_stride`), re-sets its strides at every access (`GtInstance.per_access`).
 
 Which window / tile layout pairs the a5 DMA moves at all is checked before, by the pass
-verify_memory (`passes.dma_layouts`), so the simulator refuses what bisheng would.
+verify_memory (`ir.dma_layouts`), so the simulator refuses what bisheng would.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..ir.dma_layouts import WINDOWED, access_layout
 from ..ir.nodes import AssignStmt, Call, Function, Var
 from ..ir.types import TensorType, TileLayout
-from ..passes.dma_layouts import WINDOWED, access_layout
 from .scopes import bodies_of, calls_in, stmts_of
-
 
 
 @dataclass(frozen=True)

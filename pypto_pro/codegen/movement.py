@@ -14,13 +14,13 @@ scales).
 from __future__ import annotations
 
 from ..errors import NotSupported
+from ..ir.dma_layouts import access_layout
 from ..ir.dtype import DataType
 from ..ir.nodes import Call, ConstFloat, ConstInt, Expr, MakeTuple, Var
 from ..ir.span import Span
 from ..ir.types import ScalarType
 from .ops import check_kwargs, is_zero, kwarg_text
 from .decls import window_strides
-from ..passes.dma_layouts import access_layout
 from .gm_views import GtInstance, window_axes
 from .types import GT_DIMS, attr_value, ctype, fp32_bits
 

@@ -97,6 +97,12 @@ class DataType(enum.Enum):
         return self.kind in ("int", "uint", "index")
 
     @property
+    def family(self) -> str:
+        """"bool", "int" (signed, unsigned or index) or "float": the dtypes one value may be
+        mixed with where the real frontend is lenient (SIMT signatures, tuples)."""
+        return "int" if self.is_int else self.kind
+
+    @property
     def is_signed(self) -> bool:
         return self.kind in ("int", "index", "float")
 

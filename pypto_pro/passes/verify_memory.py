@@ -9,7 +9,7 @@ later) are an `InvalidTile` error naming both buffers, both byte ranges and both
 when the overlap is certain, and a warning when it depends on a run-time branch. A tile inside
 another tile is a view of it (how real kernels alias on purpose) and passes silently. The real
 system checks none of this. Every GM access moves a window / tile layout pair the a5 DMA moves
-(`dma_layouts`: what bisheng's static checks refuse is `NotSupported` here, before the simulator
+(`ir.dma_layouts`: what bisheng's static checks refuse is `NotSupported` here, before the simulator
 or the code generator sees it).
 """
 from __future__ import annotations
@@ -21,7 +21,7 @@ from ..ir.nodes import AssignStmt, Call, Program
 from ..ir.span import Span
 from ..ir.types import MemorySpace, TensorType, TileGroupType, TileType
 from .buffer_use import Conflict, Owner, conflicts
-from .dma_layouts import WINDOWED, access_layout, check_pair
+from ..ir.dma_layouts import WINDOWED, access_layout, check_pair
 from .ir_query import body_exprs, iter_stmts
 from .manager import PassContext
 

@@ -123,11 +123,9 @@ def index_runtime(ctx: ParseContext, items: list, index: Any, node: ast.AST) -> 
 
 def _family(value: Any) -> str:
     """What a runtime-chosen element may be mixed with: the same kind of value, and for
-    scalars the same numeric family (the real frontend refuses heterogeneous tuples)."""
+    scalars the same dtype family (the real frontend refuses heterogeneous tuples)."""
     t = getattr(value, "type", None)
-    if isinstance(t, ScalarType):
-        return "bool" if t.dtype is BOOL.dtype else "float" if t.dtype.is_float else "integer"
-    return type(t).__name__
+    return t.dtype.family if isinstance(t, ScalarType) else type(t).__name__
 
 
 # ---------------------------------------------------------------- if merges

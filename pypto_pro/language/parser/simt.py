@@ -196,13 +196,11 @@ def _kind_and_dtype(t: Any) -> tuple[str, DataType] | None:
 
 
 def _compatible(wanted: Any, actual: Any) -> bool:
-    """The real frontend's lenient rule: same kind of value, and the same dtype or dtypes of
-    one family (ints, floats)."""
+    """The real frontend's lenient rule: same kind of value, dtypes of one family."""
     w, a = _kind_and_dtype(wanted), _kind_and_dtype(actual)
     if w is None or a is None:
         return True
-    return w[0] == a[0] and (w[1] == a[1] or (w[1].is_float and a[1].is_float)
-                             or (w[1].is_int and a[1].is_int))
+    return w[0] == a[0] and w[1].family == a[1].family
 
 
 def _describe(t: Any) -> str:

@@ -43,7 +43,7 @@ operands on as the prebuilt steps of a `tape`.
 from __future__ import annotations
 
 import struct
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -53,6 +53,9 @@ from ..reference.engine import Block
 from ..reference.functional import Ran
 from . import tape
 from ..model.memory import GMRef, TileRef
+
+if TYPE_CHECKING:
+    from .replay import TraceRows
 
 _generation = 0  # `clear` bumps it: entries of earlier generations never hit
 #: the kinds of entry a kernel keeps (attributes of its first program): the stream engine's
@@ -98,7 +101,7 @@ class Entry:
         self.memories = _memories(launch)
         self.params, self.leaves = launch.params, leaves
         self.rec, self.sched, self.safe = rec, sched, safe
-        self.rows: Any = None  # (`replay.TraceRows`, once a launch logged them)
+        self.rows: TraceRows | None = None  # (once a launch logged them)
         # (instruction, argument position or kwarg name) of every operand holding GM: found
         # on the first rebinding, the same for every later one (it swaps views for views)
         self.gm_sites: list[tuple[int, int | str]] | None = None

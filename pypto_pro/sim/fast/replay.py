@@ -188,15 +188,14 @@ class TraceRows:
 
     def get(self) -> list[tuple]:
         if self._rows is None:
-            self._rows = trace_rows(self._rec, self._sched, self._rec.table_rows)
+            self._rows = trace_rows(self._rec, self._sched)
             self._rec = self._sched = None
         return self._rows
 
 
-def trace_rows(rec: Any, sched: Any, table: np.ndarray) -> list[tuple]:
-    """The trace rows in `schema.COLUMNS` order, as `Core._event` makes them (`table`: the
-    instruction table the scheduler ran)."""
-    rows = sched.rows
+def trace_rows(rec: Any, sched: Any) -> list[tuple]:
+    """The trace rows in `schema.COLUMNS` order, as `Core._event` makes them."""
+    rows, table = sched.rows, rec.table_rows  # (the instruction table the scheduler ran)
     if not len(rows):
         return []
     uid, pipe, rkind, instr, start, end, ids, reason, flow, role = rows.T

@@ -252,7 +252,7 @@ def pick_mixed(out: pl.Tensor[[2], pl.DT_FP32], a: pl.DT_INT32, b: pl.DT_FP32,
 
 
 def test_a_runtime_index_into_a_mixed_tuple_is_refused():
-    _raises_at(pick_mixed, ParserTypeError, "(a, b)[i]", "mixes float and integer")
+    _raises_at(pick_mixed, ParserTypeError, "(a, b)[i]", "mixes float and int values")
 
 
 # ---------------------------------------------------------------- VF code calls VF code only

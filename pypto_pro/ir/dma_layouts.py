@@ -1,5 +1,6 @@
 """Which GM window / tile layout pairs the a5 DMA moves (pto-isa's NPU static checks, which
-`pypto_pro/include` mirrors), for the pass verify_memory and the code generator.
+`pypto_pro/include` mirrors): a fact of the IR that the pass verify_memory checks and the code
+generator spells.
 
 A GM access (`load`, `store`, `store_fp`) goes through a GlobalTensor of the tensor's own NZ / DN
 layout, else DN for a transposed load or a one-column tile (the DMA moves a DN window column by
@@ -11,9 +12,9 @@ column; an Acc tile stores to ND or NZ. Anything else is refused (`check_pair`).
 from __future__ import annotations
 
 from ..errors import NotSupported
-from ..ir.nodes import Call
-from ..ir.span import Span
-from ..ir.types import MemorySpace, TileLayout, TileType
+from .nodes import Call
+from .span import Span
+from .types import MemorySpace, TileLayout, TileType
 
 #: GM accesses and the position of their tensor operand (the tile is the other of 0 / 1)
 WINDOWED = {"block.load": 1, "block.store": 0, "block.store_fp": 0}
