@@ -1,8 +1,10 @@
 """A kernel written as text, compiled from a file of its own (so its diagnostics name real
-lines): what the refused-construct tests of the language modules share."""
+lines), and the line of a kernel's source a diagnostic must name: what the refused-construct
+tests of the language modules share."""
 from __future__ import annotations
 
 import importlib.util
+import inspect
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -10,6 +12,13 @@ from typing import Any
 import pytest
 
 from pypto_pro.runtime.kernel_def import Specialization
+
+
+def line_of(kernel: Any, text: str) -> int:
+    """The file line of the first line of `kernel`'s source (a `@pl.jit` kernel) holding
+    `text`: where a diagnostic about that line must point."""
+    lines, start = inspect.getsourcelines(kernel.kernel_def.fn)
+    return start + next(i for i, line in enumerate(lines) if text in line)
 
 
 def compile_source(tmp_path: Path, name: str, params: str, body: str, *, prelude: str = "",

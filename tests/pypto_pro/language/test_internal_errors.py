@@ -4,11 +4,11 @@ reaches the user as a typed error pointing at a kernel line, never as a bare Pyt
 """
 from __future__ import annotations
 
-import inspect
 
 import pytest
 import torch
 from dual_backend import sim_and_native
+from kernel_source import line_of
 
 import pypto_pro.language as pl
 from pypto_pro.errors import CodegenInner, InvalidArgument, ParserSyntaxError, PassInner
@@ -186,11 +186,6 @@ def plain_add(x: pl.Tensor[[32, 32], pl.DT_FP16], y: pl.Tensor[[32, 32], pl.DT_F
         pl.store(y, t, [0, 0])
 
 
-def _line_of(marker: str) -> int:
-    lines, first = inspect.getsourcelines(plain_add.kernel_def.fn)
-    return first + next(i for i, text in enumerate(lines) if marker in text)
-
-
 def _fresh_compile():
     from pypto_pro.runtime.kernel_def import Specialization
 
@@ -210,7 +205,7 @@ def test_a_pass_failing_internally_is_a_pass_inner_error_at_the_kernel_line(monk
     with pytest.raises(PassInner) as info:
         _fresh_compile()
     assert info.value.pass_name == "pipe_assignment"
-    assert info.value.span.line == _line_of("LINE_OF_ADD")
+    assert info.value.span.line == line_of(plain_add, "LINE_OF_ADD")
     assert "AttributeError" in str(info.value)
 
 
@@ -227,7 +222,7 @@ def test_codegen_failing_internally_is_a_codegen_inner_error_at_the_kernel_line(
     monkeypatch.setattr(dispatch, "effects", lambda: table)
     with pytest.raises(CodegenInner) as info:
         generate(compiled)
-    assert info.value.span.line == _line_of("LINE_OF_ADD")
+    assert info.value.span.line == line_of(plain_add, "LINE_OF_ADD")
     assert "KeyError" in str(info.value)
 
 
@@ -240,5 +235,5 @@ def test_the_parser_failing_internally_is_a_typed_error_at_the_kernel_line(monke
     monkeypatch.setitem(ops_block.HANDLERS, "add", broken)
     with pytest.raises(ParserSyntaxError) as info:
         _fresh_compile()
-    assert info.value.span.line == _line_of("LINE_OF_ADD")
+    assert info.value.span.line == line_of(plain_add, "LINE_OF_ADD")
     assert "IndexError" in str(info.value)

@@ -12,6 +12,7 @@ import inspect
 import pytest
 import torch
 from dual_backend import sim_and_native
+from kernel_source import line_of
 
 import pypto_pro.language as pl
 from pypto_pro.compiler import compile_kernel
@@ -25,15 +26,10 @@ def _compile(kernel) -> None:
     compile_kernel(kernel.kernel_def, Specialization(arch="a5"))
 
 
-def _line_of(kernel, text: str) -> int:
-    lines, start = inspect.getsourcelines(kernel.kernel_def.fn)
-    return start + next(i for i, line in enumerate(lines) if text in line)
-
-
 def _raises_at(kernel, error: type, text: str, match: str):
     with pytest.raises(error, match=match) as info:
         _compile(kernel)
-    assert info.value.span is not None and info.value.span.line == _line_of(kernel, text)
+    assert info.value.span is not None and info.value.span.line == line_of(kernel, text)
 
 
 # ---------------------------------------------------------------- `ptr + offset` is pl.addptr
