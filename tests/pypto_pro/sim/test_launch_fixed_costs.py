@@ -139,3 +139,17 @@ def test_a_launch_imports_no_pandas_until_its_trace_is_read() -> None:
                           text=True, timeout=120, cwd=ROOT)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["False", "True"]
+
+
+def test_scheduler_addresses_are_the_arrays_data():
+    """The scheduler's calls take an array's data address the cheap way where the buffer is
+    writable, and numpy's way for read-only or empty arrays: the same address either way."""
+    import numpy as np
+
+    from pypto_pro.sim.fast.scheduler_native import _at
+
+    writable = np.arange(10, dtype=np.int64)
+    read_only = np.frombuffer(bytes(80), dtype=np.int64)
+    empty = np.zeros(0, dtype=np.int64)
+    for a in (writable, read_only, empty, writable[2:]):
+        assert _at(a) == a.ctypes.data
