@@ -15,6 +15,7 @@ import torch
 
 from pypto_pro.ir.dtype import DataType
 
+from ..model.memory import TileRef
 from ..step import Step
 from . import SimOpError
 from .batching import Writes, batched, column, stack_blocks, tile_writes
@@ -52,8 +53,18 @@ def _reduce(op: str, args: list, kind: str, axis: int) -> None:
     out, src = _checked(op, args, kind)
     if 0 in src.valid:
         return
-    result = REDUCERS[kind](block_values(src, src.valid), axis)
-    store(out, result, offset=(0, 0))
+    store(out, REDUCERS[kind](_source_values(src), axis), offset=(0, 0))
+
+
+def _source_values(src: TileRef) -> torch.Tensor:
+    """The source's valid window as compute values: decoded straight from the buffer when the
+    window is a contiguous view of it (the layout a copy has, so the reduction adds in the same
+    order; FP32 reduces the view itself), else from a copy. (The result is a new tensor, so a
+    view is safe where the engine defers writes, as `block_operand`.)"""
+    view = src.peek_view(0, 0, *src.valid)
+    if view is None or not view.is_contiguous():
+        return block_values(src, src.valid)
+    return to_compute(view, src.dtype)
 
 
 #: reductions with an `out=` form: a step reduces into one kept tensor, written by its own

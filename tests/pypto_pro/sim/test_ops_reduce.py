@@ -71,3 +71,22 @@ def test_generic_reduce_and_errors():
     bad, src, tmp, _ = setup(D.FP32, D.FP16, axis=1)
     with pytest.raises(SimOpError, match="differs"):
         IMPLS["block.row_sum"]([bad, src, tmp], {})
+
+
+@pytest.mark.parametrize("dtype", [D.FP32, D.FP16])
+@pytest.mark.parametrize("valid", [(8, 64), (6, 45)])
+def test_a_sum_reads_the_buffer_in_place_and_adds_as_a_copy_would(dtype, valid):
+    """A source whose valid window is a contiguous view of its buffer (whole rows) is reduced
+    straight from the buffer, anything else from a copy; the sums are bit for bit those of
+    torch on a contiguous copy of the window (the order torch adds a row in depends on its
+    layout), and the source is left as it was."""
+    mem = CoreMemory(soc(), "aiv")
+    src = TileRef(mem, TileGeometry(8, 64, dtype, M.Vec, L.ND, addr=0), *valid)
+    out = TileRef(mem, TileGeometry(8, 1, dtype, M.Vec, L.DN, addr=16384), valid[0], 1)
+    x = (torch.randn(valid, generator=torch.Generator().manual_seed(5)) * 100) \
+        .to(storage_dtype(dtype))
+    src.write(x)
+    IMPLS["block.row_sum"]([out, src], {})
+    expect = x.float().contiguous().sum(1, keepdim=True).to(x.dtype)
+    assert torch.equal(out.read(), expect)
+    assert torch.equal(src.read(), x)
