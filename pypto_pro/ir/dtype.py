@@ -71,9 +71,11 @@ class DataType(enum.Enum):
     HF8 = "HF8"
     INDEX = "INDEX"
 
+    # (`_value_`, not `value`: an enum's `value` is a descriptor costing ~20x a plain attribute,
+    # and these are read per simulated op)
     @property
     def bits(self) -> int:
-        return _INFO[self.value].bits
+        return _INFO[self._value_].bits
 
     @property
     def itemsize(self) -> int:
@@ -82,19 +84,19 @@ class DataType(enum.Enum):
 
     @property
     def ctype(self) -> str | None:
-        return _INFO[self.value].ctype
+        return _INFO[self._value_].ctype
 
     @property
     def kind(self) -> str:
-        return _INFO[self.value].kind
+        return _INFO[self._value_].kind
 
     @property
     def is_float(self) -> bool:
-        return self.kind == "float"
+        return _INFO[self._value_].kind == "float"
 
     @property
     def is_int(self) -> bool:
-        return self.kind in ("int", "uint", "index")
+        return _INFO[self._value_].kind in ("int", "uint", "index")
 
     @property
     def family(self) -> str:
@@ -109,7 +111,7 @@ class DataType(enum.Enum):
     @property
     def torch_dtype(self):
         """The torch dtype a launch argument of this type must have, or None when unchecked."""
-        name = _INFO[self.value].torch_name
+        name = _INFO[self._value_].torch_name
         if name is None:
             return None
         import torch

@@ -78,7 +78,13 @@ class SimMemoryError(IndexError):
 
 def storage_dtype(dtype: DataType) -> torch.dtype:
     """The torch dtype tile reads return for `dtype` (uint8 codes for HF8 and 4-bit types)."""
-    return getattr(torch, _TORCH_NAMES.get(dtype, "uint8"))
+    found = _STORAGE_DTYPES.get(dtype._value_)  # (by value: a DataType hashes in Python code)
+    if found is None:
+        found = _STORAGE_DTYPES[dtype._value_] = getattr(torch, _TORCH_NAMES.get(dtype, "uint8"))
+    return found
+
+
+_STORAGE_DTYPES: dict[str, torch.dtype] = {}
 
 
 def is_packed4(dtype: DataType) -> bool:

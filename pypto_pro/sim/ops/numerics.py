@@ -33,6 +33,12 @@ class RoundMode(enum.IntEnum):
     CAST_ODD = 6  # truncate, then set the last bit when inexact
 
 
+#: the float types stored as a torch float type, by value (a `DataType` hashes in Python code):
+#: float32 → storage is one `to`
+_PLAIN_FLOATS = {"FP32": torch.float32, "FP16": torch.float16, "BF16": torch.bfloat16}
+_TO_NEAREST = (RoundMode.CAST_RINT, RoundMode.CAST_NONE)  # (where float32 → storage is `to`)
+
+
 @dataclass(frozen=True)
 class FloatFormat:
     """A binary float format: significand bits after the point per exponent, range, specials."""
@@ -262,6 +268,8 @@ def decode_e8m0(codes: torch.Tensor) -> torch.Tensor:
 
 def to_compute(stored: torch.Tensor, dtype: DataType) -> torch.Tensor:
     """A stored tile (as `TileRef.read` returns it) as float32 (float types) or int64 values."""
+    if dtype._value_ in _PLAIN_FLOATS:  # (first: the common types, by their cheap value)
+        return stored.to(torch.float32)
     if dtype is DataType.HF8:
         return decode_hif8(stored)
     if dtype in (DataType.FP4, DataType.FP4E2M1, DataType.FP4E1M2):
@@ -282,6 +290,9 @@ def to_compute(stored: torch.Tensor, dtype: DataType) -> torch.Tensor:
 def float_to_stored(x: torch.Tensor, dtype: DataType,
                     mode: RoundMode = RoundMode.CAST_RINT) -> torch.Tensor:
     """Float values rounded with `mode` into `dtype`'s storage (ints: rounded, saturated)."""
+    plain = _PLAIN_FLOATS.get(dtype._value_)
+    if plain is not None and mode in _TO_NEAREST and x.dtype is torch.float32:
+        return x.to(plain)  # torch rounds to nearest even: the fast path
     if dtype.is_int or dtype is DataType.BOOL:
         rounded = round_to_integer(x, mode)
         return int_to_stored(saturate_int(rounded, dtype), dtype)
@@ -291,9 +302,6 @@ def float_to_stored(x: torch.Tensor, dtype: DataType,
         return encode_fp4(x, dtype, mode)
     if dtype is DataType.FP8E8M0 or dtype is DataType.HF4:
         raise ValueError(f"conversion to {dtype.value} is not modelled")
-    if mode in (RoundMode.CAST_RINT, RoundMode.CAST_NONE) and dtype in (
-            DataType.FP32, DataType.FP16, DataType.BF16) and x.dtype == torch.float32:
-        return x.to(storage_dtype(dtype))  # torch rounds to nearest even: the fast path
     return round_float(x, FORMATS[dtype], mode).to(storage_dtype(dtype))
 
 
