@@ -22,6 +22,7 @@ what it computes here.
 """
 from __future__ import annotations
 
+import functools
 import os
 import queue
 import sys
@@ -57,8 +58,14 @@ def wanted() -> bool:
     setting = settings.lanes()
     if setting is not None:
         return setting > 1
-    return len(os.sched_getaffinity(0)) >= 2 if hasattr(os, "sched_getaffinity") else \
-        (os.cpu_count() or 1) >= 2
+    return _cpus() >= 2
+
+
+@functools.cache
+def _cpus() -> int:
+    """The CPUs this process may run on (asked once: a system call every launch otherwise)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else \
+        (os.cpu_count() or 1)
 
 
 def prepare() -> None:

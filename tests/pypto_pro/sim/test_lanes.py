@@ -203,9 +203,12 @@ def test_one_lane_is_kept_when_asked_or_with_one_cpu(monkeypatch):
     assert not lanes.wanted()
     monkeypatch.setenv(settings.LANES, "")
     monkeypatch.setattr(lanes.os, "sched_getaffinity", lambda pid: {0}, raising=False)
+    lanes._cpus.cache_clear()  # (asked once per process)
     assert not lanes.wanted()
     monkeypatch.setattr(lanes.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    lanes._cpus.cache_clear()
     assert lanes.wanted()
+    lanes._cpus.cache_clear()
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork here")
