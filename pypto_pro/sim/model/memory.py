@@ -62,6 +62,8 @@ _LOCATION = frozenset({"memory", "geometry", "valid_rows", "valid_cols"})
 #: (id(tile type), addr) → (the tile type, its `TileGeometry`); see `from_tile_type`
 _GEOMETRIES: dict[tuple[int, int], tuple[TileType, TileGeometry]] = {}
 _GEOMETRIES_MAX = 4096
+#: each geometry value's one object (`TileGeometry.from_tile_type`)
+_INTERNED: dict[TileGeometry, TileGeometry] = {}
 _WINDOWS_MAX = 1024  # `GMWindow`s per GM view before it starts over (a few lines arrays each)
 _UNSET = object()  # `GMWindow.view` not made yet
 
@@ -177,7 +179,8 @@ class TileGeometry:
     def from_tile_type(cls, tile_type: TileType, addr: int | None = None) -> TileGeometry:
         """The geometry of a tile of (frozen) `tile_type` at `addr`: one object per pair, so
         every launch and loop iteration allocating it hits the caches keyed by the geometry's
-        id (`CoreMemory.block_views`, `cost_model.op_cost`)."""
+        id (`CoreMemory.block_views`, `cost_model.op_cost`); and one object per value, so an
+        edited kernel (new tile types, mostly equal to the old ones) hits them too."""
         address = tile_type.addr if addr is None else addr
         key = (id(tile_type), address)
         hit = _GEOMETRIES.get(key)
@@ -190,6 +193,8 @@ class TileGeometry:
                        tile_type.fractal, address, tile_type.pad, tile_type.compact)
         if len(_GEOMETRIES) >= _GEOMETRIES_MAX:
             _GEOMETRIES.clear()
+            _INTERNED.clear()
+        geometry = _INTERNED.setdefault(geometry, geometry)
         _GEOMETRIES[key] = (tile_type, geometry)  # the entry keeps the type (and its id) alive
         return geometry
 

@@ -103,6 +103,22 @@ def test_from_tile_type_and_valid_window():
         TileGeometry.from_tile_type(TileType((16, 32), D.FP16, M.Vec))
 
 
+
+def test_equal_tile_types_share_one_geometry_and_its_views():
+    """An edited kernel makes new tile type objects, mostly equal to the old ones: equal ones
+    get the old geometry object, so the caches keyed by it (block views, costs) still hit."""
+    first = TileType((16, 32), D.FP16, M.Vec, L.ND, addr=128)
+    again = TileType((16, 32), D.FP16, M.Vec, L.ND, addr=128)
+    other = TileType((16, 32), D.FP16, M.Vec, L.ND, addr=1152)
+    assert first is not again
+    g = TileGeometry.from_tile_type(first)
+    assert TileGeometry.from_tile_type(again) is g
+    assert TileGeometry.from_tile_type(other) is not g
+    assert TileGeometry.from_tile_type(first, 1152) is TileGeometry.from_tile_type(other)
+    mem = CoreMemory(soc(), "aiv")
+    views = mem.block_views(g, 0, 0, 16, 32)
+    assert mem.block_views(TileGeometry.from_tile_type(again), 0, 0, 16, 32) is views
+
 def test_byte_span_covers_every_byte_a_tile_can_touch():
     mem = CoreMemory(soc(), "aic")
     assert tile(mem, 32, 32, D.FP16, M.Mat, L.NZ, addr=1024).byte_span() == (1024, 1024 + 2048)
