@@ -10,8 +10,8 @@ from dataclasses import replace
 from typing import Any
 
 from ...errors import (
-    InvalidFormat, InvalidOperationError, InvalidShape, InvalidTile, OutOfRange, ParserTypeError,
-    UnsupportedFeatureError,
+    FinalRejectionError, InvalidFormat, InvalidOperationError, InvalidShape, InvalidTile,
+    OutOfRange, ParserTypeError, UnsupportedFeatureError,
 )
 from ...ir import attrs
 from ...ir.dtype import DataType
@@ -72,6 +72,19 @@ def _const_int(ctx: ParseContext, v: Any, node: ast.AST, what: str) -> int:
 # ---------------------------------------------------------------- allocation (spec §2.5)
 
 
+def _placement(ctx: ParseContext, node: ast.Call, key: str, value: Any) -> int:
+    """make_tile's `key` (addr / size) as the int it must be while parsing."""
+    k, c = try_const(value)
+    if not k or not isinstance(c, int) or isinstance(c, bool):
+        source = next((ast.unparse(kw.value) for kw in node.keywords if kw.arg == key), key)
+        raise ctx.error(FinalRejectionError, f"'{key}' must be a compile-time integer, got "
+                                             f"'{source}'", node,
+                        hint=f"{key} is fixed while parsing: pass a literal or a name bound to "
+                             f"constants, not a runtime value such as a tensor shape or a loop "
+                             f"index")
+    return c
+
+
 def lower_tile_type(ctx: ParseContext, tt: Any, node: ast.AST) -> TileType:
     """A `pl.TileType` (user dataclass) → the IR TileType (address not yet set)."""
     if not isinstance(tt, DslTileType):
@@ -108,21 +121,36 @@ def check_address(ctx: ParseContext, t: TileType, addr: int, node: ast.AST) -> N
 
 
 def make_tile(ctx: ParseContext, node: ast.Call, op: str) -> Any:
+    """`pl.make_tile(tile_type, *, addr, size=None)`, its arguments held to the real contract
+    (the type alone is positional: a swapped pair of bare ints reads like a correct one)."""
     args, kwargs = eval_args(ctx, node)
-    if not args:
-        raise ctx.error(ParserTypeError, "pl.make_tile(tile_type, addr=...) needs a TileType",
-                        node)
-    if "addr" not in kwargs:
-        raise ctx.error(InvalidTile, "pl.make_tile needs an explicit address", node,
-                        hint="pl.make_tile(tile_type, addr=0x0): the user owns the address map")
+    if not args or not isinstance(args[0], DslTileType):
+        got = ast.unparse(node.args[0]) if node.args else "no positional argument"
+        raise ctx.error(FinalRejectionError, f"pl.make_tile() takes a pl.TileType as its first "
+                                             f"argument, got {got}", node,
+                        hint="tt = pl.TileType(shape=[...], dtype=..., target_memory=...); "
+                             "pl.make_tile(tt, addr=0x0)")
+    if len(args) > 1:
+        raise ctx.error(FinalRejectionError, f"pl.make_tile() takes 1 positional argument (the "
+                                             f"tile type) but {len(args)} were given", node,
+                        hint="pass addr and size as keywords, e.g. "
+                             "pl.make_tile(tile_type, addr=0x0, size=1024)")
+    placement = {key: _placement(ctx, node, key, kwargs[key]) for key in ("addr", "size")
+                 if kwargs.get(key) is not None}
+    if "addr" not in placement:
+        raise ctx.error(FinalRejectionError, "pl.make_tile() missing required keyword 'addr'",
+                        node, hint="pl.make_tile(tile_type, addr=0x0): the user owns the "
+                                   "address map")
+    size = placement.get("size")
+    if size is not None and size <= 0:  # (any positive span: smaller than the shape too)
+        raise ctx.error(FinalRejectionError, f"pl.make_tile() 'size' must be a positive byte "
+                                             f"count, got {size}", node,
+                        hint="drop 'size' to reserve the tile type's own footprint, or pass the "
+                             "larger byte count its layout needs")
     t = lower_tile_type(ctx, args[0], node)
-    addr = _const_int(ctx, kwargs["addr"], node, "tile addr")
+    addr = placement["addr"]
     check_address(ctx, t, addr, node)
-    size = kwargs.get("size")
-    size = t.nbytes if size is None else _const_int(ctx, size, node, "tile size")
-    if size <= 0:  # the real make_tile takes any positive span, smaller than the shape too
-        raise ctx.error(InvalidTile, f"pl.make_tile size must be a positive byte count, got "
-                                     f"{size}", node)
+    size = t.nbytes if size is None else size
     t = replace(t, addr=addr)
     call = Call("block.make_tile", (MakeTuple(tuple(ConstInt(d) for d in t.shape),
                                               TupleType((INDEX, INDEX))),),
@@ -415,8 +443,6 @@ def store(ctx: ParseContext, node: ast.Call, op: str) -> Any:
 def _check_enum(ctx: ParseContext, kwargs: dict, key: str, enum_cls: type, node: ast.AST):
     v = kwargs.get(key)
     if v is not None and not isinstance(v, enum_cls):
-        from ...errors import FinalRejectionError
-
         raise ctx.error(FinalRejectionError, f"'{key}' expects an enum value "
                                              f"pl.{enum_cls.__name__}.*, got {v!r}", node)
 

@@ -298,11 +298,11 @@ CASES = [
         """, TILE),
     Case("make_tile_without_addr", """
         a = pl.make_tile(VEC)  # !
-        """, TILE, hint="addr="),
+        """, FINAL, hint="addr="),
     Case("runtime_address", """
         with pl.section_vector():
             a = pl.make_tile(VEC, addr=n)  # !
-        """, T),
+        """, FINAL),
     Case("tile_type_3d", """
         t = pl.TileType([2, 2, 2], pl.DT_FP32)  # !
         """, SHAPE),
