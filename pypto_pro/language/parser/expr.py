@@ -299,14 +299,21 @@ def _check_null_test(ctx: ParseContext, operand_node: ast.expr, operand: Any,
                         node)
 
 
-def _identity(ctx: ParseContext, left: Any, right: Any, negated: bool, node: ast.AST) -> bool:
+def _identity(ctx: ParseContext, left: Any, right: Any, negated: bool, node: ast.AST) -> Any:
     """`a is b` / `a is not b` on compile-time values (None, enums, dtypes, objects); a tile,
     scalar or tensor is never None (`valid is not None` in a helper with an optional
-    argument). Whether a pointer argument is null is a runtime question, not answered."""
+    argument). `p is None` on a pl.Ptr is a runtime null test, as in the real frontend (a
+    pointer argument passed as None is a null pointer)."""
     if is_const(left) and is_const(right):
         return (left is right) != negated
     other = right if left is None else left if right is None else None
-    if other is not None and not isinstance(getattr(other, "type", None), PtrType):
+    if other is not None and isinstance(getattr(other, "type", None), PtrType):
+        from .calls import emit_op
+
+        null = emit_op(ctx, "ptr.is_null", [other], {}, node, result_type=BOOL,
+                       check_tiles=False)
+        return unary(ctx, UnOp.Not, null, node) if negated else null
+    if other is not None:
         return negated
     raise ctx.error(UnsupportedFeatureError, "'is' compares compile-time values (and a value "
                                              "with None) only", node,

@@ -154,6 +154,12 @@ def _addptr(c, e: Call) -> Fn:
     return build
 
 
+def _is_null(c, e: Call) -> Fn:
+    """`p is None`: a pointer argument passed as None is bound to None (a null pointer)."""
+    src = c.expr(e.args[0])
+    return lambda fr: src(fr) is None
+
+
 def _struct(c, e: Call) -> Fn:
     """A struct is a dict of its fields (an array field a list); a struct_array a list of
     such dicts, each with its own arrays."""
@@ -218,5 +224,6 @@ _VALUE_CALLS: dict[str, Callable] = {
     "ptr.make_tensor": _make_tensor,
     "ptr.make_ptr": _make_ptr,
     "ptr.addptr": _addptr,
+    "ptr.is_null": _is_null,
     "struct.create": _struct,
 }
