@@ -105,7 +105,8 @@ def _apply_at_parse_time(ctx: ParseContext, callee: Any, args: list, kwargs: dic
     if not all(is_const(a) for a in args) or not all(is_const(v) for v in kwargs.values()):
         name = getattr(callee, "__name__", repr(callee))
         raise ctx.error(ParserTypeError, f"'{name}' is evaluated at compile time and cannot "
-                                         f"take runtime values", node)
+                                         f"take runtime values: each argument must be a "
+                                         f"compile-time integer or constant", node)
     try:
         return callee(*args, **kwargs)
     except PyptoError as e:

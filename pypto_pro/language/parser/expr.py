@@ -42,7 +42,7 @@ _PYFUNC = {
     BinOp.Shr: operator.rshift, BinOp.Eq: operator.eq, BinOp.Ne: operator.ne,
     BinOp.Lt: operator.lt, BinOp.Le: operator.le, BinOp.Gt: operator.gt, BinOp.Ge: operator.ge,
     BinOp.Min: min, BinOp.Max: max,
-    BinOp.And: lambda a, b: a and b, BinOp.Or: lambda a, b: a or b,
+    BinOp.And: lambda a, b: bool(a and b), BinOp.Or: lambda a, b: bool(a or b),
 }
 
 
@@ -156,8 +156,9 @@ def _fold_objects(ctx: ParseContext, op: BinOp, va: Any, vb: Any, node: ast.AST)
     if op in (BinOp.Eq, BinOp.Ne):
         return (va == vb) == (op is BinOp.Eq)
     if isinstance(va, (DataType, enum.Enum)) or isinstance(vb, (DataType, enum.Enum)):
-        raise ctx.error(UnsupportedFeatureError, f"operator '{op.value}' on enum values: only "
-                                                 f"== and != compare them", node)
+        raise ctx.error(UnsupportedFeatureError, f"operator '{op.value}' on enum values: Only "
+                                                 f"== and != are supported for enum "
+                                                 f"comparisons", node)
     try:
         return _PYFUNC[op](va, vb)
     except (TypeError, ValueError, KeyError) as e:
@@ -246,16 +247,21 @@ def _unaryop(ctx: ParseContext, node: ast.UnaryOp) -> Any:
 
 
 def _boolop(ctx: ParseContext, node: ast.BoolOp) -> Any:
+    """`and` / `or`: a constant left side short-circuits (the rest is never parsed). On numbers
+    the result is a bool, as the real frontend folds it (`2 and 0` is False, `0 or 3` True, `2
+    and n` the runtime truth of n); other compile-time values keep Python's own result."""
     op = BinOp.And if isinstance(node.op, ast.And) else BinOp.Or
     result = eval_expr(ctx, node.values[0])
     for v in node.values[1:]:
         k, c = try_const(result)
-        if k:  # short-circuit on a constant left side, like Python
+        if k and not isinstance(c, (bool, int, float)):
             if (op is BinOp.And and not c) or (op is BinOp.Or and c):
                 return c
             result = eval_expr(ctx, v)
             continue
-        result = binary(ctx, op, result, eval_expr(ctx, v), node)
+        if k and (op is BinOp.And) != bool(c):
+            return bool(c)
+        result = binary(ctx, op, bool(c) if k else result, eval_expr(ctx, v), node)
     return result
 
 

@@ -422,7 +422,7 @@ CASES = [
     Case("unknown_struct_field", """
         s = pl.struct("S", a=1)
         b = s.b  # !
-        """, NAME),
+        """, UNSUP),
     Case("simt_context_outside_simt", """
         with pl.section_vector():
             t = pl.simt.thread_idx()  # !

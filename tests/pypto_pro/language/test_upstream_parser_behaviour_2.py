@@ -13,6 +13,7 @@ from dual_backend import sim_and_native
 from kernel_source import assert_refused
 
 import pypto_pro.language as pl
+from pypto_pro.errors import ParserSyntaxError, ParserTypeError, UnsupportedFeatureError
 
 VT = pl.TileType(shape=[16, 32], dtype=pl.DT_FP32, target_memory=pl.MemorySpace.Vec)
 
@@ -73,3 +74,134 @@ def test_null_test_of_a_pointer_is_a_runtime_bool(arg, flags):
         return out
 
     assert sim_and_native(run).tolist() == flags
+
+
+# ---------------------------------------------------------------- `and` / `or` on numbers are bools
+
+
+@pl.jit
+def truth_values(out: pl.Tensor[[8], pl.DT_INT32], n: pl.DT_INT32):
+    with pl.section_vector():
+        pl.setval(out, 0, (2 and 0) + (0 or 3) * 10)  # False + True * 10
+        pl.setval(out, 1, 1 if (0.0 or -2.5) else 0)
+        pl.setval(out, 2, False and undefined_name)  # noqa: F821 (short-circuit: never parsed)
+        pl.setval(out, 3, True or undefined_name)  # noqa: F821
+        pl.setval(out, 4, (2 and n) * 5)  # the truth of n
+        pl.setval(out, 5, (n or 7) * 5)
+        pl.setval(out, 6, 1.5 and 0.0)
+        pl.setval(out, 7, (3 and 4 and 5) + (0 or 0.0 or 9))
+
+
+@pytest.mark.parametrize("n", [0, 6])
+def test_and_or_on_numbers_give_bools(n):
+    def run():
+        out = torch.zeros(8, dtype=torch.int32)
+        truth_values(out, n)
+        return out
+
+    assert sim_and_native(run).tolist() == [10, 1, 0, 1, 5 * bool(n), 5, 0, 2]
+
+
+# ---------------------------------------------------------------- tile.valid_shape[axis]
+
+
+@pl.jit
+def valid_extent(out: pl.Tensor[[4], pl.DT_INT32]):
+    with pl.section_vector():
+        t = pl.make_tile(pl.TileType(shape=[16, 32], valid_shape=[8, 16], dtype=pl.DT_FP16,
+                                     target_memory=pl.MemorySpace.Vec), addr=0x0)
+        pl.setval(out, 0, t.valid_shape[0])
+        pl.setval(out, 1, t.valid_shape[1])
+        pl.setval(out, 2, t.valid_shape[-1])
+        pl.setval(out, 3, t.valid_shape[-2])
+
+
+def test_valid_shape_axes_count_from_the_end_when_negative():
+    def run():
+        out = torch.zeros(4, dtype=torch.int32)
+        valid_extent(out)
+        return out
+
+    assert sim_and_native(run).tolist() == [8, 16, 16, 8]
+
+
+@pytest.mark.parametrize("index,error,fragment", [
+    ("True", ParserSyntaxError, "must be a compile-time integer"),
+    ("0.0", ParserSyntaxError, "must be a compile-time integer"),
+    ("n", ParserSyntaxError, "must be a compile-time integer"),
+    ("2", ParserTypeError, "valid_shape index 2 out of range"),
+    ("-3", ParserTypeError, "valid_shape index -3 out of range"),
+])
+def test_valid_shape_axis_is_a_constant_within_the_rank(tmp_path, index, error, fragment):
+    assert_refused(error, fragment, tmp_path, "valid_axis", "out: pl.Tensor[[4], pl.DT_INT32], "
+                   "n: pl.DT_INT32", f"""
+        t = pl.make_tile(pl.TileType(shape=[16, 32], dtype=pl.DT_FP16,
+                                     target_memory=pl.MemorySpace.Vec), addr=0x0)
+        with pl.section_vector():
+            pl.setval(out, 0, t.valid_shape[{index}])
+    """)
+
+
+# ---------------------------------------------------------------- struct and make_tuple misuse
+
+
+@pytest.mark.parametrize("name,body,error,fragment", [
+    ("array_field_past_its_end", """
+        s = pl.struct("S", arr=[0, 0, 0, 0])
+        pl.setval(out, 0, s.arr[4])
+     """, ParserSyntaxError, "index 4 out of bounds"),
+    ("array_field_negative_index", """
+        s = pl.struct("S", arr=[0, 0, 0, 0])
+        pl.setval(out, 0, s.arr[-1])
+     """, ParserSyntaxError, "index -1 out of bounds"),
+    ("struct_array_past_its_end", """
+        a = pl.struct_array(3, "S", x=0, data=[0, 0, 0])
+        pl.setval(out, 0, a[5].data[0])
+     """, ParserSyntaxError, "index 5 out of bounds"),
+    ("array_field_written_past_its_end", """
+        s = pl.struct("S", arr=[0, 0, 0, 0])
+        s.arr[4] = 10
+     """, ParserSyntaxError, "out of bounds"),
+    ("array_field_two_indices", """
+        s = pl.struct("S", arr=[0, 0, 0, 0])
+        s.arr[0, 1] = 10
+     """, ParserSyntaxError, "Multi-dimensional subscript"),
+    ("scalar_field_read_by_index", """
+        s = pl.struct("S", x=0)
+        pl.setval(out, 0, s.x[0])
+     """, ParserTypeError, "Subscript requires a tuple, tile or tensor"),
+    ("scalar_field_written_by_index", """
+        s = pl.struct("S", x=0)
+        s.x[0] = 10
+     """, ParserTypeError, "field is not an array"),
+    ("nested_struct_field_written_by_index", """
+        inner = pl.struct("Inner", a=0, b=0)
+        s = pl.struct("Outer", x=0, inner=inner)
+        s.inner[0] = 10
+     """, ParserTypeError, "field is not an array"),
+    ("missing_field_written_by_index", """
+        s = pl.struct("S", x=0)
+        s.nonexistent[0] = 1
+     """, ParserTypeError, "Struct has no field 'nonexistent'"),
+    ("missing_field_read", """
+        s = pl.struct("S", x=0)
+        pl.setval(out, 0, s.nonexistent[0])
+     """, UnsupportedFeatureError, "has no field 'nonexistent'"),
+    ("attribute_of_a_folded_tuple_element", """
+        outer = pl.make_tuple(a=pl.make_tuple(x=10, y=20))
+        pl.setval(out, 0, outer.a.x.foo)
+     """, UnsupportedFeatureError, "has no attribute 'foo'"),
+    ("chained_read_through_a_scalar_field", """
+        s = pl.struct("S", t=0)
+        s.t = pl.make_tuple(x=10)
+        pl.setval(out, 0, s.t.x)
+     """, UnsupportedFeatureError, "no attribute 'x'"),
+    ("unknown_tile_group_method", """
+        tt = pl.TileType(shape=[16, 32], dtype=pl.DT_FP16, target_memory=pl.MemorySpace.Vec)
+        info = pl.make_tuple(buf=pl.make_tile_group(type=tt, addrs=0, mutex_ids=[20]))
+        info.buf.foo()
+     """, ParserSyntaxError, "a tile group has no method 'foo'"),
+])
+def test_misused_structs_and_tuples_raise_the_real_error_classes(tmp_path, name, body, error,
+                                                                  fragment):
+    assert_refused(error, fragment, tmp_path, name, "out: pl.Tensor[[4], pl.DT_INT32]", body)
