@@ -167,6 +167,10 @@ def emit_op(ctx: ParseContext, op: str, args: list, kwargs: dict, node: ast.AST,
                 else f"{spec.min_args}..{spec.max_args if spec.max_args is not None else 'n'}")
         raise ctx.error(ParserTypeError, f"{op} takes {want} positional arguments, got {n}",
                         node)
+    if spec.family != "debug" and any(isinstance(a, str) for a in args):
+        raise ctx.error(ParserTypeError, f"{op}: Unsupported closure variable type: str (a "
+                                         f"string is not a value of the kernel)", node,
+                        hint="only pl.printf / pl.assert take strings")
     exprs = tuple(_arg_expr(ctx, a, node) for a in args)
     if check_tiles:
         reads, writes = spec.roles(n)

@@ -7,15 +7,25 @@ kwargs and tensor layout annotations.
 """
 from __future__ import annotations
 
+import inspect
+
 import pytest
 import torch
 from dual_backend import sim_and_native
 from kernel_source import assert_refused
 
 import pypto_pro.language as pl
-from pypto_pro.errors import ParserSyntaxError, ParserTypeError, UnsupportedFeatureError
+from pypto_pro.compiler import compile_kernel
+from pypto_pro.errors import (
+    FinalRejectionError, ParserSyntaxError, ParserTypeError, UnsupportedFeatureError,
+)
+from pypto_pro.runtime.kernel_def import Specialization
 
 VT = pl.TileType(shape=[16, 32], dtype=pl.DT_FP32, target_memory=pl.MemorySpace.Vec)
+
+
+def _compile(kernel) -> None:
+    compile_kernel(kernel.kernel_def, Specialization(arch="a5"))
 
 
 def _sync(set_pipe, wait_pipe) -> None:  # inlined into the kernels below
@@ -205,3 +215,95 @@ def test_valid_shape_axis_is_a_constant_within_the_rank(tmp_path, index, error, 
 def test_misused_structs_and_tuples_raise_the_real_error_classes(tmp_path, name, body, error,
                                                                   fragment):
     assert_refused(error, fragment, tmp_path, name, "out: pl.Tensor[[4], pl.DT_INT32]", body)
+
+
+# ------------------------------------------------ refused where the real parser refuses
+
+
+@pl.vector_function
+def returns_early():
+    return
+
+
+@pl.jit
+def calls_a_returning_vector_function(x: pl.Tensor[[16, 32], pl.DT_FP32]):
+    with pl.section_vector():
+        returns_early()
+
+
+def test_a_vector_function_cannot_contain_return():
+    with pytest.raises(ParserSyntaxError, match="cannot contain return") as info:
+        _compile(calls_a_returning_vector_function)
+    lines, start = inspect.getsourcelines(returns_early)
+    assert info.value.span.line == start + 2  # the `return` itself
+
+
+@pytest.mark.parametrize("name,body,error,fragment", [
+    ("memory_space_as_an_int", """
+        tt = pl.TileType(shape=[16, 32], dtype=pl.DT_FP16, target_memory=1)
+     """, FinalRejectionError, "'target_memory' expects an enum value"),
+    ("dtype_as_an_int", """
+        tt = pl.TileType(shape=[16, 32], dtype=1, target_memory=pl.MemorySpace.Vec)
+     """, ParserTypeError, "expects an enum value"),
+    ("round_mode_as_an_int_through_a_ternary", """
+        a = pl.make_tile(pl.TileType(shape=[16, 32], dtype=pl.DT_FP16,
+                                     target_memory=pl.MemorySpace.Vec), addr=0x0)
+        b = pl.make_tile(pl.TileType(shape=[16, 32], dtype=pl.DT_FP32,
+                                     target_memory=pl.MemorySpace.Vec), addr=0x1000)
+        with pl.section_vector():
+            pl.cast(b, a, mode=1 if True else 2)
+     """, FinalRejectionError, "'mode' expects an enum value"),
+    ("const_with_an_int_dtype", """
+        with pl.section_vector():
+            c = pl.const(42, 1)
+     """, ParserSyntaxError, "must be a dtype"),
+    ("const_with_a_string_dtype", """
+        with pl.section_vector():
+            c = pl.const(42, "fp32")
+     """, ParserSyntaxError, "must be a dtype"),
+    ("ordered_enums", """
+        if pl.DT_FP16 >= pl.DT_FP32:
+            pass
+     """, UnsupportedFeatureError, "Only == and != are supported"),
+    ("string_as_a_value", """
+        with pl.section_vector():
+            pl.setval(out, 0, LABEL)
+     """, ParserTypeError, "Unsupported closure variable type: str"),
+    ("runtime_index_into_ints_and_floats", """
+        with pl.section_vector():
+            pl.setval(out, 0, (n, 1.5)[n])
+     """, ParserTypeError, "mixes float and int"),
+    ("runtime_tile_shape", """
+        with pl.section_vector():
+            tt = pl.TileType(shape=[n, 32], dtype=pl.DT_FP16, target_memory=pl.MemorySpace.Vec)
+     """, ParserTypeError, "must be a compile-time integer"),
+    ("order_with_a_bool_axis", """
+        t = pl.make_tile(pl.TileType(shape=[16, 32], dtype=pl.DT_FP16,
+                                     target_memory=pl.MemorySpace.Vec), addr=0x0)
+        with pl.section_vector():
+            pl.load(t, x3, [0, 0, 0], order=[True, 2])
+     """, ParserTypeError, "'order' must be a compile-time integer list"),
+])
+def test_refused_with_the_real_error_class_at_the_line(tmp_path, name, body, error, fragment):
+    assert_refused(error, fragment, tmp_path, name, "out: pl.Tensor[[4], pl.DT_INT32], "
+                   "x3: pl.Tensor[[2, 16, 32], pl.DT_FP16], n: pl.DT_INT32", body,
+                   prelude="LABEL = 'not a number'")
+
+
+@pytest.mark.parametrize("annotation,fragment", [
+    ("pl.Tensor[[16, 32], pl.DT_FP16, 'NZ']", "Unknown layout 'NZ'"),
+    ("pl.Tile[[16, 32], pl.DT_FP16, pl.NZ]", "3rd argument must be pl.MemRef"),
+])
+def test_bad_layout_annotations_are_type_errors(annotation, fragment):
+    with pytest.raises(ParserTypeError, match=fragment):
+        eval(annotation, {"pl": pl})
+
+
+@pytest.mark.parametrize("layout", [pl.NZ, pl.DN])
+def test_a_layout_from_a_local_variable_annotates_a_tensor(layout):
+    @pl.jit
+    def k(x: pl.Tensor[[16, 32], pl.DT_FP16, layout]):
+        with pl.section_vector():
+            pass
+
+    assert k.kernel_def.params[0].spec.layout is layout
