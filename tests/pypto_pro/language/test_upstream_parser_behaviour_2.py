@@ -15,6 +15,7 @@ from dual_backend import sim_and_native
 from kernel_source import assert_refused
 
 import pypto_pro.language as pl
+from pypto_pro.language import Vf as vf
 from pypto_pro.compiler import compile_kernel
 from pypto_pro.errors import (
     FinalRejectionError, ParserSyntaxError, ParserTypeError, UnsupportedFeatureError,
@@ -253,6 +254,18 @@ def test_a_vector_function_cannot_contain_return():
         with pl.section_vector():
             pl.cast(b, a, mode=1 if True else 2)
      """, FinalRejectionError, "'mode' expects an enum value"),
+    ("sync_mode_through_an_int_variable", """
+        with pl.section_vector():
+            pl.system.set_cross_core(pipe=pl.PipeType.V, event_id=0, sync_mode=MODE)
+     """, FinalRejectionError, "'sync_mode' expects an enum value, not 2"),
+    ("round_mode_from_a_helper_returning_an_int", """
+        a = pl.make_tile(pl.TileType(shape=[16, 32], dtype=pl.DT_FP16,
+                                     target_memory=pl.MemorySpace.Vec), addr=0x0)
+        b = pl.make_tile(pl.TileType(shape=[16, 32], dtype=pl.DT_FP32,
+                                     target_memory=pl.MemorySpace.Vec), addr=0x1000)
+        with pl.section_vector():
+            pl.cast(b, a, mode=pick_int(True))
+     """, FinalRejectionError, "'mode' expects an enum value"),
     ("const_with_an_int_dtype", """
         with pl.section_vector():
             c = pl.const(42, 1)
@@ -287,7 +300,8 @@ def test_a_vector_function_cannot_contain_return():
 def test_refused_with_the_real_error_class_at_the_line(tmp_path, name, body, error, fragment):
     assert_refused(error, fragment, tmp_path, name, "out: pl.Tensor[[4], pl.DT_INT32], "
                    "x3: pl.Tensor[[2, 16, 32], pl.DT_FP16], n: pl.DT_INT32", body,
-                   prelude="LABEL = 'not a number'")
+                   prelude="LABEL = 'not a number'\nMODE = 2\n\n\ndef pick_int(wide):\n"
+                           "    return 1 if wide else 0\n")
 
 
 @pytest.mark.parametrize("annotation,fragment", [
@@ -307,3 +321,38 @@ def test_a_layout_from_a_local_variable_annotates_a_tensor(layout):
             pass
 
     assert k.kernel_def.params[0].spec.layout is layout
+
+
+def _mask_copy(pattern):
+    @pl.vector_function
+    def copy_masked(src, dst):
+        mask = vf.create_mask(pattern=pattern, dtype=pl.DT_FP32)
+        row = vf.load_align(src, 0)
+        vf.store_align(dst, row, mask)
+
+    @pl.jit
+    def k(a: pl.Tensor[[1, 64], pl.DT_FP32], z: pl.Tensor[[1, 64], pl.DT_FP32]):
+        t = pl.TileType(shape=[1, 64], dtype=pl.DT_FP32, target_memory=pl.MemorySpace.Vec)
+        src = pl.make_tile(t, addr=0x0)
+        dst = pl.make_tile(t, addr=0x100)
+        with pl.section_vector():
+            pl.load(src, a, [0, 0])
+            _sync(pl.PipeType.MTE2, pl.PipeType.V)
+            copy_masked(src, dst)
+            _sync(pl.PipeType.V, pl.PipeType.MTE3)
+            pl.store(z, dst, [0, 0])
+
+    return k
+
+
+def test_a_vector_op_enum_kwarg_takes_the_enum_from_a_variable_but_not_an_int():
+    a = torch.randn(1, 64)
+
+    def run():
+        z = torch.zeros(1, 64)
+        _mask_copy(pl.MaskPattern.ALL)(a, z)
+        return z
+
+    assert torch.equal(sim_and_native(run), a)
+    with pytest.raises(FinalRejectionError, match="'pattern' expects an enum value, not 1"):
+        _compile(_mask_copy(1))
