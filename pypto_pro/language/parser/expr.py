@@ -13,7 +13,8 @@ import operator
 from typing import Any
 
 from ...errors import (
-    InvalidOperationError, ParserSyntaxError, ParserTypeError, UnsupportedFeatureError,
+    InvalidOperationError, ParserSyntaxError, ParserTypeError, PyptoError,
+    UnsupportedFeatureError,
 )
 from ...ir.dtype import DataType, promote_scalar
 from ...ir.nodes import (
@@ -106,6 +107,8 @@ def binary(ctx: ParseContext, op: BinOp, a: Any, b: Any, node: ast.AST) -> Any:
     if ka and kb and not (isinstance(va, (int, float, bool)) and isinstance(vb, (int, float,
                                                                                  bool))):
         return _fold_objects(ctx, op, va, vb, node)
+    if op in _BITWISE and any(type(v) is float for v in (va, vb)):
+        raise _not_integral(ctx, _BITWISE[op], va if type(va) is float else vb, node)
     if ka and kb:
         _check_huge(ctx, op, va, vb, node)
         try:
@@ -124,6 +127,8 @@ def binary(ctx: ParseContext, op: BinOp, a: Any, b: Any, node: ast.AST) -> Any:
         raise ctx.error(ParserTypeError,
                         f"operator '{op.value}' needs scalar operands, got {_describe(bad)}", node,
                         hint="tile arithmetic is written with pl.add/pl.mul/... (out first)")
+    if op in _BITWISE and (ta.dtype.is_float or tb.dtype.is_float):
+        raise _not_integral(ctx, _BITWISE[op], a if ta.dtype.is_float else b, node)
     if op.is_compare or op.is_logical:
         rtype = BOOL
     elif op is BinOp.FloatDiv:
@@ -189,6 +194,9 @@ def unary(ctx: ParseContext, op: UnOp, a: Any, node: ast.AST) -> Any:
     k, v = try_const(a)
     if k and op is UnOp.Not:
         return not v  # any compile-time value has a truth value
+    if op is UnOp.BitNot and (type(v) is float if k else getattr(
+            scalar_type(a), "dtype", DataType.INDEX).is_float):
+        raise _not_integral(ctx, "bit_not", a, node)
     if k and isinstance(v, (int, float, bool)):
         try:
             return {UnOp.Neg: operator.neg, UnOp.Not: operator.not_,
@@ -203,12 +211,25 @@ def unary(ctx: ParseContext, op: UnOp, a: Any, node: ast.AST) -> Any:
     return UnaryExpr(op, to_expr(ctx, a, node), BOOL if op is UnOp.Not else t, ctx.span(node))
 
 
+#: the bitwise operators, by the real IR builder's names (they take integer dtypes only)
+_BITWISE = {BinOp.BitAnd: "bit_and", BinOp.BitOr: "bit_or", BinOp.BitXor: "bit_xor",
+            BinOp.Shl: "bit_shift_left", BinOp.Shr: "bit_shift_right"}
+
+
+def _not_integral(ctx: ParseContext, name: str, operand: Any, node: ast.AST) -> PyptoError:
+    """`~` / `&` / `|` / `^` / `<<` / `>>` on a float (C++ has no such operator on floats)."""
+    return ctx.error(ParserTypeError, f"{name} needs operands of an integer dtype, got "
+                                      f"{_describe(operand)}", node)
+
+
 def _describe(v: Any) -> str:
     t = getattr(v, "type", None)
     if isinstance(t, TileType):
         return f"a tile {list(t.shape)} {t.dtype}"
     if isinstance(t, TensorType):
         return "a tensor"
+    if isinstance(t, ScalarType):
+        return f"a {t.dtype.value} scalar"
     return repr(v) if is_const(v) else type(v).__name__
 
 

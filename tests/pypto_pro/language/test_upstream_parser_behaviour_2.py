@@ -286,6 +286,20 @@ def test_a_vector_function_cannot_contain_return():
         with pl.section_vector():
             pl.setval(out, 0, (n, 1.5)[n])
      """, ParserTypeError, "mixes float and int"),
+    ("bitwise_and_of_a_float_literal", """
+        with pl.section_vector():
+            pl.setval(out, 0, 1.5 & 1)
+     """, ParserTypeError, "bit_and needs operands of an integer dtype"),
+    ("invert_of_a_runtime_float", """
+        with pl.section_vector():
+            f = pl.const(1.5, pl.DT_FP32) + n
+            pl.setval(out, 0, ~f)
+     """, ParserTypeError, "bit_not needs operands of an integer dtype"),
+    ("shift_of_a_runtime_float", """
+        with pl.section_vector():
+            f = pl.const(1.5, pl.DT_FP32) + n
+            pl.setval(out, 0, f << 1)
+     """, ParserTypeError, "bit_shift_left needs operands of an integer dtype"),
     ("runtime_tile_shape", """
         with pl.section_vector():
             tt = pl.TileType(shape=[n, 32], dtype=pl.DT_FP16, target_memory=pl.MemorySpace.Vec)
