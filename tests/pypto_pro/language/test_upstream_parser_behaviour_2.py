@@ -14,11 +14,13 @@ import torch
 from dual_backend import sim_and_native
 from kernel_source import assert_refused
 
+import pypto_pro
 import pypto_pro.language as pl
 from pypto_pro.language import Vf as vf
 from pypto_pro.compiler import compile_kernel
 from pypto_pro.errors import (
-    FinalRejectionError, ParserSyntaxError, ParserTypeError, UnsupportedFeatureError,
+    FinalRejectionError, ParserSyntaxError, ParserTypeError, SimulationError,
+    UnsupportedFeatureError,
 )
 from pypto_pro.runtime.kernel_def import Specialization
 
@@ -370,3 +372,56 @@ def test_a_vector_op_enum_kwarg_takes_the_enum_from_a_variable_but_not_an_int():
     assert torch.equal(sim_and_native(run), a)
     with pytest.raises(FinalRejectionError, match="'pattern' expects an enum value, not 1"):
         _compile(_mask_copy(1))
+
+
+@pl.jit
+def view_of_an_optional_pointer(x: pl.Tensor[[16, 32], pl.DT_FP32], bias: pl.Ptr[pl.DT_FP32],
+                                z: pl.Tensor[[16, 32], pl.DT_FP32],
+                                out: pl.Tensor[[2], pl.DT_INT32]):
+    with pl.section_vector():
+        first = bias + 0
+        later = bias + 8
+        b_view = pl.make_tensor(first, [16, 32])  # made unconditionally, read only if set
+        pl.setval(out, 0, first is None)
+        pl.setval(out, 1, later is None)  # C++ compares the address: null + 8 is not 0
+        a = pl.make_tile(VT, addr=0x0)
+        pl.load(a, x, [0, 0])
+        if bias is not None:
+            b = pl.make_tile(VT, addr=0x1000)
+            pl.load(b, b_view, [0, 0])
+            _sync(pl.PipeType.MTE2, pl.PipeType.V)
+            pl.add(a, a, b)
+        else:
+            _sync(pl.PipeType.MTE2, pl.PipeType.V)
+        _sync(pl.PipeType.V, pl.PipeType.MTE3)
+        pl.store(z, a, [0, 0])
+
+
+@pl.jit
+def reads_an_optional_pointer_unguarded(x: pl.Tensor[[16, 32], pl.DT_FP32],
+                                        bias: pl.Ptr[pl.DT_FP32]):
+    with pl.section_vector():
+        b = pl.make_tile(VT, addr=0x1000)
+        pl.load(b, pl.make_tensor(bias, [16, 32]), [0, 0])
+
+
+@pytest.mark.parametrize("with_bias", [True, False])
+def test_views_of_a_null_pointer_are_harmless_until_accessed(with_bias):
+    x, bias = torch.randn(16, 32), torch.randn(16, 32)
+
+    def run():
+        z, out = torch.zeros(16, 32), torch.zeros(2, dtype=torch.int32)
+        view_of_an_optional_pointer(x, bias if with_bias else None, z, out)
+        return torch.cat([z.flatten(), out.float()])
+
+    got = sim_and_native(run)
+    assert torch.equal(got[:-2].view(16, 32), x + bias if with_bias else x)
+    assert got[-2:].tolist() == ([0, 0] if with_bias else [1, 0])
+
+
+def test_an_access_through_a_null_pointer_is_a_simulation_error_at_the_op():
+    with pypto_pro.use_backend("sim"), pytest.raises(SimulationError, match="null pointer") as e:
+        reads_an_optional_pointer_unguarded(torch.randn(16, 32), None)
+    lines, start = inspect.getsourcelines(reads_an_optional_pointer_unguarded.kernel_def.fn)
+    assert e.value.span.line == start + next(
+        i for i, line in enumerate(lines) if "pl.load(b" in line)
