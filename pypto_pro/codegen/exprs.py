@@ -316,7 +316,8 @@ def _addptr(x: Exprs, e: Call) -> str:
 
 
 def _is_null(x: Exprs, e: Call) -> str:
-    return f"(reinterpret_cast<uint64_t>({x.emit(e.args[0])}) == 0)"
+    """As the real codegen spells its `cast(p, UINT64) == 0` (a C cast: a `__gm__` pointer)."""
+    return f"(((uint64_t){x.emit(e.args[0])}) == 0)"
 
 
 def _ctrl_read(name: str) -> Callable:

@@ -17,6 +17,7 @@ from kernel_source import assert_refused
 import pypto_pro
 import pypto_pro.language as pl
 from pypto_pro.language import Vf as vf
+from pypto_pro.codegen import generate
 from pypto_pro.compiler import compile_kernel
 from pypto_pro.errors import (
     FinalRejectionError, ParserSyntaxError, ParserTypeError, SimulationError,
@@ -77,6 +78,11 @@ def test_a_pointer_argument_passed_as_none_is_null_at_run_time():
 
     assert torch.equal(sim_and_native(run(bias)), x + bias)
     assert torch.equal(sim_and_native(run(None)), x * 2)
+
+
+def test_the_null_test_is_spelled_as_the_real_codegen_spells_it():
+    compiled = compile_kernel(add_optional_bias.kernel_def, Specialization(arch="a5"))
+    assert "if (!(((uint64_t)bias) == 0)) {" in generate(compiled).kernel_cpp
 
 
 @pytest.mark.parametrize("arg,flags", [(None, [1, 0]), (torch.zeros(4).half(), [0, 1])])
