@@ -282,7 +282,12 @@ def _boolop(ctx: ParseContext, node: ast.BoolOp) -> Any:
             continue
         if k and (op is BinOp.And) != bool(c):
             return bool(c)
-        result = binary(ctx, op, bool(c) if k else result, eval_expr(ctx, v), node)
+        right = eval_expr(ctx, v)
+        kr, cr = try_const(right)
+        if k and kr and not isinstance(cr, (bool, int, float)):
+            result = right  # `FLAG and pl.DT_BF16`: Python's own result, an object
+            continue
+        result = binary(ctx, op, bool(c) if k else result, right, node)
     return result
 
 

@@ -121,6 +121,25 @@ def test_and_or_on_numbers_give_bools(n):
     assert sim_and_native(run).tolist() == [10, 1, 0, 1, 5 * bool(n), 5, 0, 2]
 
 
+WIDE = 1
+
+
+@pl.jit
+def picks_a_dtype_with_and_or(out: pl.Tensor[[1], pl.DT_INT32]):
+    dt = WIDE and pl.DT_BF16 or pl.DT_FP16  # a number and an object: Python's own result
+    with pl.section_vector():
+        pl.setval(out, 0, dt == pl.DT_BF16)
+
+
+def test_and_or_with_a_compile_time_object_keep_pythons_result():
+    def run():
+        out = torch.zeros(1, dtype=torch.int32)
+        picks_a_dtype_with_and_or(out)
+        return out
+
+    assert sim_and_native(run).tolist() == [1]
+
+
 # ---------------------------------------------------------------- tile.valid_shape[axis]
 
 
