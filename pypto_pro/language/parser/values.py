@@ -185,7 +185,8 @@ def array_index(ctx: ParseContext, t: ArrayType, index: Any, node: ast.AST) -> E
     k, i = try_const(index)
     if k and (not isinstance(i, int) or isinstance(i, bool) or not 0 <= i < t.size):
         raise ctx.error(ParserIndexError, f"index {i!r} out of bounds for an array of {t.size} "
-                                    f"elements", node)
+                                          f"elements (GetItemExpr index {i!r} out of bounds "
+                                          f"for tuple with {t.size} elements)", node)
     if not k and not (isinstance(getattr(index, "type", None), ScalarType)
                       and index.type.dtype.is_int):
         raise ctx.error(ParserTypeError, "an array index must be an integer", node)

@@ -195,7 +195,7 @@ def test_valid_shape_axis_is_a_constant_within_the_rank(tmp_path, index, error, 
     ("struct_array_past_its_end", """
         a = pl.struct_array(3, "S", x=0, data=[0, 0, 0])
         pl.setval(out, 0, a[5].data[0])
-     """, ParserSyntaxError, "index 5 out of bounds"),
+     """, ParserSyntaxError, "GetItemExpr index 5 out of bounds for tuple with 3 elements"),
     ("array_field_written_past_its_end", """
         s = pl.struct("S", arr=[0, 0, 0, 0])
         s.arr[4] = 10
