@@ -172,6 +172,11 @@ class FinalRejectionError(ParserTypeError):
     """A non-retryable type rejection (e.g. an int where an enum kwarg is expected)."""
 
 
+class ParserIndexError(ParserSyntaxError, OutOfRange):
+    """A constant index outside a compile-time container (a struct array field, a
+    struct_array, a tuple): the real parser's ParserSyntaxError, and an OutOfRange."""
+
+
 class UndefinedVariableError(ParserError, NameNotFound):
     """Unknown name or function."""
 

@@ -315,6 +315,11 @@ def _addptr(x: Exprs, e: Call) -> str:
     return f"{x.paren(e.args[0], ADD)} + {x.paren(e.args[1], MUL)}"
 
 
+def _is_null(x: Exprs, e: Call) -> str:
+    """As the real codegen spells its `cast(p, UINT64) == 0` (a C cast: a `__gm__` pointer)."""
+    return f"(((uint64_t){x.emit(e.args[0])}) == 0)"
+
+
 def _ctrl_read(name: str) -> Callable:
     def emit(x: Exprs, e: Call) -> str:
         args = ", ".join(x.emit(a) for a in e.args)
@@ -336,6 +341,7 @@ VALUE_CALLS: dict[str, Callable[[Exprs, Call], str]] = {
     "block.getval": _getval,
     "ptr.make_ptr": _make_ptr,
     "ptr.addptr": _addptr,
+    "ptr.is_null": _is_null,
     "system.get_ctrl_spr": _ctrl_read("get_ctrl_spr"),
     "system.get_saturation_flag": _ctrl_read("get_saturation_flag"),
 }

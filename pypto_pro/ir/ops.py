@@ -235,6 +235,9 @@ register(OpSpec("ptr.make_ptr", pipe=PipeType.S, family="meta", accesses_data=Fa
                 returns="ptr", min_args=1, max_args=1))
 register(OpSpec("ptr.addptr", pipe=PipeType.S, family="meta", accesses_data=False,
                 returns="ptr", min_args=2, max_args=2))
+# `p is None` on a pl.Ptr: a runtime null test (the real frontend's cast(p, UINT64) == 0)
+register(OpSpec("ptr.is_null", pipe=PipeType.S, family="meta", accesses_data=False,
+                returns="scalar", min_args=1, max_args=1))
 register(OpSpec("struct.create", pipe=PipeType.S, family="meta", accesses_data=False,
                 returns="struct"))
 

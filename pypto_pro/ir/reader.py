@@ -640,6 +640,8 @@ def _call_type(op: str, args: tuple[Expr, ...], kwargs: dict[str, Any]) -> Type:
         return PtrType(kwargs.get("dtype") or t.dtype)
     if op == "ptr.addptr" and isinstance(t, PtrType):
         return t
+    if op == "ptr.is_null":
+        return BOOL
     spec = ops.get(op)
     return INDEX if spec is not None and spec.returns == "scalar" else NoneType()
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import InvalidShape, InvalidType
+from ..errors import FinalRejectionError, InvalidShape, InvalidType, ParserTypeError
 from ..frozen import Frozen
 from ..ir.dtype import DataType
 from ..ir.types import MemorySpace, TileLayout, TilePad
@@ -103,7 +103,8 @@ class DirectionSpec(Frozen):
 
 def _check_dtype(value: Any, where: str) -> DataType:
     if not isinstance(value, DataType):
-        raise InvalidType(f"{where}: expected a dtype like pl.DT_FP16, got {value!r}")
+        raise FinalRejectionError(f"{where}: the dtype expects an enum value (a dtype like "
+                                  f"pl.DT_FP16), got {value!r}")
     return value
 
 
@@ -127,8 +128,9 @@ class _TensorAnnotation:
                 layout = r
             elif isinstance(r, MemRef):
                 memref = r
-            else:
-                raise InvalidType(f"pl.Tensor: unexpected item {r!r} (layout or MemRef)")
+            else:  # the real resolver's words (a ParserTypeError: an InvalidType)
+                raise ParserTypeError(f"pl.Tensor: Unknown layout {r!r}: the layout must be a "
+                                      f"TensorLayout (pl.ND, pl.DN, pl.NZ, ...) or a pl.MemRef")
         return TensorSpec(tuple(dims), _check_dtype(dtype, "pl.Tensor"), layout, memref)
 
     def __repr__(self) -> str:
@@ -145,8 +147,11 @@ class _PtrAnnotation:
 
 class _TileAnnotation:
     def __getitem__(self, item: Any) -> TileSpec:
+        if isinstance(item, tuple) and len(item) == 3 and not isinstance(item[2], MemRef):
+            raise ParserTypeError(f"pl.Tile 3rd argument must be pl.MemRef, got {item[2]!r} "
+                                  f"(a tile has no tensor layout)")
         if not isinstance(item, tuple) or len(item) != 2:
-            raise InvalidType("pl.Tile[...] takes [[rows, cols], dtype]")
+            raise ParserTypeError("pl.Tile[...] takes [[rows, cols], dtype]")
         return TileSpec(tuple(item[0]), _check_dtype(item[1], "pl.Tile"))
 
     def __repr__(self) -> str:
@@ -216,8 +221,8 @@ class TileType(Frozen):
         object.__setattr__(self, "shape", shape)
         _check_dtype(self.dtype, "TileType")
         if not isinstance(self.target_memory, MemorySpace):
-            raise InvalidType(f"TileType: target_memory must be a pl.MemorySpace, "
-                              f"got {self.target_memory!r}")
+            raise FinalRejectionError(f"TileType: 'target_memory' expects an enum value "
+                                      f"pl.MemorySpace.*, got {self.target_memory!r}")
         if self.valid_shape is not None:
             vs = tuple(self.valid_shape)
             if len(vs) == 1:

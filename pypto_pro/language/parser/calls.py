@@ -15,7 +15,7 @@ from dataclasses import replace
 from typing import Any
 
 from ...errors import (
-    ParserSyntaxError, ParserTypeError, PyptoError,
+    FinalRejectionError, ParserSyntaxError, ParserTypeError, PyptoError,
     UndefinedVariableError, UnsupportedFeatureError,
 )
 from ...ir import ops as opreg
@@ -105,7 +105,8 @@ def _apply_at_parse_time(ctx: ParseContext, callee: Any, args: list, kwargs: dic
     if not all(is_const(a) for a in args) or not all(is_const(v) for v in kwargs.values()):
         name = getattr(callee, "__name__", repr(callee))
         raise ctx.error(ParserTypeError, f"'{name}' is evaluated at compile time and cannot "
-                                         f"take runtime values", node)
+                                         f"take runtime values: each argument must be a "
+                                         f"compile-time integer or constant", node)
     try:
         return callee(*args, **kwargs)
     except PyptoError as e:
@@ -133,7 +134,30 @@ def eval_args(ctx: ParseContext, node: ast.Call) -> tuple[list, dict]:
             raise ctx.error(UnsupportedFeatureError, "'**kwargs' is not supported in kernels",
                             node)
         kwargs[kw.arg] = eval_expr(ctx, kw.value)
+        if ctx.op_call is not None and node.keywords is ctx.op_call.keywords:  # (or a copy)
+            _enum_guard(ctx, kw.arg, kwargs[kw.arg], kw.value)
     return args, kwargs
+
+
+#: op kwargs that take an enum (or dtype) and never a number, as the real parser's guard
+#: lists them (`cmp_mode` is a plain int of gather / cmp)
+ENUM_KWARGS = frozenset({
+    "phase", "atomic", "mode", "relu_pre_mode", "acc_to_vec_mode", "sync_mode", "core_type",
+    "cache_line", "dst", "target_memory", "dtype", "target_type", "out_dtype", "cmp_dtype",
+    "pattern", "merge_mode", "reduce_mode", "reduce_type", "pos", "layout", "round_mode",
+    "saturate", "bin_type", "hist_type", "gather_mode", "part", "width", "dist",
+    "data_copy_mode", "index_order",
+})
+
+
+def _enum_guard(ctx: ParseContext, key: str, value: Any, node: ast.AST) -> None:
+    """A number for an enum kwarg of an op (`pattern=1`, `target_type=n_closure`, an int from
+    a ternary or a helper) is refused; the enum itself or an enum variable is taken."""
+    k, v = try_const(value)
+    if key in ENUM_KWARGS and k and type(v) in (bool, int, float):  # (enums may be ints)
+        raise ctx.error(FinalRejectionError, f"'{key}' expects an enum value, not {v!r}", node,
+                        hint=f"use the enum, e.g. {key}=pl.RoundMode.X / dtype=pl.DT_FP16, or "
+                             f"an enum-valued variable")
 
 
 def _suggest(name: str) -> str | None:
@@ -166,6 +190,10 @@ def emit_op(ctx: ParseContext, op: str, args: list, kwargs: dict, node: ast.AST,
                 else f"{spec.min_args}..{spec.max_args if spec.max_args is not None else 'n'}")
         raise ctx.error(ParserTypeError, f"{op} takes {want} positional arguments, got {n}",
                         node)
+    if spec.family != "debug" and any(isinstance(a, str) for a in args):
+        raise ctx.error(ParserTypeError, f"{op}: Unsupported closure variable type: str (a "
+                                         f"string is not a value of the kernel)", node,
+                        hint="only pl.printf / pl.assert take strings")
     exprs = tuple(_arg_expr(ctx, a, node) for a in args)
     if check_tiles:
         reads, writes = spec.roles(n)
@@ -275,18 +303,22 @@ def dispatch(ctx: ParseContext, op: str, qualname: str, node: ast.Call) -> Any:
 
     if ctx.section == "simt" and (op in ops_block.HANDLERS or opreg.block_op_for(op)):
         raise _block_op_in_simt(ctx, qualname, node)
-    for table in (ops_block.HANDLERS, ops_system.HANDLERS, ops_misc.HANDLERS):
-        handler = table.get(op)
-        if handler is not None:
-            return handler(ctx, node, op)
-    if op.startswith("vf."):
-        from .ops_vf import emit_vf
+    outer, ctx.op_call = ctx.op_call, node  # its kwargs get the enum guard (eval_args)
+    try:
+        for table in (ops_block.HANDLERS, ops_system.HANDLERS, ops_misc.HANDLERS):
+            handler = table.get(op)
+            if handler is not None:
+                return handler(ctx, node, op)
+        if op.startswith("vf."):
+            from .ops_vf import emit_vf
 
-        return emit_vf(ctx, op, node)
-    spec = opreg.block_op_for(op)
-    if spec is not None:
-        args, kwargs = eval_args(ctx, node)
-        return emit_op(ctx, spec.name, args, kwargs, node)
+            return emit_vf(ctx, op, node)
+        spec = opreg.block_op_for(op)
+        if spec is not None:
+            args, kwargs = eval_args(ctx, node)
+            return emit_op(ctx, spec.name, args, kwargs, node)
+    finally:
+        ctx.op_call = outer
     raise ctx.error(UnsupportedFeatureError, f"'{qualname}' is not supported by this compiler",
                     node)
 

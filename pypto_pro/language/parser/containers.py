@@ -28,7 +28,7 @@ from ...ir.nodes import (
 from ...ir.span import Span
 from ...ir.types import BOOL, INDEX, ScalarType, TileType, Type
 from .context import GroupChoice, NamedTuple, ParseContext, PyList, is_group
-from .expr import binary, is_const, select, to_expr
+from .expr import binary, is_const, scalar_type, select, to_expr
 
 
 def snapshot(ctx: ParseContext, value: Any, span: Span) -> Any:
@@ -108,8 +108,8 @@ def index_runtime(ctx: ParseContext, items: list, index: Any, node: ast.AST) -> 
         raise ctx.error(ParserTypeError, "a runtime index into a tuple needs elements of one "
                                          "kind (all tile groups, all tuples or all values)",
                         node)
-    families = {_family(x) for x in items if not is_const(x)}
-    if len(families) > 1:
+    families = {_family(x) for x in items}
+    if len(families - {None}) > 1:
         raise ctx.error(ParserTypeError, "a runtime index into a tuple needs elements of one "
                                          f"type; this one mixes {' and '.join(sorted(families))}"
                                          " values", node,
@@ -121,9 +121,13 @@ def index_runtime(ctx: ParseContext, items: list, index: Any, node: ast.AST) -> 
     return result
 
 
-def _family(value: Any) -> str:
+def _family(value: Any) -> str | None:
     """What a runtime-chosen element may be mixed with: the same kind of value, and for
-    scalars the same dtype family (the real frontend refuses heterogeneous tuples)."""
+    scalars the same dtype family (the real frontend refuses heterogeneous tuples); a number
+    written in the tuple counts with its own family (`(n, 1.5)[i]` mixes int and float)."""
+    if is_const(value):
+        return scalar_type(value).dtype.family if isinstance(value, (bool, int, float)) \
+            else None
     t = getattr(value, "type", None)
     return t.dtype.family if isinstance(t, ScalarType) else type(t).__name__
 
@@ -169,8 +173,6 @@ def _value_type(v: Any) -> Type | None:
     if isinstance(v, bool):
         return BOOL
     if isinstance(v, (int, float)):
-        from .expr import scalar_type
-
         return scalar_type(v)
     return v.type if isinstance(v, Expr) else None
 

@@ -159,6 +159,7 @@ class ParseContext:
         self.simt_instances: dict[tuple, Function] = {}  # (function, argument types) → IR
         self.simt_stack: list = []  # SIMT functions being instantiated (recursion check)
         self.assign_target: Any = None  # the target AST of the assignment being evaluated
+        self.op_call: ast.Call | None = None  # the pl / vf / system op call being dispatched
 
     # ------------------------------------------------------------ frames and names
     @property

@@ -13,7 +13,8 @@ import operator
 from typing import Any
 
 from ...errors import (
-    InvalidOperationError, ParserSyntaxError, ParserTypeError, UnsupportedFeatureError,
+    InvalidOperationError, ParserSyntaxError, ParserTypeError, PyptoError,
+    UnsupportedFeatureError,
 )
 from ...ir.dtype import DataType, promote_scalar
 from ...ir.nodes import (
@@ -42,7 +43,7 @@ _PYFUNC = {
     BinOp.Shr: operator.rshift, BinOp.Eq: operator.eq, BinOp.Ne: operator.ne,
     BinOp.Lt: operator.lt, BinOp.Le: operator.le, BinOp.Gt: operator.gt, BinOp.Ge: operator.ge,
     BinOp.Min: min, BinOp.Max: max,
-    BinOp.And: lambda a, b: a and b, BinOp.Or: lambda a, b: a or b,
+    BinOp.And: lambda a, b: bool(a and b), BinOp.Or: lambda a, b: bool(a or b),
 }
 
 
@@ -106,6 +107,8 @@ def binary(ctx: ParseContext, op: BinOp, a: Any, b: Any, node: ast.AST) -> Any:
     if ka and kb and not (isinstance(va, (int, float, bool)) and isinstance(vb, (int, float,
                                                                                  bool))):
         return _fold_objects(ctx, op, va, vb, node)
+    if op in _BITWISE and any(type(v) is float for v in (va, vb)):
+        raise _not_integral(ctx, _BITWISE[op], va if type(va) is float else vb, node)
     if ka and kb:
         _check_huge(ctx, op, va, vb, node)
         try:
@@ -124,6 +127,8 @@ def binary(ctx: ParseContext, op: BinOp, a: Any, b: Any, node: ast.AST) -> Any:
         raise ctx.error(ParserTypeError,
                         f"operator '{op.value}' needs scalar operands, got {_describe(bad)}", node,
                         hint="tile arithmetic is written with pl.add/pl.mul/... (out first)")
+    if op in _BITWISE and (ta.dtype.is_float or tb.dtype.is_float):
+        raise _not_integral(ctx, _BITWISE[op], a if ta.dtype.is_float else b, node)
     if op.is_compare or op.is_logical:
         rtype = BOOL
     elif op is BinOp.FloatDiv:
@@ -156,8 +161,9 @@ def _fold_objects(ctx: ParseContext, op: BinOp, va: Any, vb: Any, node: ast.AST)
     if op in (BinOp.Eq, BinOp.Ne):
         return (va == vb) == (op is BinOp.Eq)
     if isinstance(va, (DataType, enum.Enum)) or isinstance(vb, (DataType, enum.Enum)):
-        raise ctx.error(UnsupportedFeatureError, f"operator '{op.value}' on enum values: only "
-                                                 f"== and != compare them", node)
+        raise ctx.error(UnsupportedFeatureError, f"operator '{op.value}' on enum values: Only "
+                                                 f"== and != are supported for enum "
+                                                 f"comparisons", node)
     try:
         return _PYFUNC[op](va, vb)
     except (TypeError, ValueError, KeyError) as e:
@@ -188,6 +194,9 @@ def unary(ctx: ParseContext, op: UnOp, a: Any, node: ast.AST) -> Any:
     k, v = try_const(a)
     if k and op is UnOp.Not:
         return not v  # any compile-time value has a truth value
+    if op is UnOp.BitNot and (type(v) is float if k else getattr(
+            scalar_type(a), "dtype", DataType.INDEX).is_float):
+        raise _not_integral(ctx, "bit_not", a, node)
     if k and isinstance(v, (int, float, bool)):
         try:
             return {UnOp.Neg: operator.neg, UnOp.Not: operator.not_,
@@ -202,12 +211,25 @@ def unary(ctx: ParseContext, op: UnOp, a: Any, node: ast.AST) -> Any:
     return UnaryExpr(op, to_expr(ctx, a, node), BOOL if op is UnOp.Not else t, ctx.span(node))
 
 
+#: the bitwise operators, by the real IR builder's names (they take integer dtypes only)
+_BITWISE = {BinOp.BitAnd: "bit_and", BinOp.BitOr: "bit_or", BinOp.BitXor: "bit_xor",
+            BinOp.Shl: "bit_shift_left", BinOp.Shr: "bit_shift_right"}
+
+
+def _not_integral(ctx: ParseContext, name: str, operand: Any, node: ast.AST) -> PyptoError:
+    """`~` / `&` / `|` / `^` / `<<` / `>>` on a float (C++ has no such operator on floats)."""
+    return ctx.error(ParserTypeError, f"{name} needs operands of an integer dtype, got "
+                                      f"{_describe(operand)}", node)
+
+
 def _describe(v: Any) -> str:
     t = getattr(v, "type", None)
     if isinstance(t, TileType):
         return f"a tile {list(t.shape)} {t.dtype}"
     if isinstance(t, TensorType):
         return "a tensor"
+    if isinstance(t, ScalarType):
+        return f"a {t.dtype.value} scalar"
     return repr(v) if is_const(v) else type(v).__name__
 
 
@@ -246,16 +268,26 @@ def _unaryop(ctx: ParseContext, node: ast.UnaryOp) -> Any:
 
 
 def _boolop(ctx: ParseContext, node: ast.BoolOp) -> Any:
+    """`and` / `or`: a constant left side short-circuits (the rest is never parsed). On numbers
+    the result is a bool, as the real frontend folds it (`2 and 0` is False, `0 or 3` True, `2
+    and n` the runtime truth of n); other compile-time values keep Python's own result."""
     op = BinOp.And if isinstance(node.op, ast.And) else BinOp.Or
     result = eval_expr(ctx, node.values[0])
     for v in node.values[1:]:
         k, c = try_const(result)
-        if k:  # short-circuit on a constant left side, like Python
+        if k and not isinstance(c, (bool, int, float)):
             if (op is BinOp.And and not c) or (op is BinOp.Or and c):
                 return c
             result = eval_expr(ctx, v)
             continue
-        result = binary(ctx, op, result, eval_expr(ctx, v), node)
+        if k and (op is BinOp.And) != bool(c):
+            return bool(c)
+        right = eval_expr(ctx, v)
+        kr, cr = try_const(right)
+        if k and kr and not isinstance(cr, (bool, int, float)):
+            result = right  # `FLAG and pl.DT_BF16`: Python's own result, an object
+            continue
+        result = binary(ctx, op, bool(c) if k else result, right, node)
     return result
 
 
@@ -299,14 +331,21 @@ def _check_null_test(ctx: ParseContext, operand_node: ast.expr, operand: Any,
                         node)
 
 
-def _identity(ctx: ParseContext, left: Any, right: Any, negated: bool, node: ast.AST) -> bool:
+def _identity(ctx: ParseContext, left: Any, right: Any, negated: bool, node: ast.AST) -> Any:
     """`a is b` / `a is not b` on compile-time values (None, enums, dtypes, objects); a tile,
     scalar or tensor is never None (`valid is not None` in a helper with an optional
-    argument). Whether a pointer argument is null is a runtime question, not answered."""
+    argument). `p is None` on a pl.Ptr is a runtime null test, as in the real frontend (a
+    pointer argument passed as None is a null pointer)."""
     if is_const(left) and is_const(right):
         return (left is right) != negated
     other = right if left is None else left if right is None else None
-    if other is not None and not isinstance(getattr(other, "type", None), PtrType):
+    if other is not None and isinstance(getattr(other, "type", None), PtrType):
+        from .calls import emit_op
+
+        null = emit_op(ctx, "ptr.is_null", [other], {}, node, result_type=BOOL,
+                       check_tiles=False)
+        return unary(ctx, UnOp.Not, null, node) if negated else null
+    if other is not None:
         return negated
     raise ctx.error(UnsupportedFeatureError, "'is' compares compile-time values (and a value "
                                              "with None) only", node,

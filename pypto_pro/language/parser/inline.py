@@ -14,12 +14,12 @@ from collections import ChainMap
 from typing import Any, Callable
 
 from ...errors import (
-    InvalidOperationError, ParserTypeError, UnsupportedFeatureError,
+    InvalidOperationError, ParserSyntaxError, ParserTypeError, UnsupportedFeatureError,
 )
 from ...ir.nodes import SectionStmt
 from ...ir.types import SectionKind
 from . import returns
-from .context import FunctionFrame, ParseContext, assigned_names
+from .context import FunctionFrame, ParseContext, assigned_names, span_of
 
 _AST_CACHE: dict[Any, tuple[ast.FunctionDef, str]] = {}
 
@@ -144,9 +144,13 @@ def inline_vector_function(ctx: ParseContext, fn: Callable, node: ast.Call) -> A
                           mutable=frozenset(n for n, c in assigned_names(fdef.body).items()
                                             if c > 1))
     frame.scope.update(bind_params(ctx, fdef, fn, args, kwargs, node))
-    if _returns(fdef):
-        raise ctx.error(InvalidOperationError, "a vector function cannot return values; store "
-                                               "results with vf.store_align", node)
+    returns = _returns(fdef)
+    if returns:  # at the `return` itself, as the real parser reports it
+        first = min(returns, key=lambda r: (r.lineno, r.col_offset))
+        raise ctx.error(ParserSyntaxError, f"Vector function '{fdef.name}' cannot contain "
+                                           f"return", span_of(first, file),
+                        hint="store results with vf.store_align; a vector function returns "
+                             "nothing")
     outer = ctx.section
     ctx.frames.append(frame)
     if outer == "vf":  # called from VF code: inlined into the caller's VF scope

@@ -327,7 +327,8 @@ def _order_dims(ctx: ParseContext, order: Any, rank: int, node: ast.AST, op: str
     o = list(items) if isinstance(items, (list, tuple)) else [items]
     if len(o) != 2 or any(type(x) is not int for x in o) or o[0] == o[1] or \
             not all(0 <= x < rank for x in o):
-        raise ctx.error(ParserTypeError, f"{op}: order= names two distinct tensor axes of the "
+        raise ctx.error(ParserTypeError, f"{op}: 'order' must be a compile-time integer list "
+                                         f"naming two distinct tensor axes of the "
                                          f"rank-{rank} tensor (absolute indices in [0, {rank}))"
                                          f", got {o}", node,
                         hint="e.g. order=[1, 0] for a transposed 2-D load, order=[1, 3] for "

@@ -48,7 +48,8 @@ def const(ctx: ParseContext, node: ast.Call, op: str) -> Any:
     args, kw = eval_args(ctx, node)
     dtype = args[1] if len(args) > 1 else kw.get("dtype")
     if len(args) < 1 or not isinstance(dtype, DataType):
-        raise ctx.error(ParserSyntaxError, "pl.const(value, dtype)", node)
+        raise ctx.error(ParserSyntaxError, f"pl.const(value, dtype): the dtype must be a dtype "
+                                           f"(pl.DT_*), got {dtype!r}", node)
     k, v = try_const(args[0])
     if not k or not isinstance(v, (int, float, bool)):
         raise ctx.error(ParserSyntaxError, "pl.const needs a compile-time number", node)

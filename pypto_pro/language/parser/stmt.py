@@ -27,7 +27,7 @@ from .containers import Merge, freeze, items_of, merge, snapshot
 from .context import ParseContext, PyList, Unmerged, is_group
 from .expr import binary, eval_expr, to_expr, try_const, unary
 from .returns import is_result
-from .values import array_index, linear_offset
+from .values import array_index, attribute_of, linear_offset
 
 _AUG = {ast.Add: BinOp.Add, ast.Sub: BinOp.Sub, ast.Mult: BinOp.Mul, ast.FloorDiv: BinOp.FloorDiv,
         ast.Mod: BinOp.FloorMod, ast.Div: BinOp.FloatDiv, ast.BitAnd: BinOp.BitAnd,
@@ -139,7 +139,8 @@ def _assign_field(ctx: ParseContext, target: ast.Attribute, value: Any, node: as
 
 def _assign_subscript(ctx: ParseContext, target: ast.Subscript, value: Any,
                       node: ast.AST) -> None:
-    base = eval_expr(ctx, target.value)
+    base = _subscripted_field(ctx, target.value, node) if isinstance(
+        target.value, ast.Attribute) else eval_expr(ctx, target.value)
     if items_of(base) is not None:
         raise _immutable(ctx, target, node)
     index = eval_expr(ctx, target.slice)
@@ -152,9 +153,23 @@ def _assign_subscript(ctx: ParseContext, target: ast.Subscript, value: Any,
         ctx.builder.emit(SetField(base.value, base.name, array_index(ctx, t, index, node),
                                   to_expr(ctx, value, node), ctx.span(node)))
         return
+    if isinstance(base, GetField):
+        raise ctx.error(ParserTypeError, f"Cannot subscript struct field '{base.name}': field "
+                                         f"is not an array", node)
     raise ctx.error(UnsupportedFeatureError, "this value cannot be assigned by index", node,
                     hint="element writes go to tiles, tensors and struct array fields "
                          "(s.arr[i] = v, arr[i].f = v); tuples are immutable")
+
+
+def _subscripted_field(ctx: ParseContext, target: ast.Attribute, node: ast.AST) -> Any:
+    """`x.f` of an element write `x.f[i] = v`: a struct without field f is a type error of
+    the write (as the real parser words it), not an unknown attribute."""
+    owner = eval_expr(ctx, target.value)
+    t = getattr(owner, "type", None)
+    if isinstance(t, StructType) and t.field_type(target.attr) is None:
+        raise ctx.error(ParserTypeError, f"Struct has no field '{target.attr}'", node,
+                        hint=f"fields of {t.name}: {', '.join(n for n, _ in t.fields)}")
+    return attribute_of(ctx, owner, target.attr, target)
 
 
 def _augassign(ctx: ParseContext, node: ast.AugAssign) -> None:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...errors import (
-    InvalidOperationError, OutOfRange, ParserSyntaxError, ParserTypeError,
+    InvalidOperationError, OutOfRange, ParserIndexError, ParserSyntaxError, ParserTypeError,
     UndefinedVariableError, UnsupportedFeatureError,
 )
 from ...ir.nodes import (
@@ -85,7 +85,7 @@ def attribute_of(ctx: ParseContext, base: Any, attr: str, node: ast.AST) -> Any:
     try:
         return getattr(base, attr)
     except AttributeError:
-        raise ctx.error(UndefinedVariableError, f"{base!r} has no attribute '{attr}'",
+        raise ctx.error(UnsupportedFeatureError, f"{base!r} has no attribute '{attr}'",
                         node) from None
 
 
@@ -109,18 +109,21 @@ def _expr_attribute(ctx: ParseContext, base: Expr, attr: str, node: ast.AST) -> 
     if isinstance(t, StructType):
         ft = t.field_type(attr)
         if ft is None:
-            raise ctx.error(UndefinedVariableError, f"struct {t.name} has no field '{attr}'",
+            raise ctx.error(UnsupportedFeatureError, f"struct {t.name} has no field '{attr}'",
                             node, hint=f"fields: {', '.join(n for n, _ in t.fields)}")
         return GetField(base, attr, ft, span)
     if isinstance(t, TupleType) and t.names and attr in t.names:
         i = t.names.index(attr)
         return GetItem(base, ConstInt(i), t.types[i], span)
-    raise ctx.error(UndefinedVariableError, f"no attribute '{attr}' on this value", node)
+    if isinstance(t, TileGroupType):
+        raise ctx.error(ParserSyntaxError, f"a tile group has no method '{attr}'", node,
+                        hint=f"its methods: {', '.join(GROUP_METHODS)}")
+    raise ctx.error(UnsupportedFeatureError, f"no attribute '{attr}' on this value", node)
 
 
 def subscript_of(ctx: ParseContext, base: Any, index_node: ast.expr, node: ast.AST) -> Any:
     if isinstance(base, ValidShape):
-        axis = _const_index(ctx, eval_expr(ctx, index_node), index_node)
+        axis = _valid_shape_axis(ctx, base, eval_expr(ctx, index_node), node)
         return Call("block.tile_valid_shape", (base.tile, ConstInt(axis)), (), INDEX,
                     ctx.span(node))
     if isinstance(base, Expr) and isinstance(base.type, TileType) and _is_slice(index_node):
@@ -157,25 +160,33 @@ def subscript_of(ctx: ParseContext, base: Any, index_node: ast.expr, node: ast.A
         k, i = try_const(index)
         if k:
             if not isinstance(i, int) or not 0 <= i < len(t.types):
-                raise ctx.error(OutOfRange, f"index {i!r} out of range for a tuple of "
+                raise ctx.error(ParserIndexError, f"index {i!r} out of range for a tuple of "
                                             f"{len(t.types)} elements", node)
             return GetItem(base, ConstInt(i), t.types[i], ctx.span(node))
         if len(set(t.types)) == 1:
             return GetItem(base, to_expr(ctx, index, node), t.types[0], ctx.span(node))
         raise ctx.error(ParserTypeError, "a runtime index into a tuple needs elements of one "
                                          "type", node)
-    what = "a struct" if isinstance(t, StructType) else "this value"
-    raise ctx.error(UnsupportedFeatureError, f"{what} cannot be indexed", node)
+    if isinstance(t, StructType):
+        raise ctx.error(UnsupportedFeatureError, "a struct cannot be indexed", node)
+    raise ctx.error(ParserTypeError, f"Subscript requires a tuple, tile or tensor, got "
+                                     f"{_kind_of(t)}", node)
+
+
+def _kind_of(t: Any) -> str:
+    return "a scalar" if isinstance(t, ScalarType) else f"a {type(t).__name__}"
 
 
 def array_index(ctx: ParseContext, t: ArrayType, index: Any, node: ast.AST) -> Expr:
     """The index of an element of the array `t`: one integer, checked when constant."""
     if isinstance(index, (tuple, list, PyList)):
-        raise ctx.error(ParserSyntaxError, "an array is indexed with one integer: a[i]", node)
+        raise ctx.error(ParserSyntaxError, "Multi-dimensional subscript is not supported: an "
+                                           "array is indexed with one integer, a[i]", node)
     k, i = try_const(index)
     if k and (not isinstance(i, int) or isinstance(i, bool) or not 0 <= i < t.size):
-        raise ctx.error(OutOfRange, f"index {i!r} out of bounds for an array of {t.size} "
-                                    f"elements", node)
+        raise ctx.error(ParserIndexError, f"index {i!r} out of bounds for an array of {t.size} "
+                                          f"elements (GetItemExpr index {i!r} out of bounds "
+                                          f"for tuple with {t.size} elements)", node)
     if not k and not (isinstance(getattr(index, "type", None), ScalarType)
                       and index.type.dtype.is_int):
         raise ctx.error(ParserTypeError, "an array index must be an integer", node)
@@ -282,6 +293,21 @@ def _tile_slice(ctx: ParseContext, tile: Expr, index_node: ast.expr, node: ast.A
     return materialize(ctx, Call("block.subview", (tile, to_expr(ctx, PyList(starts), node),
                                                    to_expr(ctx, PyList(sizes), node)), (), sub,
                                  ctx.span(node)), "view")
+
+
+def _valid_shape_axis(ctx: ParseContext, base: ValidShape, v: Any, node: ast.AST) -> int:
+    """The axis of `tile.valid_shape[axis]`: a compile-time int (not a bool), negative from the
+    end, within the tile's rank (the real frontend's rules and error classes)."""
+    k, axis = try_const(v)
+    if not k or type(axis) is not int:
+        raise ctx.error(ParserSyntaxError, "tile.valid_shape index must be a compile-time "
+                                           "integer", node,
+                        hint="use tile.valid_shape[0] or tile.valid_shape[1]")
+    rank = len(base.tile.type.shape)
+    if not -rank <= axis < rank:
+        raise ctx.error(ParserTypeError, f"valid_shape index {axis} out of range for a tile of "
+                                         f"rank {rank}", node)
+    return axis % rank
 
 
 def _const_index(ctx: ParseContext, v: Any, node: ast.AST) -> int:

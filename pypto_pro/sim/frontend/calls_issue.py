@@ -13,7 +13,7 @@ from ...errors import KernelTrap, NotSupported, SimulationError
 from ...ir import ops as opreg
 from ...ir.nodes import Call, ConstInt, Expr, Var
 from ...ir.span import Span
-from ...ir.types import PipeType, TileType
+from ...ir.types import PipeType, PtrType, TensorType, TileType
 from . import dump_text
 from ..model.cost_model import WINDOW_OPS, op_cost, printf_cost
 from ..model.memory import GMRef
@@ -107,6 +107,8 @@ def _tile_op(c, e: Call, spec: opreg.OpSpec) -> Callable:
     split = op in ("block.move", "block.move_fp") and e.kwarg("acc_to_vec_mode") is not None
     mode = e.kwarg("acc_to_vec_mode")
     site = OpSite(op in WINDOW_OPS, not dyn_kwargs)
+    gm = [i for i, a in enumerate(e.args) if isinstance(getattr(a, "type", None),
+                                                        (TensorType, PtrType))]
 
     def run(fr: Frame):
         core, slots = fr.core, fr.slots
@@ -122,6 +124,9 @@ def _tile_op(c, e: Call, spec: opreg.OpSpec) -> Callable:
                     v = memo[2] if memo is not None and memo[0] is memory and \
                         memo[1] is v.valid else core.launch.tile_ref(core, v, span, False, None)
             values.append(v)
+        for i in gm:
+            if values[i] is None:
+                raise _null_access(op, span)
         if dyn_kwargs:  # the static ones are shared: nothing writes an instruction's kwargs
             kw = dict(kwargs)
             for k, f in dyn_kwargs:
@@ -131,6 +136,14 @@ def _tile_op(c, e: Call, spec: opreg.OpSpec) -> Callable:
         return core.issue(Instr("op", pipe, op, span, values, kw, None, site))
 
     return run
+
+
+def _null_access(op: str, span: Span) -> SimulationError:
+    """A GM operand that is a null pointer: a tensor / pointer argument passed as None (the
+    hardware faults on the access)."""
+    return SimulationError(f"{op} accesses GM through a null pointer (a tensor / pointer "
+                           f"argument passed as None)", span,
+                           hint="guard the access with 'if p is not None:'")
 
 
 def _noop(c, e: Call) -> Callable:

@@ -116,8 +116,10 @@ def _make_tensor(c, e: Call) -> Fn:
     strides = c.expr(e.args[2]) if len(e.args) > 2 else None
     t: TensorType = e.type
 
-    def build(fr: Frame) -> GMRef:
+    def build(fr: Frame) -> GMRef | None:
         base = src(fr)
+        if base is None or (type(base) is tuple and base[0] is None):
+            return None  # a view of a null pointer: harmless until an op accesses it
         tensor, offset = (base.tensor, base.base_offset) if isinstance(base, GMRef) else base
         return _gm_view(tensor, offset, tuple(shape(fr)),
                         tuple(strides(fr)) if strides else None, t)
@@ -148,10 +150,23 @@ def _addptr(c, e: Call) -> Fn:
     src, off = c.expr(e.args[0]), c.expr(e.args[1])
 
     def build(fr: Frame):
-        tensor, base = src(fr)
-        return tensor, base + off(fr)
+        base = src(fr)
+        tensor, offset = (None, 0) if base is None else base  # null + k: no tensor's address
+        return tensor, offset + off(fr)
 
     return build
+
+
+def _is_null(c, e: Call) -> Fn:
+    """`p is None`: a pointer argument passed as None is bound to None (a null pointer); an
+    offset from it is null only when the offset is 0, as the address C++ compares."""
+    src = c.expr(e.args[0])
+
+    def test(fr: Frame) -> bool:
+        v = src(fr)
+        return v is None or (type(v) is tuple and v[0] is None and v[1] == 0)
+
+    return test
 
 
 def _struct(c, e: Call) -> Fn:
@@ -218,5 +233,6 @@ _VALUE_CALLS: dict[str, Callable] = {
     "ptr.make_tensor": _make_tensor,
     "ptr.make_ptr": _make_ptr,
     "ptr.addptr": _addptr,
+    "ptr.is_null": _is_null,
     "struct.create": _struct,
 }

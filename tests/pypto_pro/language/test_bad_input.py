@@ -385,7 +385,7 @@ CASES = [
     Case("sync_mode_is_an_int", """
         with pl.section_vector():
             pl.system.set_cross_core(pipe=pl.PipeType.V, event_id=0, sync_mode=2)  # !
-        """, T),
+        """, FINAL),
     Case("sync_all_soft_without_workspaces", """
         with pl.section_vector():
             pl.system.sync_all(mode=pl.SyncAllMode.SOFT)  # !
@@ -422,7 +422,7 @@ CASES = [
     Case("unknown_struct_field", """
         s = pl.struct("S", a=1)
         b = s.b  # !
-        """, NAME),
+        """, UNSUP),
     Case("simt_context_outside_simt", """
         with pl.section_vector():
             t = pl.simt.thread_idx()  # !

@@ -298,7 +298,7 @@ def test_tensors_picked_by_loop_index():
     ("scalar_field_subscript", """
         s = pl.struct("S", x=0)
         pl.setval(out, 0, s.x[0])
-     """, UnsupportedFeatureError, "cannot be indexed"),
+     """, ParserTypeError, "Subscript requires a tuple, tile or tensor, got a scalar"),
     ("two_dim_array_index", """
         s = pl.struct("S", arr=[0, 0, 0, 0])
         s.arr[0, 1] = 10

@@ -144,7 +144,7 @@ def _bad_order_kernel(mode: int):
 
 
 @pytest.mark.parametrize("mode, message", [
-    (0, r"order= names two distinct tensor axes of the rank-3 tensor .*got \[0, 0\]"),
+    (0, r"naming two distinct tensor axes of the rank-3 tensor .*got \[0, 0\]"),
     (1, r"got \[0, 3\]"), (2, r"got \[0, 1, 2\]"),
     (3, r"store: order must be ascending, got \[2, 0\]"),
 ])
