@@ -464,9 +464,15 @@ def get_attribute(ctx: ParseContext, base: Any, attr: str, node: ast.AST) -> Any
 
 
 def _subscript(ctx: ParseContext, node: ast.Subscript) -> Any:
-    from .values import subscript_of
+    from .values import attribute_of, subscript_of, tensor_shape_dim
 
-    base = eval_expr(ctx, node.value)
+    if isinstance(node.value, ast.Attribute) and node.value.attr == "shape":
+        owner = eval_expr(ctx, node.value.value)  # `tensor.shape[axis]`: the axis rules
+        if isinstance(owner, Expr) and isinstance(owner.type, TensorType):
+            return tensor_shape_dim(ctx, owner, node.slice, node)
+        base = attribute_of(ctx, owner, "shape", node.value)
+    else:
+        base = eval_expr(ctx, node.value)
     return subscript_of(ctx, base, node.slice, node)
 
 

@@ -310,6 +310,23 @@ def _valid_shape_axis(ctx: ParseContext, base: ValidShape, v: Any, node: ast.AST
     return axis % rank
 
 
+def tensor_shape_dim(ctx: ParseContext, tensor: Expr, index_node: ast.expr,
+                     node: ast.AST) -> Any:
+    """`tensor.shape[axis]`: the dimension its type holds (an int, or the parameter's dynamic
+    dimension), for a compile-time int axis (not a bool), negative from the end, within the
+    rank (the real frontend's rules and error classes)."""
+    k, axis = try_const(eval_expr(ctx, index_node))
+    if not k or type(axis) is not int:
+        raise ctx.error(ParserSyntaxError, "tensor.shape index must be a compile-time integer",
+                        node, hint="use tensor.shape[0], tensor.shape[-1] or a compile-time "
+                                   "integer expression")
+    shape = _expr_attribute(ctx, tensor, "shape", node)
+    if not -len(shape) <= axis < len(shape):
+        raise ctx.error(ParserTypeError, f"shape index {axis} out of range for tensor of rank "
+                                         f"{len(shape)}", node)
+    return shape[axis]
+
+
 def _const_index(ctx: ParseContext, v: Any, node: ast.AST) -> int:
     k, i = try_const(v)
     if not k or not isinstance(i, int):
