@@ -250,10 +250,13 @@ def _param_value(p: Any, value: Any, views: _GMViews, index: int) -> Any:
 
 def _gm_view(name: str, value: torch.Tensor, dtype: Any, views: _GMViews,
              index: int) -> GMRef:
-    """The GMRef of tensor argument `value`. A relaunch with the same tensor, unchanged in
-    shape, strides and storage, gets the last launch's GMRef back: the typed views and window
-    plans it memoises cost more than a small launch's simulation. The GMRef keeps the tensor
-    alive until a launch of this kernel passes another one."""
+    """The GMRef of tensor argument `value`. The kernel addresses it as the real runtime
+    hands it over: a pointer to its first element (`data_ptr()`), read row-major in the
+    parameter's shape whatever the tensor's strides (a transposed or column-sliced view reads
+    the storage behind it, as on the NPU and the native backend). A relaunch with the same
+    tensor, unchanged in shape, strides and storage, gets the last launch's GMRef back: the
+    typed views and window plans it memoises cost more than a small launch's simulation. The
+    GMRef keeps the tensor alive until a launch of this kernel passes another one."""
     shape, strides, where = tuple(value.shape), value.stride(), _storage_key(value)
     last = views.get(index)
     if last is not None:
@@ -261,7 +264,7 @@ def _gm_view(name: str, value: torch.Tensor, dtype: Any, views: _GMViews,
         if gm.tensor is value and key == (shape, strides, dtype, where):
             return gm
     _check_device(name, value)
-    gm = GMRef(value, shape, strides, dtype)
+    gm = GMRef(value, shape, None, dtype)  # (row-major strides: see above)
     views[index] = gm, (shape, strides, dtype, where)
     return gm
 
