@@ -18,7 +18,7 @@ from typing import Any
 
 import torch
 
-from ..errors import InvalidArgument, InvalidType, OutOfRange
+from ..errors import InvalidArgument, InvalidShape, InvalidType, OutOfRange
 from ..frozen import Frozen
 from ..ir.dtype import DataType
 from ..language.types import DYNAMIC, STATIC
@@ -90,7 +90,8 @@ def bind(kdef: KernelDef, args: Sequence[Any], kwargs: Mapping[str, Any],
          launch: Specialization) -> BoundLaunch:
     """Check one call of `kdef`; `launch` carries the arch, tiling key and datatype it fixes.
 
-    A None tensor / ptr is a null pointer: its DYNAMIC dims pass 0 and it adds no static dims.
+    A None tensor / ptr is a null pointer: its DYNAMIC dims pass 0 (a tensor with STATIC or
+    ellipsis dims cannot be None: nothing would fix them).
     """
     values = _bind_signature(kdef, args, kwargs)
     dtypes = dict(launch.datatype)
@@ -206,18 +207,26 @@ def _torch_dtype(dtype: DataType) -> Any:
 
 def _bind_tensor(p: ParamSpec, value: Any, dtype: DataType, static: list, ranks: list,
                  dyn: list) -> None:
+    """Shape errors are `InvalidShape` (a ValueError), type and dtype errors `InvalidType`,
+    as the real runtime's shape binding and argument checks raise them."""
     _check_tensor_value(p, value, dtype)
     dims = p.spec.dims
     if value is None:  # a null pointer passes 0 for its DYNAMIC dims
+        if any(d is STATIC or d is Ellipsis for d in dims):
+            raise InvalidShape(f"{_where(p)}: None cannot bind the STATIC / ellipsis dims of "
+                               f"{p.spec.dims!r}; pass a tensor", module="PRO_RUNTIME")
         dyn.extend(0 for d in dims if d is DYNAMIC)
         return
     ellipsis = bool(dims) and dims[-1] is Ellipsis
     rank, explicit = value.dim(), len(dims) - ellipsis
     if rank < explicit or (rank != explicit and not ellipsis):
         want = f"rank >= {explicit}" if ellipsis else f"{explicit}"
-        raise InvalidType(f"{_where(p)}: rank mismatch — expected {want}, got {rank} "
-                          f"(shape {tuple(value.shape)})", module="PRO_RUNTIME")
+        raise InvalidShape(f"{_where(p)}: rank mismatch — expected {want}, got {rank} "
+                           f"(shape {tuple(value.shape)})", module="PRO_RUNTIME")
     for axis, size in enumerate(value.shape):
+        if size <= 0:
+            raise InvalidShape(f"{_where(p)}: axis {axis} must be positive, got {size} "
+                               f"(shape {tuple(value.shape)})", module="PRO_RUNTIME")
         d = dims[axis] if axis < explicit else STATIC
         if d is DYNAMIC:
             if size > _INT32_MAX:
@@ -227,8 +236,8 @@ def _bind_tensor(p: ParamSpec, value: Any, dtype: DataType, static: list, ranks:
         elif d is STATIC:
             static.append((p.index, axis, int(size)))
         elif size != d:
-            raise InvalidType(f"{_where(p)}: dim mismatch — axis {axis} expected {d}, got "
-                              f"{size} (shape {tuple(value.shape)})", module="PRO_RUNTIME")
+            raise InvalidShape(f"{_where(p)}: dim mismatch — axis {axis} expected {d}, got "
+                               f"{size} (shape {tuple(value.shape)})", module="PRO_RUNTIME")
     if ellipsis:
         ranks.append((p.index, rank))
 
