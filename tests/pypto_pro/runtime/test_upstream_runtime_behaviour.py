@@ -71,7 +71,8 @@ def test_a_transposed_output_is_written_row_major_into_its_storage():
 
 
 @pl.jit
-def rows_copy(x: pl.Tensor[[pl.DYNAMIC, 32], pl.DT_FP32], z: pl.Tensor[[pl.DYNAMIC, 32], pl.DT_FP32]):
+def rows_copy(x: pl.Tensor[[pl.DYNAMIC, 32], pl.DT_FP32],
+              z: pl.Tensor[[pl.DYNAMIC, 32], pl.DT_FP32]):
     with pl.section_vector():
         a = pl.make_tile(VT, addr=0x0)
         pl.load(a, x, [0, 0])
@@ -124,7 +125,8 @@ def test_a_none_tensor_the_kernel_does_not_touch_runs():
     x = torch.randn(16, 32)
 
     @pl.jit
-    def copy_unless(x: pl.Tensor[[16, 32], pl.DT_FP32], spare: pl.Tensor[[pl.DYNAMIC], pl.DT_FP32],
+    def copy_unless(x: pl.Tensor[[16, 32], pl.DT_FP32],
+                    spare: pl.Tensor[[pl.DYNAMIC], pl.DT_FP32],
                     z: pl.Tensor[[16, 32], pl.DT_FP32]):
         with pl.section_vector():
             a = pl.make_tile(VT, addr=0x0)
