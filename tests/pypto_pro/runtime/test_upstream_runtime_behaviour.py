@@ -141,3 +141,42 @@ def test_a_none_tensor_the_kernel_does_not_touch_runs():
         return z
 
     assert torch.equal(sim_and_native(run), x)
+
+
+# ---------------------------------------------------------------- tensor annotations
+
+
+@pl.jit
+def call_style_copy(x: pl.Tensor([pl.DYNAMIC, 32], pl.DT_FP32),
+                    z: pl.Tensor([pl.STATIC, 32], pl.DT_FP32)):
+    with pl.section_vector():
+        a = pl.make_tile(VT, addr=0x0)
+        pl.load(a, x, [0, 0])
+        pl.system.sync_src(set_pipe=pl.PipeType.MTE2, wait_pipe=pl.PipeType.MTE3, event_id=0)
+        pl.system.sync_dst(set_pipe=pl.PipeType.MTE2, wait_pipe=pl.PipeType.MTE3, event_id=0)
+        pl.store(z, a, [0, 0])
+
+
+def test_call_style_tensor_annotation_is_the_subscript_form():
+    assert pl.Tensor([pl.DYNAMIC, 4], pl.DT_FP16) == pl.Tensor[[pl.DYNAMIC, 4], pl.DT_FP16]
+    assert pl.Tensor((8, 8), pl.DT_FP16, pl.DN) == pl.Tensor[[8, 8], pl.DT_FP16, pl.DN]
+    x = torch.randn(16, 32)
+
+    def run():
+        z = torch.zeros(16, 32)
+        call_style_copy(x, z)
+        return z
+
+    assert torch.equal(sim_and_native(run), x)
+
+
+@pytest.mark.parametrize("dim", [True, False, 0, -1, 1.5, "32", None, object()])
+def test_a_bad_annotation_dim_is_a_type_error_naming_the_axis(dim):
+    with pytest.raises(InvalidType, match="axis 1 annotation must be"):
+        pl.Tensor[[4, dim], pl.DT_FP32]
+
+
+@pytest.mark.parametrize("dims", [[..., pl.STATIC], [pl.DYNAMIC, ..., ...]])
+def test_an_ellipsis_only_ends_the_dims(dims):
+    with pytest.raises(InvalidType, match="ellipsis must appear once and only as the final"):
+        pl.Tensor[dims, pl.DT_FP32]
