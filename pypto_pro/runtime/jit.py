@@ -27,7 +27,7 @@ from collections import ChainMap
 from collections.abc import Callable, Iterator, Mapping, MutableMapping
 from typing import Any, NamedTuple
 
-from ..errors import InvalidArgument, InvalidType
+from ..errors import InvalidArgument, InvalidShape, InvalidType
 from ..ir.dtype import DataType
 from ..language.pipeline import PipelineConfig
 from ..language.types import STATIC
@@ -92,7 +92,6 @@ def _fail_type(message: str) -> InvalidType:
 _OPTION_CHECKS: dict[str, Callable[[Any], bool]] = {
     "name": lambda v: isinstance(v, str) and v != "",
     "pipeline": lambda v: isinstance(v, PipelineConfig),
-    "tiling_key": lambda v: isinstance(v, type),
     "datatype": lambda v: isinstance(v, dict) and all(
         isinstance(k, str) and isinstance(x, str) for k, x in v.items()),
     "compile_timeout": lambda v: isinstance(v, int) and not isinstance(v, bool) and v > 0,
@@ -110,6 +109,9 @@ def _options(decorator: str, unknown: Mapping[str, Any], **given: Any) -> JitOpt
     for key, ok in _OPTION_CHECKS.items():
         if given[key] is not None and not ok(given[key]):
             raise _fail_type(f"{decorator}(): invalid {key}={given[key]!r}")
+    if given["tiling_key"] is not None and not isinstance(given["tiling_key"], type):
+        raise InvalidArgument(f"{decorator}(): tiling_key must be a class, got "
+                              f"{type(given['tiling_key']).__name__}", module="PRO_RUNTIME")
     datatype = dict(given["datatype"]) if given["datatype"] else None
     return JitOptions(**{**given, "datatype": datatype})
 
@@ -251,11 +253,22 @@ def _kernel_def(fn: types.FunctionType, options: JitOptions, env: ChainMap,
 
 def _reserved_names(params: tuple[ParamSpec, ...], options: JitOptions,
                     env: ChainMap) -> dict[str, str]:
-    """Names a tiling-key field must not take: globals / captured names, dtype vars, params."""
-    reserved = {n: "a global of the kernel" for m in env.maps[:-1] for n in m}
-    reserved.update({v: "a datatype variable" for v in (options.datatype or {}).values()})
-    reserved.update({p.name: "a kernel parameter" for p in params})
+    """Names a tiling-key field must not take, as the real decorator checks them: kernel
+    parameters, datatype variables and the data globals / captured names of the kernel (not
+    functions, classes or dunder names: a field constant shadows those in the kernel)."""
+    reserved = {n: "module-level variable" for m in env.maps[:-1] for n in m
+                if not n.startswith("__") and not _is_code(m, n)}
+    reserved.update({v: "datatype variable" for v in (options.datatype or {}).values()})
+    reserved.update({p.name: "kernel parameter" for p in params})
     return reserved
+
+
+def _is_code(scope: Mapping[str, Any], name: str) -> bool:
+    try:
+        value = scope[name]
+    except KeyError:  # (a late cell still unbound)
+        return False
+    return callable(value) or isinstance(value, type)
 
 
 # ---------------------------------------------------------------- the kernel object
@@ -439,14 +452,24 @@ class JitKernel:
     def datatype_schema(self) -> dict[str, str] | None:
         return self.options.datatype
 
-    def _ensure_compiled(self, args: tuple, concrete_key: Mapping[str, Any] | None = None,
+    def _ensure_compiled(self, args: Any = None, concrete_key: Mapping[str, Any] | None = None,
                          dtype_key: Mapping[str, DataType] | None = None) -> Any:
-        """The compiled kernel for a launch with `args` and these keys (compiling it once)."""
+        """The compiled kernel for a launch with `args` and these keys (compiling it once).
+        As the real method, `_ensure_compiled(key_dict)` compiles a tiling key without
+        arguments (a kernel whose STATIC / ellipsis dims need them refuses)."""
+        if isinstance(args, Mapping) and concrete_key is None:
+            args, concrete_key = None, args
         tiling_key = self.tiling_schema.validate(concrete_key) if self.tiling_schema else ()
         datatype = (resolve_datatype(self.kernel_def.params, dtype_key)
                     if self.options.datatype else ())
-        bound = self._bind(_LaunchPlan(None, 1, tiling_key, datatype), tuple(args), {})
-        return self._compile_spec(bound.spec)
+        plan = _LaunchPlan(None, 1, tiling_key, datatype)
+        if args is not None:
+            return self._compile_spec(self._bind(plan, tuple(args), {}).spec)
+        if self.needs_arguments:
+            raise InvalidShape(f"kernel '{self.kernel_def.name}' has STATIC / ellipsis dims: "
+                               "compiling it needs launch arguments", module="PRO_RUNTIME")
+        return self._compile_spec(Specialization(arch=resolve_arch(self.options.arch),
+                                                 tiling_key=tiling_key, datatype=datatype))
 
     @property
     def _compiled_by_signature(self) -> MutableMapping:

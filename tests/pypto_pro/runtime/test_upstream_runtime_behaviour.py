@@ -16,7 +16,8 @@ from dual_backend import sim_and_native
 from kernel_source import line_of
 
 import pypto_pro.language as pl
-from pypto_pro.errors import InvalidShape, InvalidType, SimulationError
+from pypto_pro.errors import InvalidArgument, InvalidShape, InvalidType, SimulationError
+from pypto_pro.runtime.tilingkey import TilingKeyField, TilingKeySchema
 
 VT = pl.TileType(shape=[16, 32], dtype=pl.DT_FP32, target_memory=pl.MemorySpace.Vec)
 
@@ -180,3 +181,144 @@ def test_a_bad_annotation_dim_is_a_type_error_naming_the_axis(dim):
 def test_an_ellipsis_only_ends_the_dims(dims):
     with pytest.raises(InvalidType, match="ellipsis must appear once and only as the final"):
         pl.Tensor[dims, pl.DT_FP32]
+
+
+# ---------------------------------------------------------------- tiling keys
+
+
+def scale(t):  # a module-level function: a tiling-key field may take its name
+    return t
+
+
+class OpKey:
+    Op = TilingKeyField(bits=2, values=[0, 1, 2])
+    scale = TilingKeyField(bits=1, values=[0, 1])
+
+    def is_valid(self, key):
+        op, with_scale = key
+        return not (op == 2 and with_scale == 1)
+
+
+@pl.jit(tiling_key=OpKey)
+def keyed_op(x: pl.Tensor[[16, 32], pl.DT_FP32], y: pl.Tensor[[16, 32], pl.DT_FP32],
+             z: pl.Tensor[[16, 32], pl.DT_FP32]):
+    with pl.section_vector():
+        a = pl.make_tile(VT, addr=0x0)
+        b = pl.make_tile(VT, addr=0x800)
+        c = pl.make_tile(VT, addr=0x1000)
+        pl.load(a, x, [0, 0])
+        pl.load(b, y, [0, 0])
+        pl.system.sync_src(set_pipe=pl.PipeType.MTE2, wait_pipe=pl.PipeType.V, event_id=0)
+        pl.system.sync_dst(set_pipe=pl.PipeType.MTE2, wait_pipe=pl.PipeType.V, event_id=0)
+        if Op == 0:  # noqa: F821
+            pl.add(c, a, b)
+        elif Op == 1:  # noqa: F821
+            pl.sub(c, a, b)
+        else:
+            pl.mul(c, a, b)
+        if scale == 1:  # the field, not the function of that name
+            pl.add(c, c, c)
+        pl.system.sync_src(set_pipe=pl.PipeType.V, wait_pipe=pl.PipeType.MTE3, event_id=0)
+        pl.system.sync_dst(set_pipe=pl.PipeType.V, wait_pipe=pl.PipeType.MTE3, event_id=0)
+        pl.store(z, c, [0, 0])
+
+
+@pytest.mark.parametrize("key, expect", [
+    ({"Op": 0, "scale": 0}, lambda x, y: x + y),
+    ({"Op": 1, "scale": True}, lambda x, y: 2 * (x - y)),  # True is the candidate 1
+    ({"Op": 2, "scale": 0}, lambda x, y: x * y),
+])
+def test_a_tiling_key_selects_the_kernel_variant(key, expect):
+    x, y = torch.randn(16, 32), torch.randn(16, 32)
+
+    def run():
+        z = torch.zeros(16, 32)
+        keyed_op[None, 1, key](x, y, z)
+        return z
+
+    assert torch.equal(sim_and_native(run), expect(x, y))
+
+
+@pytest.mark.parametrize("key, match", [
+    ({"Op": 3, "scale": 0}, "'Op' value 3 is not a candidate"),
+    ({"Op": None, "scale": 0}, "'Op' value None is not a candidate"),
+    ({"Op": 0}, r"missing tiling-key field\(s\) \['scale'\]"),
+    ({}, "missing tiling-key field"),
+    ({"Op": 0, "scale": 0, "Extra": 1}, r"unknown tiling-key field\(s\) \['Extra'\]"),
+    ([0, 0], "must be a dict"),
+    ({"Op": 2, "scale": 1}, "rejected by OpKey.is_valid"),
+])
+def test_a_bad_launch_key_is_a_value_error_at_the_brackets(key, match):
+    with pytest.raises(InvalidArgument, match=match):
+        keyed_op[None, 1, key]
+
+
+def test_a_classmethod_is_valid_filters_keys():
+    class Key:
+        Op = TilingKeyField(bits=2, values=[0, 1, 2])
+        Mode = TilingKeyField(bits=1, values=[0, 1])
+
+        @classmethod
+        def is_valid(cls, key):
+            return not (key[0] == 0 and key[1] == 1)
+
+    schema = TilingKeySchema(Key)
+    assert len(schema.enumerate_valid()) == 5
+    with pytest.raises(InvalidArgument, match="rejected by Key.is_valid"):
+        schema.validate_concrete({"Op": 0, "Mode": 1})
+
+
+@pytest.mark.parametrize("fields, match", [
+    (dict(A=TilingKeyField(bits=0, values=[0])), "'A' of Tk must have bits > 0"),
+    (dict(A=TilingKeyField(bits=2, values=[])), "'A' of Tk must have a non-empty 'values'"),
+    (dict(A=TilingKeyField(bits=2, values=["x"])), "'A' of Tk: values must be ints"),
+    (dict(A=TilingKeyField(bits=2, values=[1.0])), "'A' of Tk: values must be ints"),
+    (dict(A=TilingKeyField(bits=1, values=[0, 2, 4])),
+     "'A' of Tk has 3 candidates, exceeding the 2 representable by 1 bits"),
+    (dict(A=TilingKeyField(bits=2, values=[0, 2, 4, 6, 8])), "has 5 candidates"),
+    (dict(A=TilingKeyField(bits=32, values=[0]), B=TilingKeyField(bits=32, values=[0]),
+          C=TilingKeyField(bits=2, values=[0])), "uses 66 bits, exceeding the 64-bit limit"),
+])
+def test_a_bad_tiling_key_class_is_a_value_error_naming_the_field(fields, match):
+    with pytest.raises(InvalidArgument, match=match):
+        TilingKeySchema(type("Tk", (), fields))
+
+
+def test_sparse_values_and_exactly_64_bits_are_allowed():
+    assert TilingKeySchema(type("Tk", (), dict(A=TilingKeyField(bits=2, values=[0, 4, 16, 64]))))
+    wide = TilingKeySchema(type("Tk", (), dict(A=TilingKeyField(bits=32, values=[0, 9]),
+                                               B=TilingKeyField(bits=32, values=[0]))))
+    assert wide.pack({"A": 9, "B": 0}) == 1
+
+
+DATA_GLOBAL = 3
+
+
+def test_a_field_named_like_a_data_global_or_a_parameter_is_refused():
+    class GlobalKey:
+        DATA_GLOBAL = TilingKeyField(bits=1, values=[0, 1])
+
+    class ParamKey:
+        x = TilingKeyField(bits=1, values=[0, 1])
+
+    for key, match in ((GlobalKey, "conflict with module-level variable"),
+                       (ParamKey, "conflict with kernel parameter")):
+        with pytest.raises(InvalidArgument, match=match):
+            @pl.jit(tiling_key=key)
+            def k(x: pl.Tensor[[16, 32], pl.DT_FP32]):
+                pass
+
+
+def test_tiling_key_must_be_a_class():
+    with pytest.raises(InvalidArgument, match="tiling_key must be a class, got int"):
+        pl.jit(tiling_key=3)
+
+
+def test_ensure_compiled_takes_a_key_alone_and_memoises_per_key():
+    before = len(keyed_op._compiled_by_signature)
+    first = keyed_op._ensure_compiled({"Op": 1, "scale": 0})
+    assert keyed_op._ensure_compiled({"Op": 1, "scale": 0}) is first
+    assert keyed_op._ensure_compiled({"Op": 0, "scale": 0}) is not first
+    assert len(keyed_op._compiled_by_signature) >= before + 1
+    with pytest.raises(InvalidShape, match="needs launch arguments"):
+        static_rows._ensure_compiled(None)
