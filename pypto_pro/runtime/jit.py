@@ -397,18 +397,31 @@ class JitKernel:
         return f"kernel[{', '.join(['stream', 'block_dim', *extra])}]"
 
     def _plan(self, key: Any) -> _LaunchPlan:
+        """The brackets as the real runtime reads them: `[bd]`, `[stream, bd]`, then the tiling
+        key and / or datatype dict; a third item is the datatype dict only for a kernel with a
+        datatype schema and no tiling key. A None in a place the kernel has no schema for is
+        allowed; a missing dict, or a dict the kernel has no schema for, is refused."""
         items = key if isinstance(key, tuple) else (None, key)
         has_tk, has_dt = self.tiling_schema is not None, bool(self.options.datatype)
-        if len(items) != 2 + has_tk + has_dt:
+        tk_key = dt_key = None
+        if len(items) == 3:
+            if has_dt and not has_tk:
+                dt_key = items[2]
+            else:
+                tk_key = items[2]
+        elif len(items) == 4:
+            tk_key, dt_key = items[2], items[3]
+        if (len(items) not in (2, 3, 4) or (tk_key is None) == has_tk
+                or (dt_key is None) == has_dt):
             raise InvalidArgument(
                 f"Expected {self._expected_form()} for kernel '{self.kernel_def.name}' "
                 f"(tiling_key: {'yes' if has_tk else 'no'}, datatype: "
                 f"{'yes' if has_dt else 'no'}), got {len(key) if isinstance(key, tuple) else 1} "
                 "item(s) in the brackets",
                 module="PRO_RUNTIME")
-        stream, block_dim, *rest = items
-        tiling_key = self.tiling_schema.validate(rest[0]) if has_tk else ()
-        datatype = resolve_datatype(self.kernel_def.params, rest[-1]) if has_dt else ()
+        stream, block_dim = items[0], items[1]
+        tiling_key = self.tiling_schema.validate(tk_key) if has_tk else ()
+        datatype = resolve_datatype(self.kernel_def.params, dt_key) if has_dt else ()
         return _LaunchPlan(stream, _check_block_dim(block_dim), tiling_key, datatype)
 
     def _bind(self, plan: _LaunchPlan, args: tuple, kwargs: dict) -> Any:

@@ -322,3 +322,32 @@ def test_ensure_compiled_takes_a_key_alone_and_memoises_per_key():
     assert len(keyed_op._compiled_by_signature) >= before + 1
     with pytest.raises(InvalidShape, match="needs launch arguments"):
         static_rows._ensure_compiled(None)
+
+
+# ---------------------------------------------------------------- launch brackets
+
+
+def test_a_none_where_the_kernel_has_no_key_or_datatype_is_allowed():
+    x = torch.randn(16, 32)
+    for brackets in ((None, 1, None), (None, 1, None, None)):
+        z = torch.zeros(16, 32)
+        copy16x32[brackets](x, z)
+        assert torch.equal(z, x)
+
+
+@pytest.mark.parametrize("brackets", [
+    (None, 1, {"Op": 0, "scale": 0}),  # a key for a kernel without a tiling key
+    (None, 1, None, {"x": pl.DT_FP32}),  # a datatype dict for a kernel without one
+    (None,), (None, 1, None, None, None),
+])
+def test_brackets_the_kernel_cannot_take_are_refused(brackets):
+    with pytest.raises(InvalidArgument, match=r"Expected kernel\[stream, block_dim\]"):
+        copy16x32[brackets]
+
+
+def test_a_keyed_kernel_needs_its_key_in_the_brackets():
+    for brackets in ((None, 1), (None, 1, None), (None, 1, None, None)):
+        with pytest.raises(InvalidArgument, match=r"kernel\[stream, block_dim, tilingkey\]"):
+            keyed_op[brackets]
+    with pytest.raises(InvalidArgument, match="cannot be called directly"):
+        keyed_op(torch.zeros(16, 32), torch.zeros(16, 32), torch.zeros(16, 32))
