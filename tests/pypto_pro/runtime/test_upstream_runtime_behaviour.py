@@ -10,13 +10,24 @@ and launch keys, tiling-class fields and their serialisation.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pytest
 import torch
 from dual_backend import sim_and_native
 from kernel_source import line_of
 
 import pypto_pro.language as pl
+from pypto_pro import DataType
 from pypto_pro.errors import InvalidArgument, InvalidShape, InvalidType, SimulationError
+from pypto_pro.language.typing._tiling import (
+    ArrayFieldInfo,
+    ScalarFieldInfo,
+    get_tiling_ctype_struct,
+    get_tiling_fields,
+    is_tiling_class,
+    tiling_instance_to_bytes,
+)
 from pypto_pro.runtime.tilingkey import TilingKeyField, TilingKeySchema
 
 VT = pl.TileType(shape=[16, 32], dtype=pl.DT_FP32, target_memory=pl.MemorySpace.Vec)
@@ -351,3 +362,93 @@ def test_a_keyed_kernel_needs_its_key_in_the_brackets():
             keyed_op[brackets]
     with pytest.raises(InvalidArgument, match="cannot be called directly"):
         keyed_op(torch.zeros(16, 32), torch.zeros(16, 32), torch.zeros(16, 32))
+
+
+# ---------------------------------------------------------------- tiling classes
+
+
+@dataclass
+class Fields:
+    n: int
+    offs: int[3]
+    scale: float
+    on: bool[2]
+
+
+@pl.jit
+def read_fields(out_i: pl.Tensor[[8], pl.DT_INT64], out_f: pl.Tensor[[2], pl.DT_FP32],
+                td: Fields):
+    with pl.section_vector():
+        pl.setval(out_i, 0, td.n)
+        pl.setval(out_i, 1, td.offs[0])
+        pl.setval(out_i, 2, td.offs[2])
+        if td.on[1]:
+            pl.setval(out_i, 3, 1)
+        else:
+            pl.setval(out_i, 3, 0)
+        pl.setval(out_f, 0, td.scale)
+
+
+@pytest.mark.parametrize("fields, ints, scale", [
+    (Fields(n=7, offs=[10, 20, 30], scale=0.5, on=[True, False]), [7, 10, 30, 0], 0.5),
+    # what the C struct stores, as the real runtime's ctypes struct: an int wraps to int64_t,
+    # a bool field takes a number's truth, a float field an int; arrays any indexable sequence
+    (Fields(n=(1 << 64) + 5, offs=torch.tensor([4, 5, 6]), scale=3, on=(0, 2)),
+     [5, 4, 6, 1], 3.0),
+    (Fields(n=True, offs=(1, 2, 3), scale=True, on=[1, 0.5]), [1, 1, 3, 1], 1.0),
+])
+def test_a_tiling_instance_reaches_the_kernel_as_its_c_struct(fields, ints, scale):
+    def run():
+        out_i, out_f = torch.zeros(8, dtype=torch.int64), torch.zeros(2)
+        read_fields(out_i, out_f, fields)
+        return torch.cat([out_i[:4].double(), out_f[:1].double()])
+
+    assert sim_and_native(run).tolist() == [*ints, scale]
+
+
+@pytest.mark.parametrize("fields, error, match", [
+    (Fields(n=1, offs=[1, 2], scale=0.5, on=[1, 1]), InvalidArgument,
+     "Fields.offs: expected 3 elements, got 2"),
+    (Fields(n=1, offs=5, scale=0.5, on=[1, 1]), InvalidType,
+     r"Fields.offs is int\[3\]: expected an indexable sequence, got int"),
+    (Fields(n=1.5, offs=[1, 2, 3], scale=0.5, on=[1, 1]), InvalidType,
+     "Fields.n: expected int, got float"),
+])
+def test_a_bad_tiling_value_is_refused_at_launch(fields, error, match):
+    with pytest.raises(error, match=match):
+        read_fields(torch.zeros(8, dtype=torch.int64), torch.zeros(2), fields)
+
+
+def test_the_real_tiling_module_path_reads_fields_and_bytes():
+    fields = get_tiling_fields(Fields)
+    assert list(fields) == ["n", "offs", "scale", "on"]
+    assert fields["n"] == ScalarFieldInfo(DataType.INDEX)  # (int64_t in the struct)
+    assert fields["offs"] == ArrayFieldInfo(DataType.INDEX, 3)
+    assert fields["scale"] == ScalarFieldInfo(pl.DT_FP32)
+    assert fields["on"] == ArrayFieldInfo(pl.DT_BOOL, 2)
+    raw = tiling_instance_to_bytes(Fields(n=9, offs=[1, 2, 3], scale=2.5, on=[True, False]))
+    decoded = get_tiling_ctype_struct(Fields).from_buffer_copy(raw)
+    assert (decoded.n, list(decoded.offs), decoded.scale, list(decoded.on)) == (
+        9, [1, 2, 3], 2.5, [True, False])
+
+
+@pytest.mark.parametrize("annotation", ["int[2049]", "int[0]", "int[-1]", "int[True]",
+                                        "str[4]", "list[4]", "str"])
+def test_a_bad_tiling_field_is_no_tiling_class(annotation):
+    namespace = {"dataclass": dataclass}
+    exec(f"@dataclass\nclass Bad:\n    field: {annotation}\n", namespace)  # noqa: S102
+    bad = namespace["Bad"]
+    assert is_tiling_class(bad) is False
+    with pytest.raises(ValueError, match="Bad.field"):
+        get_tiling_fields(bad)
+
+
+def test_empty_and_plain_classes_are_no_tiling_classes():
+    @dataclass
+    class Empty:
+        pass
+
+    class Plain:
+        n: int
+
+    assert not any(is_tiling_class(c) for c in (Empty, Plain, 42, "x", None))
