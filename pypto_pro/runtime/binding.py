@@ -10,8 +10,8 @@ refused. Imports torch, the language types and the tiling helpers; nothing from 
 """
 from __future__ import annotations
 
+import ctypes
 import inspect
-import numbers
 import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -243,21 +243,32 @@ def _bind_tensor(p: ParamSpec, value: Any, dtype: DataType, static: list, ranks:
 
 
 def _scalar(p: ParamSpec, value: Any, dtype: DataType) -> int | float | bool:
-    """Check a scalar argument (spec `_validate_scalar_arg`) and return its Python value."""
+    """Check a scalar argument as the real runtime's `_validate_scalar_arg` does (a Python
+    int / float / bool; a bool passes for BOOL and integer dtypes, an int only for integer
+    dtypes, a float only for float dtypes) and return the value its ctypes conversion hands
+    the kernel (ints wrap to the dtype's width, FP32 rounds to single precision)."""
     if dtype not in _CTYPE_SCALARS:
         raise InvalidType(f"{_where(p)}: No ctypes mapping for scalar dtype {dtype!r}; "
                           "FP16/BF16 scalars are not supported.", module="PRO_RUNTIME")
+    if not isinstance(value, (int, float)):  # (bool is an int)
+        raise InvalidType(f"{_where(p)}: dtype mismatch — expected Python scalar "
+                          f"(int/float/bool) for {dtype!r}, got {type(value).__name__}",
+                          module="PRO_RUNTIME")
     if isinstance(value, bool):
         if dtype is DataType.BOOL or dtype.is_int:
             return value if dtype is DataType.BOOL else int(value)
-    elif isinstance(value, numbers.Integral):
+        what = "bool value passed for non-boolean/non-integer dtype"
+    elif isinstance(value, int):
         if dtype.is_int:
             return _wrapped(int(value), dtype)
-    elif isinstance(value, numbers.Real):
+        what = "int value passed for non-integer dtype"
+    else:
         if dtype.is_float:
-            return float(value)
+            return ctypes.c_float(value).value
+        what = "float value passed for non-float dtype"
     raise InvalidType(f"{_where(p)}: dtype mismatch — expected {_scalar_kind(dtype)} for "
-                      f"{dtype!r}, got {type(value).__name__} {value!r}", module="PRO_RUNTIME")
+                      f"{dtype!r}, got {type(value).__name__} {value!r} ({what})",
+                      module="PRO_RUNTIME")
 
 
 def _scalar_kind(dtype: DataType) -> str:

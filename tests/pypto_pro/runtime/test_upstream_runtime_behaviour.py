@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import pytest
 import torch
 from dual_backend import sim_and_native
@@ -452,3 +453,68 @@ def test_empty_and_plain_classes_are_no_tiling_classes():
         n: int
 
     assert not any(is_tiling_class(c) for c in (Empty, Plain, 42, "x", None))
+
+
+# ---------------------------------------------------------------- scalar arguments
+
+VI = pl.TileType(shape=[16, 32], dtype=pl.DT_INT32, target_memory=pl.MemorySpace.Vec)
+
+
+@pl.jit
+def fill_int(z: pl.Tensor[[16, 32], pl.DT_INT32], v: pl.DT_INT32):
+    with pl.section_vector():
+        a = pl.make_tile(VI, addr=0x0)
+        pl.expands(a, v)
+        pl.system.sync_src(set_pipe=pl.PipeType.V, wait_pipe=pl.PipeType.MTE3, event_id=0)
+        pl.system.sync_dst(set_pipe=pl.PipeType.V, wait_pipe=pl.PipeType.MTE3, event_id=0)
+        pl.store(z, a, [0, 0])
+
+
+@pl.jit
+def fill_float(z: pl.Tensor[[16, 32], pl.DT_FP32], v: pl.DT_FP32):
+    with pl.section_vector():
+        a = pl.make_tile(VT, addr=0x0)
+        pl.expands(a, v)
+        pl.system.sync_src(set_pipe=pl.PipeType.V, wait_pipe=pl.PipeType.MTE3, event_id=0)
+        pl.system.sync_dst(set_pipe=pl.PipeType.V, wait_pipe=pl.PipeType.MTE3, event_id=0)
+        pl.store(z, a, [0, 0])
+
+
+@pytest.mark.parametrize("kernel, dtype, value, expect", [
+    (fill_int, torch.int32, 7, 7),
+    (fill_int, torch.int32, True, 1),  # a bool passes for an integer dtype
+    (fill_int, torch.int32, 3212836864, -1082130432),  # ctypes wraps to 32 bits
+    (fill_float, torch.float32, 0.1, torch.tensor(0.1, dtype=torch.float32).item()),
+    (fill_float, torch.float32, 1e40, float("inf")),  # c_float rounds to single precision
+])
+def test_scalar_arguments_convert_as_ctypes_converts_them(kernel, dtype, value, expect):
+    def run():
+        z = torch.zeros(16, 32, dtype=dtype)
+        kernel(z, value)
+        return z
+
+    assert torch.equal(sim_and_native(run), torch.full((16, 32), expect, dtype=dtype))
+
+
+@pytest.mark.parametrize("kernel, value, match", [
+    (fill_int, 1.5, "float value passed for non-float dtype"),
+    (fill_float, 42, "int value passed for non-integer dtype"),
+    (fill_float, True, "bool value passed for non-boolean/non-integer dtype"),
+    (fill_int, torch.tensor(3), r"expected Python scalar \(int/float/bool\)"),
+    (fill_int, np.int64(3), r"expected Python scalar \(int/float/bool\)"),
+    (fill_int, None, r"expected Python scalar \(int/float/bool\)"),
+    (fill_int, (1,), r"expected Python scalar \(int/float/bool\)"),
+])
+def test_a_scalar_of_the_wrong_kind_is_a_type_error_naming_the_argument(kernel, value, match):
+    with pytest.raises(InvalidType, match=r"arg\[1\] 'v': .*" + match):
+        kernel(torch.zeros(16, 32, dtype=torch.int32 if kernel is fill_int else torch.float32),
+               value)
+
+
+def test_a_half_precision_scalar_parameter_cannot_be_passed():
+    @pl.jit
+    def takes_half(z: pl.Tensor[[16, 32], pl.DT_FP32], v: pl.DT_FP16):
+        pass
+
+    with pytest.raises(InvalidType, match="No ctypes mapping for scalar dtype pl.DT_FP16"):
+        takes_half(torch.zeros(16, 32), 1.0)
