@@ -518,3 +518,44 @@ def test_a_half_precision_scalar_parameter_cannot_be_passed():
 
     with pytest.raises(InvalidType, match="No ctypes mapping for scalar dtype pl.DT_FP16"):
         takes_half(torch.zeros(16, 32), 1.0)
+
+
+# ---------------------------------------------------------------- shape policies and variants
+
+
+@pl.jit
+def tail_copy(x: pl.Tensor[[pl.DYNAMIC, ...], pl.DT_FP32], z: pl.Tensor[[16, 32], pl.DT_FP32]):
+    with pl.section_vector():
+        a = pl.make_tile(VT, addr=0x0)
+        pl.load(a, x, [0, 0])
+        pl.system.sync_src(set_pipe=pl.PipeType.MTE2, wait_pipe=pl.PipeType.MTE3, event_id=0)
+        pl.system.sync_dst(set_pipe=pl.PipeType.MTE2, wait_pipe=pl.PipeType.MTE3, event_id=0)
+        pl.store(z, a, [0, 0])
+
+
+def _run_all(kernel, inputs):
+    """Launch `kernel` on each input (an output shaped like it for `rows_copy`); returns the
+    number of compiled variants, as the real runtime's memo counts them."""
+    kernel.forget()
+    for x in inputs:
+        kernel(x, torch.zeros(x.shape[0] if kernel is rows_copy else 16, 32))
+    return len(kernel._compiled_by_signature)
+
+
+def test_dynamic_dims_share_one_variant_and_static_dims_key_them():
+    rows = [torch.randn(n, 32) for n in (16, 48, 64)]
+    assert _run_all(rows_copy, rows) == 1  # DYNAMIC: one kernel serves every size
+    assert _run_all(static_rows, [rows[0], rows[1], rows[0]]) == 2  # STATIC 16, 48, 16 again
+    assert sorted(s.static_dims for s in static_rows.compiled_variants) == [
+        ((0, 0, 16),), ((0, 0, 48),)]
+    # a final ellipsis makes the trailing dims (and the rank) STATIC
+    tails = [torch.randn(16, 32), torch.randn(20, 32), torch.randn(16, 64)]
+    assert _run_all(tail_copy, tails) == 2
+
+
+def test_the_shape_policy_markers_are_the_only_public_ones():
+    from pypto_pro.language import typing as pl_typing
+
+    assert pl.DYNAMIC is pl_typing.DYNAMIC and pl.STATIC is pl_typing.STATIC
+    assert not any(hasattr(pl, name) for name in ("DYN", "StatusType", "Var"))
+    assert not hasattr(pl_typing, "Var")
