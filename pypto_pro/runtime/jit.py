@@ -92,8 +92,6 @@ def _fail_type(message: str) -> InvalidType:
 _OPTION_CHECKS: dict[str, Callable[[Any], bool]] = {
     "name": lambda v: isinstance(v, str) and v != "",
     "pipeline": lambda v: isinstance(v, PipelineConfig),
-    "datatype": lambda v: isinstance(v, dict) and all(
-        isinstance(k, str) and isinstance(x, str) for k, x in v.items()),
     "compile_timeout": lambda v: isinstance(v, int) and not isinstance(v, bool) and v > 0,
 }
 
@@ -109,11 +107,31 @@ def _options(decorator: str, unknown: Mapping[str, Any], **given: Any) -> JitOpt
     for key, ok in _OPTION_CHECKS.items():
         if given[key] is not None and not ok(given[key]):
             raise _fail_type(f"{decorator}(): invalid {key}={given[key]!r}")
+    _check_datatype_schema(decorator, given["datatype"])
     if given["tiling_key"] is not None and not isinstance(given["tiling_key"], type):
         raise InvalidArgument(f"{decorator}(): tiling_key must be a class, got "
                               f"{type(given['tiling_key']).__name__}", module="PRO_RUNTIME")
     datatype = dict(given["datatype"]) if given["datatype"] else None
     return JitOptions(**{**given, "datatype": datatype})
+
+
+def _check_datatype_schema(decorator: str, datatype: Any) -> None:
+    """`datatype=` as the real decorator checks it: a non-empty dict from parameter names to
+    identifier variable names (ValueError otherwise)."""
+    if datatype is None:
+        return
+    if not isinstance(datatype, dict) or not datatype:
+        raise InvalidArgument(f"{decorator}(): datatype must be a non-empty dict mapping param "
+                              f"name to dtype variable name, got {datatype!r}",
+                              module="PRO_RUNTIME")
+    for pname, var in datatype.items():
+        if not isinstance(pname, str) or not pname:
+            raise InvalidArgument(f"{decorator}(): datatype param names must be non-empty "
+                                  f"strings, got {pname!r}", module="PRO_RUNTIME")
+        if not isinstance(var, str) or not var.isidentifier():
+            raise InvalidArgument(f"{decorator}(): datatype variable for param '{pname}' must "
+                                  f"be a valid Python identifier, got {var!r}",
+                                  module="PRO_RUNTIME")
 
 
 def _check_function(fn: Any, decorator: str) -> types.FunctionType:

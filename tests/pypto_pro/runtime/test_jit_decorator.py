@@ -49,12 +49,23 @@ def test_unknown_keyword_is_a_type_error():
 @pytest.mark.parametrize("kwargs, fragment", [
     ({"auto_mutex": 1}, "auto_mutex must be a bool"),
     ({"pipeline": True}, "invalid pipeline"),
-    ({"datatype": {"x": 3}}, "invalid datatype"),
     ({"compile_timeout": 0}, "invalid compile_timeout"),
 ])
 def test_bad_option_types_are_type_errors(kwargs, fragment):
     with pytest.raises(InvalidType, match=fragment):
         pl.jit(**kwargs)
+
+
+@pytest.mark.parametrize("datatype, fragment", [
+    ({}, "datatype must be a non-empty dict"),
+    (["x"], "datatype must be a non-empty dict"),
+    ({"x": 3}, "datatype variable for param 'x' must be a valid Python identifier"),
+    ({"x": "not an id"}, "must be a valid Python identifier"),
+    ({3: "T"}, "datatype param names must be non-empty strings"),
+])
+def test_a_bad_datatype_schema_is_a_value_error(datatype, fragment):
+    with pytest.raises(InvalidArgument, match=fragment):
+        pl.jit(datatype=datatype)
 
 
 def test_a_tiling_key_that_is_no_class_is_a_value_error():
