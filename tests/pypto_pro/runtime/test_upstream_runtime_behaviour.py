@@ -20,7 +20,15 @@ from kernel_source import line_of
 
 import pypto_pro.language as pl
 from pypto_pro import DataType
-from pypto_pro.errors import InvalidArgument, InvalidShape, InvalidType, SimulationError
+from pypto_pro.errors import (
+    InvalidArgument,
+    InvalidShape,
+    InvalidType,
+    ParserSyntaxError,
+    ParserTypeError,
+    SimulationError,
+    UnsupportedFeatureError,
+)
 from pypto_pro.language.typing._tiling import (
     ArrayFieldInfo,
     ScalarFieldInfo,
@@ -559,3 +567,50 @@ def test_the_shape_policy_markers_are_the_only_public_ones():
     assert pl.DYNAMIC is pl_typing.DYNAMIC and pl.STATIC is pl_typing.STATIC
     assert not any(hasattr(pl, name) for name in ("DYN", "StatusType", "Var"))
     assert not hasattr(pl_typing, "Var")
+
+
+# ---------------------------------------------------------------- tiling arrays in kernels
+
+
+@dataclass
+class Table:
+    arr: int[8]
+
+
+@pl.jit
+def read_table(out: pl.Tensor[[8], pl.DT_INT64], td: Table):
+    with pl.section_vector():
+        pl.setval(out, 0, td.arr[0])
+        pl.setval(out, 1, td.arr[5])
+        for i in pl.range(2, 4):
+            pl.setval(out, i, td.arr[i + 4])
+
+
+def test_tiling_array_elements_by_literal_and_loop_index():
+    def run():
+        out = torch.zeros(8, dtype=torch.int64)
+        read_table(out, Table(arr=[10, 11, 12, 13, 14, 15, 16, 17]))
+        return out
+
+    assert sim_and_native(run)[:4].tolist() == [10, 15, 16, 17]
+
+
+@pytest.mark.parametrize("index, error", [
+    (":", UnsupportedFeatureError), ("1:3", UnsupportedFeatureError),
+    ("::2", UnsupportedFeatureError), ("1, 2", ParserSyntaxError), ('"x"', ParserTypeError),
+])
+def test_a_tiling_array_takes_one_integer_index(index, error, tmp_path):
+    module = tmp_path / "bad_index_kernel.py"  # (a file: the kernel's source is read back)
+    module.write_text(
+        "from __future__ import annotations\n"
+        "import pypto_pro.language as pl\n\n\n"
+        "@pl.jit\n"
+        "def bad(out: pl.Tensor[[8], pl.DT_INT64], td: Table):\n"
+        "    with pl.section_vector():\n"
+        "        pass\n"
+        f"        pl.setval(out, 0, td.arr[{index}])\n")
+    namespace: dict = {"Table": Table}
+    exec(compile(module.read_text(), str(module), "exec"), namespace)  # noqa: S102
+    with pytest.raises(error) as info:
+        namespace["bad"](torch.zeros(8, dtype=torch.int64), Table(arr=list(range(8))))
+    assert info.value.span.line == 9
