@@ -109,32 +109,47 @@ def _check_dtype(value: Any, where: str) -> DataType:
 
 
 class _TensorAnnotation:
+    """`pl.Tensor[[dims...], dtype(, layout)(, memref)]`, or called as the real frontend also
+    allows: `pl.Tensor([dims...], dtype, layout=..., memref=...)`. Bad dims are an
+    `InvalidType` (the real signature check raises TypeError) naming the axis."""
+
     def __getitem__(self, item: Any) -> TensorSpec:
         if not isinstance(item, tuple) or len(item) < 2:
             raise InvalidType("pl.Tensor[...] takes [[dims...], dtype(, layout)(, memref)]")
         dims, dtype, *rest = item
-        if not isinstance(dims, (list, tuple)):
-            raise InvalidType(f"pl.Tensor dims must be a list, got {dims!r}")
-        for i, d in enumerate(dims):
-            ok = d is DYNAMIC or d is STATIC or (d is Ellipsis and i == len(dims) - 1) or (
-                isinstance(d, int) and not isinstance(d, bool) and d > 0)
-            if not ok:
-                raise InvalidShape(
-                    f"pl.Tensor dim {i} must be a positive int, pl.DYNAMIC, pl.STATIC or a "
-                    f"trailing ..., got {d!r}")
-        layout, memref = TileLayout.ND, None
-        for r in rest:
-            if isinstance(r, TileLayout):
-                layout = r
-            elif isinstance(r, MemRef):
-                memref = r
-            else:  # the real resolver's words (a ParserTypeError: an InvalidType)
-                raise ParserTypeError(f"pl.Tensor: Unknown layout {r!r}: the layout must be a "
-                                      f"TensorLayout (pl.ND, pl.DN, pl.NZ, ...) or a pl.MemRef")
-        return TensorSpec(tuple(dims), _check_dtype(dtype, "pl.Tensor"), layout, memref)
+        return _tensor_spec(dims, dtype, rest)
+
+    def __call__(self, shape: Any, dtype: Any, layout: TileLayout | None = None,
+                 memref: MemRef | None = None) -> TensorSpec:
+        return _tensor_spec(shape, dtype, [r for r in (layout, memref) if r is not None])
 
     def __repr__(self) -> str:
         return "pl.Tensor"
+
+
+def _tensor_spec(dims: Any, dtype: Any, rest: list) -> TensorSpec:
+    if not isinstance(dims, (list, tuple)):
+        raise InvalidType(f"pl.Tensor dims must be a list, got {dims!r}")
+    for i, d in enumerate(dims):
+        if d is Ellipsis and i != len(dims) - 1:
+            raise InvalidType(f"pl.Tensor dims {list(dims)!r}: the ellipsis must appear once "
+                              "and only as the final shape item")
+        ok = d is DYNAMIC or d is STATIC or d is Ellipsis or (
+            type(d) is int and d > 0)
+        if not ok:
+            raise InvalidType(
+                f"pl.Tensor axis {i} annotation must be a positive int, pl.DYNAMIC, pl.STATIC "
+                f"or a final ..., got {d!r}")
+    layout, memref = TileLayout.ND, None
+    for r in rest:
+        if isinstance(r, TileLayout):
+            layout = r
+        elif isinstance(r, MemRef):
+            memref = r
+        else:  # the real resolver's words (a ParserTypeError: an InvalidType)
+            raise ParserTypeError(f"pl.Tensor: Unknown layout {r!r}: the layout must be a "
+                                  f"TensorLayout (pl.ND, pl.DN, pl.NZ, ...) or a pl.MemRef")
+    return TensorSpec(tuple(dims), _check_dtype(dtype, "pl.Tensor"), layout, memref)
 
 
 class _PtrAnnotation:

@@ -10,15 +10,15 @@ refused. Imports torch, the language types and the tiling helpers; nothing from 
 """
 from __future__ import annotations
 
+import ctypes
 import inspect
-import numbers
 import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import torch
 
-from ..errors import InvalidArgument, InvalidType, OutOfRange
+from ..errors import InvalidArgument, InvalidShape, InvalidType, OutOfRange
 from ..frozen import Frozen
 from ..ir.dtype import DataType
 from ..language.types import DYNAMIC, STATIC
@@ -90,7 +90,8 @@ def bind(kdef: KernelDef, args: Sequence[Any], kwargs: Mapping[str, Any],
          launch: Specialization) -> BoundLaunch:
     """Check one call of `kdef`; `launch` carries the arch, tiling key and datatype it fixes.
 
-    A None tensor / ptr is a null pointer: its DYNAMIC dims pass 0 and it adds no static dims.
+    A None tensor / ptr is a null pointer: its DYNAMIC dims pass 0 (a tensor with STATIC or
+    ellipsis dims cannot be None: nothing would fix them).
     """
     values = _bind_signature(kdef, args, kwargs)
     dtypes = dict(launch.datatype)
@@ -206,18 +207,26 @@ def _torch_dtype(dtype: DataType) -> Any:
 
 def _bind_tensor(p: ParamSpec, value: Any, dtype: DataType, static: list, ranks: list,
                  dyn: list) -> None:
+    """Shape errors are `InvalidShape` (a ValueError), type and dtype errors `InvalidType`,
+    as the real runtime's shape binding and argument checks raise them."""
     _check_tensor_value(p, value, dtype)
     dims = p.spec.dims
     if value is None:  # a null pointer passes 0 for its DYNAMIC dims
+        if any(d is STATIC or d is Ellipsis for d in dims):
+            raise InvalidShape(f"{_where(p)}: None cannot bind the STATIC / ellipsis dims of "
+                               f"{p.spec.dims!r}; pass a tensor", module="PRO_RUNTIME")
         dyn.extend(0 for d in dims if d is DYNAMIC)
         return
     ellipsis = bool(dims) and dims[-1] is Ellipsis
     rank, explicit = value.dim(), len(dims) - ellipsis
     if rank < explicit or (rank != explicit and not ellipsis):
         want = f"rank >= {explicit}" if ellipsis else f"{explicit}"
-        raise InvalidType(f"{_where(p)}: rank mismatch — expected {want}, got {rank} "
-                          f"(shape {tuple(value.shape)})", module="PRO_RUNTIME")
+        raise InvalidShape(f"{_where(p)}: rank mismatch — expected {want}, got {rank} "
+                           f"(shape {tuple(value.shape)})", module="PRO_RUNTIME")
     for axis, size in enumerate(value.shape):
+        if size <= 0:
+            raise InvalidShape(f"{_where(p)}: axis {axis} must be positive, got {size} "
+                               f"(shape {tuple(value.shape)})", module="PRO_RUNTIME")
         d = dims[axis] if axis < explicit else STATIC
         if d is DYNAMIC:
             if size > _INT32_MAX:
@@ -227,28 +236,39 @@ def _bind_tensor(p: ParamSpec, value: Any, dtype: DataType, static: list, ranks:
         elif d is STATIC:
             static.append((p.index, axis, int(size)))
         elif size != d:
-            raise InvalidType(f"{_where(p)}: dim mismatch — axis {axis} expected {d}, got "
-                              f"{size} (shape {tuple(value.shape)})", module="PRO_RUNTIME")
+            raise InvalidShape(f"{_where(p)}: dim mismatch — axis {axis} expected {d}, got "
+                               f"{size} (shape {tuple(value.shape)})", module="PRO_RUNTIME")
     if ellipsis:
         ranks.append((p.index, rank))
 
 
 def _scalar(p: ParamSpec, value: Any, dtype: DataType) -> int | float | bool:
-    """Check a scalar argument (spec `_validate_scalar_arg`) and return its Python value."""
+    """Check a scalar argument as the real runtime's `_validate_scalar_arg` does (a Python
+    int / float / bool; a bool passes for BOOL and integer dtypes, an int only for integer
+    dtypes, a float only for float dtypes) and return the value its ctypes conversion hands
+    the kernel (ints wrap to the dtype's width, FP32 rounds to single precision)."""
     if dtype not in _CTYPE_SCALARS:
         raise InvalidType(f"{_where(p)}: No ctypes mapping for scalar dtype {dtype!r}; "
                           "FP16/BF16 scalars are not supported.", module="PRO_RUNTIME")
+    if not isinstance(value, (int, float)):  # (bool is an int)
+        raise InvalidType(f"{_where(p)}: dtype mismatch — expected Python scalar "
+                          f"(int/float/bool) for {dtype!r}, got {type(value).__name__}",
+                          module="PRO_RUNTIME")
     if isinstance(value, bool):
         if dtype is DataType.BOOL or dtype.is_int:
             return value if dtype is DataType.BOOL else int(value)
-    elif isinstance(value, numbers.Integral):
+        what = "bool value passed for non-boolean/non-integer dtype"
+    elif isinstance(value, int):
         if dtype.is_int:
             return _wrapped(int(value), dtype)
-    elif isinstance(value, numbers.Real):
+        what = "int value passed for non-integer dtype"
+    else:
         if dtype.is_float:
-            return float(value)
+            return ctypes.c_float(value).value
+        what = "float value passed for non-float dtype"
     raise InvalidType(f"{_where(p)}: dtype mismatch — expected {_scalar_kind(dtype)} for "
-                      f"{dtype!r}, got {type(value).__name__} {value!r}", module="PRO_RUNTIME")
+                      f"{dtype!r}, got {type(value).__name__} {value!r} ({what})",
+                      module="PRO_RUNTIME")
 
 
 def _scalar_kind(dtype: DataType) -> str:

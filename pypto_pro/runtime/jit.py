@@ -27,7 +27,7 @@ from collections import ChainMap
 from collections.abc import Callable, Iterator, Mapping, MutableMapping
 from typing import Any, NamedTuple
 
-from ..errors import InvalidArgument, InvalidType
+from ..errors import InvalidArgument, InvalidShape, InvalidType
 from ..ir.dtype import DataType
 from ..language.pipeline import PipelineConfig
 from ..language.types import STATIC
@@ -92,9 +92,6 @@ def _fail_type(message: str) -> InvalidType:
 _OPTION_CHECKS: dict[str, Callable[[Any], bool]] = {
     "name": lambda v: isinstance(v, str) and v != "",
     "pipeline": lambda v: isinstance(v, PipelineConfig),
-    "tiling_key": lambda v: isinstance(v, type),
-    "datatype": lambda v: isinstance(v, dict) and all(
-        isinstance(k, str) and isinstance(x, str) for k, x in v.items()),
     "compile_timeout": lambda v: isinstance(v, int) and not isinstance(v, bool) and v > 0,
 }
 
@@ -110,8 +107,31 @@ def _options(decorator: str, unknown: Mapping[str, Any], **given: Any) -> JitOpt
     for key, ok in _OPTION_CHECKS.items():
         if given[key] is not None and not ok(given[key]):
             raise _fail_type(f"{decorator}(): invalid {key}={given[key]!r}")
+    _check_datatype_schema(decorator, given["datatype"])
+    if given["tiling_key"] is not None and not isinstance(given["tiling_key"], type):
+        raise InvalidArgument(f"{decorator}(): tiling_key must be a class, got "
+                              f"{type(given['tiling_key']).__name__}", module="PRO_RUNTIME")
     datatype = dict(given["datatype"]) if given["datatype"] else None
     return JitOptions(**{**given, "datatype": datatype})
+
+
+def _check_datatype_schema(decorator: str, datatype: Any) -> None:
+    """`datatype=` as the real decorator checks it: a non-empty dict from parameter names to
+    identifier variable names (ValueError otherwise)."""
+    if datatype is None:
+        return
+    if not isinstance(datatype, dict) or not datatype:
+        raise InvalidArgument(f"{decorator}(): datatype must be a non-empty dict mapping param "
+                              f"name to dtype variable name, got {datatype!r}",
+                              module="PRO_RUNTIME")
+    for pname, var in datatype.items():
+        if not isinstance(pname, str) or not pname:
+            raise InvalidArgument(f"{decorator}(): datatype param names must be non-empty "
+                                  f"strings, got {pname!r}", module="PRO_RUNTIME")
+        if not isinstance(var, str) or not var.isidentifier():
+            raise InvalidArgument(f"{decorator}(): datatype variable for param '{pname}' must "
+                                  f"be a valid Python identifier, got {var!r}",
+                                  module="PRO_RUNTIME")
 
 
 def _check_function(fn: Any, decorator: str) -> types.FunctionType:
@@ -251,11 +271,22 @@ def _kernel_def(fn: types.FunctionType, options: JitOptions, env: ChainMap,
 
 def _reserved_names(params: tuple[ParamSpec, ...], options: JitOptions,
                     env: ChainMap) -> dict[str, str]:
-    """Names a tiling-key field must not take: globals / captured names, dtype vars, params."""
-    reserved = {n: "a global of the kernel" for m in env.maps[:-1] for n in m}
-    reserved.update({v: "a datatype variable" for v in (options.datatype or {}).values()})
-    reserved.update({p.name: "a kernel parameter" for p in params})
+    """Names a tiling-key field must not take, as the real decorator checks them: kernel
+    parameters, datatype variables and the data globals / captured names of the kernel (not
+    functions, classes or dunder names: a field constant shadows those in the kernel)."""
+    reserved = {n: "module-level variable" for m in env.maps[:-1] for n in m
+                if not n.startswith("__") and not _is_code(m, n)}
+    reserved.update({v: "datatype variable" for v in (options.datatype or {}).values()})
+    reserved.update({p.name: "kernel parameter" for p in params})
     return reserved
+
+
+def _is_code(scope: Mapping[str, Any], name: str) -> bool:
+    try:
+        value = scope[name]
+    except KeyError:  # (a late cell still unbound)
+        return False
+    return callable(value) or isinstance(value, type)
 
 
 # ---------------------------------------------------------------- the kernel object
@@ -384,18 +415,31 @@ class JitKernel:
         return f"kernel[{', '.join(['stream', 'block_dim', *extra])}]"
 
     def _plan(self, key: Any) -> _LaunchPlan:
+        """The brackets as the real runtime reads them: `[bd]`, `[stream, bd]`, then the tiling
+        key and / or datatype dict; a third item is the datatype dict only for a kernel with a
+        datatype schema and no tiling key. A None in a place the kernel has no schema for is
+        allowed; a missing dict, or a dict the kernel has no schema for, is refused."""
         items = key if isinstance(key, tuple) else (None, key)
         has_tk, has_dt = self.tiling_schema is not None, bool(self.options.datatype)
-        if len(items) != 2 + has_tk + has_dt:
+        tk_key = dt_key = None
+        if len(items) == 3:
+            if has_dt and not has_tk:
+                dt_key = items[2]
+            else:
+                tk_key = items[2]
+        elif len(items) == 4:
+            tk_key, dt_key = items[2], items[3]
+        if (len(items) not in (2, 3, 4) or (tk_key is None) == has_tk
+                or (dt_key is None) == has_dt):
             raise InvalidArgument(
                 f"Expected {self._expected_form()} for kernel '{self.kernel_def.name}' "
                 f"(tiling_key: {'yes' if has_tk else 'no'}, datatype: "
                 f"{'yes' if has_dt else 'no'}), got {len(key) if isinstance(key, tuple) else 1} "
                 "item(s) in the brackets",
                 module="PRO_RUNTIME")
-        stream, block_dim, *rest = items
-        tiling_key = self.tiling_schema.validate(rest[0]) if has_tk else ()
-        datatype = resolve_datatype(self.kernel_def.params, rest[-1]) if has_dt else ()
+        stream, block_dim = items[0], items[1]
+        tiling_key = self.tiling_schema.validate(tk_key) if has_tk else ()
+        datatype = resolve_datatype(self.kernel_def.params, dt_key) if has_dt else ()
         return _LaunchPlan(stream, _check_block_dim(block_dim), tiling_key, datatype)
 
     def _bind(self, plan: _LaunchPlan, args: tuple, kwargs: dict) -> Any:
@@ -439,14 +483,24 @@ class JitKernel:
     def datatype_schema(self) -> dict[str, str] | None:
         return self.options.datatype
 
-    def _ensure_compiled(self, args: tuple, concrete_key: Mapping[str, Any] | None = None,
+    def _ensure_compiled(self, args: Any = None, concrete_key: Mapping[str, Any] | None = None,
                          dtype_key: Mapping[str, DataType] | None = None) -> Any:
-        """The compiled kernel for a launch with `args` and these keys (compiling it once)."""
+        """The compiled kernel for a launch with `args` and these keys (compiling it once).
+        As the real method, `_ensure_compiled(key_dict)` compiles a tiling key without
+        arguments (a kernel whose STATIC / ellipsis dims need them refuses)."""
+        if isinstance(args, Mapping) and concrete_key is None:
+            args, concrete_key = None, args
         tiling_key = self.tiling_schema.validate(concrete_key) if self.tiling_schema else ()
         datatype = (resolve_datatype(self.kernel_def.params, dtype_key)
                     if self.options.datatype else ())
-        bound = self._bind(_LaunchPlan(None, 1, tiling_key, datatype), tuple(args), {})
-        return self._compile_spec(bound.spec)
+        plan = _LaunchPlan(None, 1, tiling_key, datatype)
+        if args is not None:
+            return self._compile_spec(self._bind(plan, tuple(args), {}).spec)
+        if self.needs_arguments:
+            raise InvalidShape(f"kernel '{self.kernel_def.name}' has STATIC / ellipsis dims: "
+                               "compiling it needs launch arguments", module="PRO_RUNTIME")
+        return self._compile_spec(Specialization(arch=resolve_arch(self.options.arch),
+                                                 tiling_key=tiling_key, datatype=datatype))
 
     @property
     def _compiled_by_signature(self) -> MutableMapping:

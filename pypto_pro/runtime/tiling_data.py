@@ -18,7 +18,6 @@ import numbers
 import sys
 import textwrap
 import weakref
-from collections.abc import Sequence
 from typing import Any
 
 from ..errors import InvalidArgument, InvalidType, OutOfRange
@@ -30,6 +29,7 @@ _KINDS: dict[str, tuple[Any, str]] = {
     "float": (ctypes.c_float, "float"),
     "bool": (ctypes.c_bool, "bool"),
 }
+_INT64_MASK = (1 << 64) - 1
 _fields_cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _struct_cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
@@ -96,17 +96,26 @@ def to_bytes(instance: Any) -> bytes:
     return bytes(struct)
 
 
+def stored_fields(cls: type, data: bytes) -> dict[str, Any]:
+    """The field values a kernel reads from `data` (`to_bytes` of a `cls` instance): an int
+    given to a float field reads 3.0, a too-wide int wrapped, an array is a list."""
+    struct = ctypes_struct(cls).from_buffer_copy(data)
+    return {f.name: (getattr(struct, f.name) if f.length is None
+                     else list(getattr(struct, f.name))) for f in tiling_fields(cls)}
+
+
 def _scalar(value: Any, kind: str, where: str) -> Any:
-    if kind == "bool":
-        if isinstance(value, bool) or (isinstance(value, numbers.Integral) and value in (0, 1)):
+    """A field value as the real runtime's ctypes struct stores it: an int field takes ints and
+    bools (wrapping to int64_t), a float field any real number, a bool field any number (its
+    truth); anything else is refused."""
+    if isinstance(value, numbers.Real):
+        if kind == "bool":
             return bool(value)
-    elif kind == "int":
-        if isinstance(value, numbers.Integral) and not isinstance(value, bool):
-            if not -(1 << 63) <= int(value) < (1 << 63):
-                raise OutOfRange(f"{where}: {value} does not fit in int64_t", module="PRO_RUNTIME")
-            return int(value)
-    elif isinstance(value, numbers.Real) and not isinstance(value, bool):
-        return float(value)
+        if kind == "float":
+            return float(value)
+        if isinstance(value, numbers.Integral):
+            value = int(value) & _INT64_MASK
+            return value - (1 << 64) if value >> 63 else value
     raise InvalidType(f"{where}: expected {kind}, got {type(value).__name__} {value!r}",
                       module="PRO_RUNTIME")
 
@@ -114,13 +123,14 @@ def _scalar(value: Any, kind: str, where: str) -> Any:
 def _array(value: Any, f: TilingField, where: str) -> list[Any]:
     if hasattr(value, "tolist"):
         value = value.tolist()
-    if not isinstance(value, Sequence) or isinstance(value, (str, bytes)):
-        raise InvalidType(f"{where}: expected a list of {f.length} {f.kind}, "
+    if isinstance(value, (str, bytes, bytearray)) or not (
+            hasattr(value, "__getitem__") and hasattr(value, "__len__")):
+        raise InvalidType(f"{where} is {f.kind}[{f.length}]: expected an indexable sequence, "
                           f"got {type(value).__name__}", module="PRO_RUNTIME")
     if len(value) != f.length:
-        raise InvalidArgument(f"{where}: expected a list of length {f.length}, got length "
-                              f"{len(value)}", module="PRO_RUNTIME")
-    return [_scalar(v, f.kind, f"{where}[{i}]") for i, v in enumerate(value)]
+        raise InvalidArgument(f"{where}: expected {f.length} elements, got {len(value)}",
+                              module="PRO_RUNTIME")
+    return [_scalar(value[i], f.kind, f"{where}[{i}]") for i in range(f.length)]
 
 
 def _build_fields(cls: type) -> tuple[TilingField, ...]:
@@ -132,11 +142,21 @@ def _build_fields(cls: type) -> tuple[TilingField, ...]:
         raise InvalidArgument(f"TilingData {cls.__name__}: duplicate field {duplicate!r}",
                               module="PRO_RUNTIME")
     module_env = vars(sys.modules[cls.__module__]) if cls.__module__ in sys.modules else {}
-    out = [_parse_field(cls.__name__, f.name, f.type, module_env)
+    out = [_parse_field(cls.__name__, f.name, _annotation(cls, f), module_env)
            for f in dataclasses.fields(cls)]
     if not out:
         raise InvalidArgument(f"TilingData {cls.__name__} has no fields", module="PRO_RUNTIME")
     return tuple(out)
+
+
+def _annotation(cls: type, f: dataclasses.Field) -> Any:
+    """A field's annotation as the class holds it now (as the real runtime reads
+    `__annotations__`), else as the dataclass recorded it."""
+    for klass in cls.__mro__:
+        found = vars(klass).get("__annotations__", {})
+        if f.name in found:
+            return found[f.name]
+    return f.type
 
 
 def _parse_field(owner: str, name: str, annotation: Any, env: dict) -> TilingField:
@@ -161,6 +181,9 @@ def _parse_field(owner: str, name: str, annotation: Any, env: dict) -> TilingFie
 def _array_length(node: ast.expr, env: dict, where: str) -> int:
     if isinstance(node, ast.Constant):
         length = node.value
+    elif (isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub)
+          and isinstance(node.operand, ast.Constant)):
+        length = -node.operand.value if isinstance(node.operand.value, int) else None
     elif isinstance(node, ast.Name) and node.id in env:
         length = env[node.id]
     else:

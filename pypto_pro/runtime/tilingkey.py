@@ -79,7 +79,9 @@ class TilingKeySchema(Frozen):
         self.validate(key)
 
     def validate(self, key: Any) -> tuple[tuple[str, Any], ...]:
-        """Check a launch key dict; returns `((field, value), ...)` in declaration order."""
+        """Check a launch key dict; returns `((field, value), ...)` in declaration order. A
+        value is allowed when it equals a declared value (`True` for 1, as the real runtime's
+        `value in values`); the kernel sees it as given."""
         if not isinstance(key, Mapping):
             raise _fail(f"tiling key for {self.cls.__name__} must be a dict "
                         f"{{field: value}}, got {type(key).__name__}")
@@ -92,8 +94,8 @@ class TilingKeySchema(Frozen):
             raise _fail(f"missing tiling-key field(s) {missing} for {self.cls.__name__}")
         for name, fld in self.fields:
             if _index_of(fld.values, key[name]) is None:
-                raise _fail(f"tiling-key field {name!r}: value {key[name]!r} is not allowed; "
-                            f"allowed values: {list(fld.values)}")
+                raise _fail(f"tilingkey field '{name}' value {key[name]!r} is not a "
+                            f"candidate; allowed: {list(fld.values)}")
         ordered = tuple((n, key[n]) for n in self.names)
         self._check_is_valid(ordered)
         return ordered
@@ -113,42 +115,44 @@ class TilingKeySchema(Frozen):
         return packed
 
 
-def _index_of(values: tuple[Any, ...], value: Any) -> int | None:
-    """Index of `value` in `values`, never matching a bool against an int or float."""
-    if isinstance(value, bool):
-        return None
+def _index_of(values: tuple[int, ...], value: Any) -> int | None:
+    """Index of the declared value (an int) equal to `value`, or None."""
     for i, v in enumerate(values):
-        if not isinstance(v, bool) and v == value:
-            return i
+        try:
+            if v == value:
+                return i
+        except Exception:  # (an object whose == raises is no candidate)
+            return None
     return None
 
 
 def build_schema(cls: Any, reserved: Mapping[str, str] | None = None) -> TilingKeySchema:
     """Check a tiling-key class (spec §5.2) and return its schema.
 
-    `reserved` maps names a field must not take to what they already are (kernel parameters,
-    globals of the kernel, datatype variables): field names become constants in the kernel.
+    `reserved` maps names a field must not take to what they already are ("kernel parameter",
+    "module-level variable", "datatype variable"): field names become constants in the kernel.
     """
     schema = TilingKeySchema(cls)
-    for name in schema.names:
-        if reserved and name in reserved:
-            raise _fail(f"tiling-key field {name!r} of {cls.__name__} clashes with "
-                        f"{reserved[name]} of the same name")
+    for kind in ("kernel parameter", "module-level variable", "datatype variable"):
+        clash = [n for n in schema.names if reserved and reserved.get(n) == kind]
+        if clash:
+            raise _fail(f"TilingKey field name(s) {clash} of {cls.__name__} conflict with "
+                        f"{kind} name(s)")
     return schema
 
 
 def _checked_fields(cls: Any) -> list[tuple[str, TilingKeyField]]:
     if not isinstance(cls, type):
-        raise _fail(f"tiling_key must be a class with TilingKeyField attributes, got {cls!r}")
+        raise _fail(f"tiling_key must be a class, got {type(cls).__name__} {cls!r}")
     fields = _declared_fields(cls)
     if not fields:
-        raise _fail(f"tiling_key class {cls.__name__} declares no TilingKeyField")
+        raise _fail(f"tiling_key class '{cls.__name__}' has no TilingKeyField members")
     for name, fld in fields:
         _check_field(cls, name, fld)
     total = sum(f.bits for _, f in fields)
     if total > MAX_TOTAL_BITS:
-        raise _fail(f"tiling_key class {cls.__name__} needs {total} bits; at most "
-                    f"{MAX_TOTAL_BITS} are allowed")
+        raise _fail(f"tiling_key class '{cls.__name__}' uses {total} bits, exceeding the "
+                    f"{MAX_TOTAL_BITS}-bit limit")
     check = getattr(cls, "is_valid", None)
     if check is not None and not callable(check):
         raise _fail(f"{cls.__name__}.is_valid must be a method is_valid(self, key) -> bool")
@@ -165,16 +169,18 @@ def _declared_fields(cls: type) -> list[tuple[str, TilingKeyField]]:
 
 
 def _check_field(cls: type, name: str, fld: TilingKeyField) -> None:
-    where = f"tiling-key field {cls.__name__}.{name}"
+    """The real schema's checks and wording: bits > 0, non-empty int values, unique, at most
+    2**bits candidates."""
+    where = f"tilingkey field '{name}' of {cls.__name__}"
     if not isinstance(fld.bits, int) or isinstance(fld.bits, bool) or fld.bits <= 0:
-        raise _fail(f"{where}: bits must be a positive int, got {fld.bits!r}")
+        raise _fail(f"{where} must have bits > 0, got {fld.bits!r}")
     if not fld.values:
-        raise _fail(f"{where}: values must not be empty")
-    if any(isinstance(v, bool) for v in fld.values):
-        raise _fail(f"{where}: bool values are not allowed (use 0 / 1)")
-    for i, v in enumerate(fld.values):
-        if _index_of(fld.values[:i], v) is not None:
-            raise _fail(f"{where}: duplicate value {v!r}")
+        raise _fail(f"{where} must have a non-empty 'values' list")
+    for v in fld.values:
+        if not isinstance(v, int) or isinstance(v, bool):
+            raise _fail(f"{where}: values must be ints, got {v!r}")
+    if len(set(fld.values)) != len(fld.values):
+        raise _fail(f"{where}: values must be unique, got {list(fld.values)}")
     if len(fld.values) > 1 << fld.bits:
-        raise _fail(f"{where}: {len(fld.values)} values do not fit in {fld.bits} bit(s) "
-                    f"(at most {1 << fld.bits})")
+        raise _fail(f"{where} has {len(fld.values)} candidates, exceeding the "
+                    f"{1 << fld.bits} representable by {fld.bits} bits")

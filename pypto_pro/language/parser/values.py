@@ -183,7 +183,9 @@ def array_index(ctx: ParseContext, t: ArrayType, index: Any, node: ast.AST) -> E
         raise ctx.error(ParserSyntaxError, "Multi-dimensional subscript is not supported: an "
                                            "array is indexed with one integer, a[i]", node)
     k, i = try_const(index)
-    if k and (not isinstance(i, int) or isinstance(i, bool) or not 0 <= i < t.size):
+    if k and (not isinstance(i, int) or isinstance(i, bool)):
+        raise ctx.error(ParserTypeError, f"an array index must be an integer, got {i!r}", node)
+    if k and not 0 <= i < t.size:
         raise ctx.error(ParserIndexError, f"index {i!r} out of bounds for an array of {t.size} "
                                           f"elements (GetItemExpr index {i!r} out of bounds "
                                           f"for tuple with {t.size} elements)", node)

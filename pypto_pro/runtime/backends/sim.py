@@ -37,7 +37,6 @@ double set_flag) carries the report in the exception's `sanitizer` attribute.
 """
 from __future__ import annotations
 
-import dataclasses
 import functools
 import gc
 import sys
@@ -57,6 +56,7 @@ from ...soc import SoC
 from ...soc import soc as make_soc
 from ...trace.schema import EventLog, TraceMeta
 from ...trace.trace import Trace
+from ..tiling_data import stored_fields
 from . import LaunchRequest, LaunchResult, register_backend
 
 #: the largest block_dim a launch accepts (the ACL kernel launch limit): the simulator keeps
@@ -226,13 +226,14 @@ def _param_values(fn: Any, request: LaunchRequest, views: _GMViews) -> list[Any]
     values = []
     for i, p in enumerate(fn.params):
         if i < len(args):
-            values.append(_param_value(p, args[i], views, i))
+            values.append(_param_value(p, args[i], views, i, request.tiling_bytes))
         else:
             values.append(int(dyn[i - len(args)]))
     return values
 
 
-def _param_value(p: Any, value: Any, views: _GMViews, index: int) -> Any:
+def _param_value(p: Any, value: Any, views: _GMViews, index: int,
+                 tiling: bytes | None) -> Any:
     t = p.type
     if isinstance(t, TensorType):
         if value is None:
@@ -244,16 +245,19 @@ def _param_value(p: Any, value: Any, views: _GMViews, index: int) -> Any:
         _check_device(p.name, value)
         return value, 0
     if isinstance(t, StructType):
-        return {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
+        return stored_fields(type(value), tiling)  # what the kernel reads from the bytes
     return value
 
 
 def _gm_view(name: str, value: torch.Tensor, dtype: Any, views: _GMViews,
              index: int) -> GMRef:
-    """The GMRef of tensor argument `value`. A relaunch with the same tensor, unchanged in
-    shape, strides and storage, gets the last launch's GMRef back: the typed views and window
-    plans it memoises cost more than a small launch's simulation. The GMRef keeps the tensor
-    alive until a launch of this kernel passes another one."""
+    """The GMRef of tensor argument `value`. The kernel addresses it as the real runtime
+    hands it over: a pointer to its first element (`data_ptr()`), read row-major in the
+    parameter's shape whatever the tensor's strides (a transposed or column-sliced view reads
+    the storage behind it, as on the NPU and the native backend). A relaunch with the same
+    tensor, unchanged in shape, strides and storage, gets the last launch's GMRef back: the
+    typed views and window plans it memoises cost more than a small launch's simulation. The
+    GMRef keeps the tensor alive until a launch of this kernel passes another one."""
     shape, strides, where = tuple(value.shape), value.stride(), _storage_key(value)
     last = views.get(index)
     if last is not None:
@@ -261,7 +265,7 @@ def _gm_view(name: str, value: torch.Tensor, dtype: Any, views: _GMViews,
         if gm.tensor is value and key == (shape, strides, dtype, where):
             return gm
     _check_device(name, value)
-    gm = GMRef(value, shape, strides, dtype)
+    gm = GMRef(value, shape, None, dtype)  # (row-major strides: see above)
     views[index] = gm, (shape, strides, dtype, where)
     return gm
 

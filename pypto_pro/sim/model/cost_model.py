@@ -102,8 +102,12 @@ def _transfer(soc: SoC, path: str, nbytes: int, gm_bytes: int = 0,
     return OpCost(int(cycles), nbytes, 0, gm_bytes, path, gm)
 
 
-def _window(gm: GMRef, offsets, rows: int, cols: int, kwargs: dict, write: bool) -> GMAccess:
-    """The GM window a load or store moves (lines computed only when timed)."""
+def _window(gm: GMRef, offsets, rows: int, cols: int, kwargs: dict,
+            write: bool) -> GMAccess | None:
+    """The GM window a load or store moves (lines computed only when timed); None when the
+    operand is no GM tensor (a None argument: the op itself reports it)."""
+    if not isinstance(gm, GMRef):
+        return None
     lines = functools.partial(gm.window_lines, _offsets(offsets), rows, cols, **_gm_view(kwargs))
     return GMAccess(lines, write, gm.storage)
 

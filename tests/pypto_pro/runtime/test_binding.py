@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import pypto_pro.language as pl
-from pypto_pro.errors import InvalidArgument, InvalidType
+from pypto_pro.errors import InvalidArgument, InvalidShape, InvalidType
 from pypto_pro.runtime.binding import bind, dynamic_dims, resolve_datatype
 from pypto_pro.runtime.kernel_def import Specialization
 
@@ -79,13 +79,13 @@ def test_none_tensor_is_a_null_pointer_with_zero_dynamic_dims():
      InvalidType, "arg[0] 'a': dtype mismatch — expected torch.float16 (pl.DT_FP16), got "
                   "torch.float32"),
     ({"a": torch.zeros(3, 16, 1, dtype=torch.float16)},
-     InvalidType, "arg[0] 'a': rank mismatch — expected 2, got 3"),
+     InvalidShape, "arg[0] 'a': rank mismatch — expected 2, got 3"),
     ({"a": torch.zeros(3, 8, dtype=torch.float16)},
-     InvalidType, "arg[0] 'a': dim mismatch — axis 1 expected 16, got 8"),
+     InvalidShape, "arg[0] 'a': dim mismatch — axis 1 expected 16, got 8"),
     ({"c": torch.tensor(1, dtype=torch.int32)},
-     InvalidType, "arg[2] 'c': rank mismatch — expected rank >= 1, got 0"),
+     InvalidShape, "arg[2] 'c': rank mismatch — expected rank >= 1, got 0"),
     ({"c": torch.zeros(4, 2, dtype=torch.int32)},
-     InvalidType, "arg[2] 'c': dim mismatch — axis 0 expected 8, got 4"),
+     InvalidShape, "arg[2] 'c': dim mismatch — axis 0 expected 8, got 4"),
     ({"a": [[0.0] * 16]}, InvalidType, "arg[0] 'a': type mismatch — expected torch.Tensor"),
     ({"p": 1234}, InvalidType, "arg[3] 'p': type mismatch"),
     ({"a": torch.zeros(3, 16, dtype=torch.float16, device="meta")},

@@ -328,7 +328,7 @@ class _Art:
 class _Key:
     from pypto_pro.runtime.tilingkey import TilingKeyField
 
-    MODE = TilingKeyField(bits=2, values=("a", "b", "c"))
+    MODE = TilingKeyField(bits=2, values=(5, 6, 7))
     SIZE = TilingKeyField(bits=1, values=(64, 128))
 
 
@@ -342,7 +342,7 @@ def test_build_dir_layout(tmp_path):
     typed = _Art(spec=Specialization(arch="a5", datatype=(("io_dtype", DataType.FP16),)))
     sub = build_subdir(typed)
     assert sub.parts[1].startswith("dt_") and len(sub.parts[1]) == 19
-    keyed = _Art(spec=Specialization(arch="a5", tiling_key=(("MODE", "c"), ("SIZE", 128))),
+    keyed = _Art(spec=Specialization(arch="a5", tiling_key=(("MODE", 7), ("SIZE", 128))),
                  tk=_Key)
     assert build_subdir(keyed) == Path("add__a5/tk_6")  # index 2 | index 1 << 2
     out = write_build_dir(typed, base=tmp_path, extra_files={"call_kernel_abc.so": b"so"})

@@ -49,13 +49,28 @@ def test_unknown_keyword_is_a_type_error():
 @pytest.mark.parametrize("kwargs, fragment", [
     ({"auto_mutex": 1}, "auto_mutex must be a bool"),
     ({"pipeline": True}, "invalid pipeline"),
-    ({"datatype": {"x": 3}}, "invalid datatype"),
     ({"compile_timeout": 0}, "invalid compile_timeout"),
-    ({"tiling_key": {"A": 1}}, "invalid tiling_key"),
 ])
 def test_bad_option_types_are_type_errors(kwargs, fragment):
     with pytest.raises(InvalidType, match=fragment):
         pl.jit(**kwargs)
+
+
+@pytest.mark.parametrize("datatype, fragment", [
+    ({}, "datatype must be a non-empty dict"),
+    (["x"], "datatype must be a non-empty dict"),
+    ({"x": 3}, "datatype variable for param 'x' must be a valid Python identifier"),
+    ({"x": "not an id"}, "must be a valid Python identifier"),
+    ({3: "T"}, "datatype param names must be non-empty strings"),
+])
+def test_a_bad_datatype_schema_is_a_value_error(datatype, fragment):
+    with pytest.raises(InvalidArgument, match=fragment):
+        pl.jit(datatype=datatype)
+
+
+def test_a_tiling_key_that_is_no_class_is_a_value_error():
+    with pytest.raises(InvalidArgument, match="tiling_key must be a class, got dict"):
+        pl.jit(tiling_key={"A": 1})
 
 
 def test_unknown_arch_is_a_value_error():
@@ -171,7 +186,8 @@ def test_tiling_key_field_clashing_with_a_global_is_rejected():
     class Key:
         LIVE_GLOBAL = runtime.TilingKeyField(bits=1, values=[0, 1])
 
-    with pytest.raises(InvalidArgument, match="'LIVE_GLOBAL'.*clashes with a global"):
+    with pytest.raises(InvalidArgument,
+                       match=r"\['LIVE_GLOBAL'\].*conflict with module-level variable"):
         @pl.jit(tiling_key=Key)
         def k(x: pl.Tensor[[4], pl.DT_FP32]):
             pass
@@ -181,7 +197,7 @@ def test_tiling_key_field_clashing_with_a_parameter_is_rejected():
     class Key:
         x = runtime.TilingKeyField(bits=1, values=[0, 1])
 
-    with pytest.raises(ValueError, match="'x'.*clashes with a kernel parameter"):
+    with pytest.raises(ValueError, match=r"\['x'\].*conflict with kernel parameter"):
         @pl.jit(tiling_key=Key)
         def k(x: pl.Tensor[[4], pl.DT_FP32]):
             pass

@@ -112,7 +112,7 @@ def test_tiling_key_kernel_refuses_direct_call_and_short_brackets(launch_env):
 
 
 def test_tiling_key_values_checked_at_the_brackets(launch_env):
-    with pytest.raises(InvalidArgument, match="value 3 is not allowed"):
+    with pytest.raises(InvalidArgument, match="value 3 is not a candidate"):
         keyed[None, 1, {"OP_MODE": 3, "OP_FLAG": 0}]
     with pytest.raises(InvalidArgument, match="rejected by OpKey.is_valid"):
         keyed[None, 1, {"OP_MODE": 2, "OP_FLAG": 1}]

@@ -8,8 +8,14 @@ from dataclasses import dataclass
 import pytest
 import torch
 
-from pypto_pro.errors import InvalidArgument, InvalidType, OutOfRange
-from pypto_pro.runtime.tiling_data import c_struct_fields, ctypes_struct, tiling_fields, to_bytes
+from pypto_pro.errors import InvalidArgument, InvalidType
+from pypto_pro.runtime.tiling_data import (
+    c_struct_fields,
+    ctypes_struct,
+    stored_fields,
+    tiling_fields,
+    to_bytes,
+)
 
 WIDTH = 3
 
@@ -69,20 +75,33 @@ def test_tensor_arrays_are_accepted():
 def test_wrong_list_length_and_types():
     sample = _sample()
     sample.offsets = [1, 2, 3]
-    with pytest.raises(InvalidArgument, match="Tiling.offsets: expected a list of length 4"):
+    with pytest.raises(InvalidArgument, match="Tiling.offsets: expected 4 elements, got 3"):
+        to_bytes(sample)
+    sample = _sample()
+    sample.offsets = 7
+    with pytest.raises(InvalidType, match="Tiling.offsets is int.4.: expected an indexable"):
         to_bytes(sample)
     sample = _sample()
     sample.n = 1.5
     with pytest.raises(InvalidType, match="Tiling.n: expected int"):
         to_bytes(sample)
     sample = _sample()
-    sample.mask = [True, 2, True, False, True]
+    sample.mask = [True, None, True, False, True]
     with pytest.raises(InvalidType, match=r"Tiling.mask\[1\]: expected bool"):
         to_bytes(sample)
+
+
+def test_values_are_stored_as_the_c_struct_stores_them():
+    """As the real runtime's ctypes struct: an int field wraps to int64_t and takes bools, a
+    bool field takes any number's truth, a float field any real number."""
     sample = _sample()
+    sample.n, sample.mask = (1 << 64) + 5, [2, 0, 0.5, False, True]
+    stored = stored_fields(Tiling, to_bytes(sample))
+    assert stored["n"] == 5 and stored["mask"] == [True, False, True, False, True]
     sample.n = 1 << 63
-    with pytest.raises(OutOfRange, match="does not fit in int64_t"):
-        to_bytes(sample)
+    assert stored_fields(Tiling, to_bytes(sample))["n"] == -(1 << 63)
+    sample.n = True
+    assert stored_fields(Tiling, to_bytes(sample))["n"] == 1
 
 
 def test_array_size_must_be_1_to_2048():

@@ -156,13 +156,14 @@ def _in(size: int, offset: int = 0, shape: tuple = (256, 256)) -> torch.Tensor:
 
 
 @pytest.mark.parametrize("change", [
-    lambda x, y, z: (x, y, z.t().contiguous().t()),  # the output's strides
+    # (an output's strides are no change of geometry: a kernel reads and writes a tensor
+    # row-major from its first element, as the real runtime passes it)
     lambda x, y, z: (x, y, _in(2 * z.numel())),  # the output's storage size
     lambda x, y, z: (x, y, _in(2 * z.numel(), z.numel())),  # a view at another offset
     lambda x, y, z: (x, x, z),  # aliasing: one tensor passed twice
     lambda x, y, z: (x, y, x),  # in place: the output is an input
     lambda x, y, z: _add_args((256, 384)),  # the shape
-], ids=["strides", "storage", "offset", "twice", "in-place", "shape"])
+], ids=["storage", "offset", "twice", "in-place", "shape"])
 def test_a_change_of_geometry_records_afresh_and_then_rebinds(recorded, change) -> None:
     add = load("vector_add").add_kernel
     first = _launch(add, 4, _add_args())
