@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ctypes
 import inspect
+import warnings
 import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -205,6 +206,15 @@ def _torch_dtype(dtype: DataType) -> Any:
         return _TORCH_DTYPES.setdefault(dtype, dtype.torch_dtype)
 
 
+def _warn_layout(p: ParamSpec, value: torch.Tensor) -> None:
+    """A non-contiguous tensor argument reaches the kernel as the NPU gets it (its storage read
+    row-major from `data_ptr()`), which is seldom what a transposed or sliced view means."""
+    warnings.warn(f"{_where(p)}: a non-contiguous tensor (shape {tuple(value.shape)}, strides "
+                  f"{value.stride()}) reaches the kernel as the NPU gets it: its storage read "
+                  f"row-major from data_ptr(), not its logical elements; pass .contiguous() "
+                  f"for those", UserWarning, stacklevel=2)
+
+
 def _bind_tensor(p: ParamSpec, value: Any, dtype: DataType, static: list, ranks: list,
                  dyn: list) -> None:
     """Shape errors are `InvalidShape` (a ValueError), type and dtype errors `InvalidType`,
@@ -217,6 +227,8 @@ def _bind_tensor(p: ParamSpec, value: Any, dtype: DataType, static: list, ranks:
                                f"{p.spec.dims!r}; pass a tensor", module="PRO_RUNTIME")
         dyn.extend(0 for d in dims if d is DYNAMIC)
         return
+    if not value.is_contiguous():
+        _warn_layout(p, value)
     ellipsis = bool(dims) and dims[-1] is Ellipsis
     rank, explicit = value.dim(), len(dims) - ellipsis
     if rank < explicit or (rank != explicit and not ellipsis):
