@@ -43,14 +43,19 @@ from pypto_pro.runtime.tilingkey import TilingKeyField, TilingKeySchema
 VT = pl.TileType(shape=[16, 32], dtype=pl.DT_FP32, target_memory=pl.MemorySpace.Vec)
 
 
+def _copy_tile(x, z):
+    """z[0:16, 0:32] = x[0:16, 0:32] through one Vec tile (a helper: inlined where called)."""
+    a = pl.make_tile(VT, addr=0x0)
+    pl.load(a, x, [0, 0])
+    pl.system.sync_src(set_pipe=pl.PipeType.MTE2, wait_pipe=pl.PipeType.MTE3, event_id=0)
+    pl.system.sync_dst(set_pipe=pl.PipeType.MTE2, wait_pipe=pl.PipeType.MTE3, event_id=0)
+    pl.store(z, a, [0, 0])
+
+
 @pl.jit
 def copy16x32(x: pl.Tensor[[16, 32], pl.DT_FP32], z: pl.Tensor[[16, 32], pl.DT_FP32]):
     with pl.section_vector():
-        a = pl.make_tile(VT, addr=0x0)
-        pl.load(a, x, [0, 0])
-        pl.system.sync_src(set_pipe=pl.PipeType.MTE2, wait_pipe=pl.PipeType.MTE3, event_id=0)
-        pl.system.sync_dst(set_pipe=pl.PipeType.MTE2, wait_pipe=pl.PipeType.MTE3, event_id=0)
-        pl.store(z, a, [0, 0])
+        _copy_tile(x, z)
 
 
 # ---------------------------------------------------------------- tensors: pointer + row-major
@@ -109,11 +114,7 @@ def rows_copy(x: pl.Tensor[[pl.DYNAMIC, 32], pl.DT_FP32],
 @pl.jit
 def static_rows(x: pl.Tensor[[pl.STATIC, 32], pl.DT_FP32], z: pl.Tensor[[16, 32], pl.DT_FP32]):
     with pl.section_vector():
-        a = pl.make_tile(VT, addr=0x0)
-        pl.load(a, x, [0, 0])
-        pl.system.sync_src(set_pipe=pl.PipeType.MTE2, wait_pipe=pl.PipeType.MTE3, event_id=0)
-        pl.system.sync_dst(set_pipe=pl.PipeType.MTE2, wait_pipe=pl.PipeType.MTE3, event_id=0)
-        pl.store(z, a, [0, 0])
+        _copy_tile(x, z)
 
 
 @pytest.mark.parametrize("x, z, match", [
@@ -154,11 +155,7 @@ def test_a_none_tensor_the_kernel_does_not_touch_runs():
                     spare: pl.Tensor[[pl.DYNAMIC], pl.DT_FP32],
                     z: pl.Tensor[[16, 32], pl.DT_FP32]):
         with pl.section_vector():
-            a = pl.make_tile(VT, addr=0x0)
-            pl.load(a, x, [0, 0])
-            pl.system.sync_src(set_pipe=pl.PipeType.MTE2, wait_pipe=pl.PipeType.MTE3, event_id=0)
-            pl.system.sync_dst(set_pipe=pl.PipeType.MTE2, wait_pipe=pl.PipeType.MTE3, event_id=0)
-            pl.store(z, a, [0, 0])
+            _copy_tile(x, z)
 
     def run():
         z = torch.zeros(16, 32)
@@ -175,11 +172,7 @@ def test_a_none_tensor_the_kernel_does_not_touch_runs():
 def call_style_copy(x: pl.Tensor([pl.DYNAMIC, 32], pl.DT_FP32),
                     z: pl.Tensor([pl.STATIC, 32], pl.DT_FP32)):
     with pl.section_vector():
-        a = pl.make_tile(VT, addr=0x0)
-        pl.load(a, x, [0, 0])
-        pl.system.sync_src(set_pipe=pl.PipeType.MTE2, wait_pipe=pl.PipeType.MTE3, event_id=0)
-        pl.system.sync_dst(set_pipe=pl.PipeType.MTE2, wait_pipe=pl.PipeType.MTE3, event_id=0)
-        pl.store(z, a, [0, 0])
+        _copy_tile(x, z)
 
 
 def test_call_style_tensor_annotation_is_the_subscript_form():
@@ -538,11 +531,7 @@ def test_a_half_precision_scalar_parameter_cannot_be_passed():
 @pl.jit
 def tail_copy(x: pl.Tensor[[pl.DYNAMIC, ...], pl.DT_FP32], z: pl.Tensor[[16, 32], pl.DT_FP32]):
     with pl.section_vector():
-        a = pl.make_tile(VT, addr=0x0)
-        pl.load(a, x, [0, 0])
-        pl.system.sync_src(set_pipe=pl.PipeType.MTE2, wait_pipe=pl.PipeType.MTE3, event_id=0)
-        pl.system.sync_dst(set_pipe=pl.PipeType.MTE2, wait_pipe=pl.PipeType.MTE3, event_id=0)
-        pl.store(z, a, [0, 0])
+        _copy_tile(x, z)
 
 
 def _run_all(kernel, inputs):
