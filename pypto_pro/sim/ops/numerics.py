@@ -33,9 +33,9 @@ class RoundMode(enum.IntEnum):
     CAST_ODD = 6  # truncate, then set the last bit when inexact
 
 
-#: the float types stored as a torch float type, by value (a `DataType` hashes in Python code):
-#: float32 → storage is one `to`
-_PLAIN_FLOATS = {"FP32": torch.float32, "FP16": torch.float16, "BF16": torch.bfloat16}
+#: the float types stored as a torch float type (`storage_dtype`), by value (a `DataType`
+#: hashes in Python code): float32 → storage is one `to`
+_PLAIN_FLOATS = frozenset({"FP32", "FP16", "BF16"})
 _TO_NEAREST = (RoundMode.CAST_RINT, RoundMode.CAST_NONE)  # (where float32 → storage is `to`)
 
 
@@ -290,9 +290,8 @@ def to_compute(stored: torch.Tensor, dtype: DataType) -> torch.Tensor:
 def float_to_stored(x: torch.Tensor, dtype: DataType,
                     mode: RoundMode = RoundMode.CAST_RINT) -> torch.Tensor:
     """Float values rounded with `mode` into `dtype`'s storage (ints: rounded, saturated)."""
-    plain = _PLAIN_FLOATS.get(dtype._value_)
-    if plain is not None and mode in _TO_NEAREST and x.dtype is torch.float32:
-        return x.to(plain)  # torch rounds to nearest even: the fast path
+    if dtype._value_ in _PLAIN_FLOATS and mode in _TO_NEAREST and x.dtype is torch.float32:
+        return x.to(storage_dtype(dtype))  # torch rounds to nearest even: the fast path
     if dtype.is_int or dtype is DataType.BOOL:
         rounded = round_to_integer(x, mode)
         return int_to_stored(saturate_int(rounded, dtype), dtype)
