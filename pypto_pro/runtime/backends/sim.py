@@ -26,7 +26,8 @@ Tile ops run torch on small tensors, where intra-op threads only add synchronisa
 (and, on a loaded machine, OpenMP spin-waits of milliseconds per op), so a launch runs torch
 single-threaded (`torch_threads`, default 1; None keeps the process setting) and restores the
 thread count afterwards. Python's cyclic garbage collector is paused during a launch for the
-same reason (it only rescans live objects there) and resumed after it. A relaunch's tape runs
+same reason (it only rescans live objects there) and resumed after it, with what the launch
+made aged at once (`pypto_pro.gcpause`). A relaunch's tape runs
 the blocks' independent work in two lanes, the second on one worker thread (`sim.fast.lanes`; env
 `PYPTOPRO_SIM_LANES=1` keeps one lane on a shared machine).
 
@@ -38,7 +39,6 @@ double set_flag) carries the report in the exception's `sanitizer` attribute.
 from __future__ import annotations
 
 import functools
-import gc
 import sys
 import time
 from typing import Any
@@ -46,6 +46,7 @@ from typing import Any
 import torch
 
 from ...errors import DeadlockError, InvalidArgument, PyptoError
+from ...gcpause import paused_gc
 from ...ir.types import PtrType, StructType, TensorType
 from ...sim import settings
 from ...sim.launch import Launch
@@ -109,13 +110,10 @@ class SimBackend:
         # A launch allocates millions of short-lived acyclic objects (instructions, events,
         # closures) that only trigger collections; `Launch.release` breaks its cycles (cores
         # <-> pipes, launch callbacks), so its object graph dies by refcount, not in a GC pass.
-        collecting = gc.isenabled()
-        gc.disable()
         try:
-            return self._launch(request)
+            with paused_gc():
+                return self._launch(request)
         finally:
-            if collecting:
-                gc.enable()
             if single:
                 torch.set_num_threads(threads)
 

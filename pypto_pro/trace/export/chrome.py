@@ -16,7 +16,8 @@ import numpy as np
 
 from ..events import pipe_rank
 from .atomic import write_json
-from .layout import MAX_LEVELS, flow_pairs, labels, lane_levels, paused_gc, text, times_us
+from ...gcpause import paused_gc
+from .layout import MAX_LEVELS, flow_pairs, labels, lane_levels, text, times_us
 
 if TYPE_CHECKING:
     import pandas as pd

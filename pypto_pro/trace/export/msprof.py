@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .atomic import write_json
-from .layout import labels, lane_levels, paused_gc, times_us
+from ...gcpause import paused_gc
+from .layout import labels, lane_levels, times_us
 
 if TYPE_CHECKING:
     import pandas as pd
