@@ -41,6 +41,7 @@ from __future__ import annotations
 import functools
 import sys
 import time
+from collections import OrderedDict
 from typing import Any
 
 import torch
@@ -209,12 +210,25 @@ def _programs(compiled: Any) -> dict[str, CompiledProgram]:
 #: parameter index → (the GMRef of the last launch's tensor, what it was made from)
 _GMViews = dict[int, tuple[GMRef, tuple]]
 
+#: kernel name → target → the GM views of its last launch, most recent name last. Kept by name,
+#: not on the compiled kernel, so that a kernel decorated again (an edited notebook cell) and
+#: launched on the same tensors finds their GMRefs with the GM windows, lines and plans they
+#: memoise (half of a new 4096-tile launch's recording). A GMRef is checked against the tensor
+#: before it is reused, so kernels sharing a name only share what is the same.
+_GM_VIEWS: OrderedDict[str, dict[str, _GMViews]] = OrderedDict()
+_GM_VIEWS_NAMES = 32  # (each keeps its last tensors alive)
+
 
 def _gm_views(compiled: Any) -> dict[str, _GMViews]:
-    """target → the GM views of its last launch (see `_gm_view`), kept on the compiled kernel."""
-    views = getattr(compiled, "_sim_gm_views", None)
+    """target → the GM views of the last launch of a kernel named as `compiled` (`_gm_view`)."""
+    name = compiled.name
+    views = _GM_VIEWS.get(name)
     if views is None:
-        views = compiled._sim_gm_views = {}
+        views = _GM_VIEWS[name] = {}
+        if len(_GM_VIEWS) > _GM_VIEWS_NAMES:
+            _GM_VIEWS.popitem(last=False)
+    else:
+        _GM_VIEWS.move_to_end(name)
     return views
 
 
@@ -255,7 +269,7 @@ def _gm_view(name: str, value: torch.Tensor, dtype: Any, views: _GMViews,
     the storage behind it, as on the NPU and the native backend). A relaunch with the same
     tensor, unchanged in shape, strides and storage, gets the last launch's GMRef back: the
     typed views and window plans it memoises cost more than a small launch's simulation. The
-    GMRef keeps the tensor alive until a launch of this kernel passes another one."""
+    GMRef keeps the tensor alive until a launch of a kernel of this name passes another one."""
     shape, strides, where = tuple(value.shape), value.stride(), _storage_key(value)
     last = views.get(index)
     if last is not None:

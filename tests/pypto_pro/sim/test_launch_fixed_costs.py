@@ -11,16 +11,19 @@ import subprocess
 import sys
 import weakref
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import torch
 
+import pypto_pro.language as pl
 from pypto_pro.examples import load
 from pypto_pro.ir.dtype import DataType
 from pypto_pro.ir.types import MemorySpace
 from pypto_pro.runtime.backends import LaunchRequest, register_backend, use_backend
 from pypto_pro.runtime.backends import sim as sim_backend
 from pypto_pro.runtime.binding import bind
+from pypto_pro.runtime.kernel_def import JitOptions
 from pypto_pro.sanitizer import sanitize
 from pypto_pro.sim.pools import Pools
 from pypto_pro.sim.reference.functional import FunctionalEngine
@@ -34,7 +37,7 @@ register_backend("sim-func-gm-test", lambda: sim_backend.SimBackend(functional_o
 
 def _views(kernel) -> dict:
     (compiled,) = kernel.compiled_variants.values()
-    return {i: gm for i, (gm, _) in compiled._sim_gm_views["vector"].items()}
+    return {i: gm for i, (gm, _) in sim_backend._gm_views(compiled)["vector"].items()}
 
 
 def test_same_tensors_reuse_their_views_and_see_new_values() -> None:
@@ -47,6 +50,44 @@ def test_same_tensors_reuse_their_views_and_see_new_values() -> None:
         ex.add_kernel[None, 1](x, y, z)
     assert all(first[i] is gm for i, gm in _views(ex.add_kernel).items())
     assert torch.equal(z, x + y)
+
+
+def test_a_kernel_decorated_again_reuses_the_views_of_its_tensors() -> None:
+    """An edited notebook cell makes a new kernel of the same name: launched on the same
+    tensors, it finds their GM views (and the windows they memoise) and computes with them."""
+    ex = load("vector_add")
+    x, y, z = ex.make_inputs(128, 128, seed=0)
+    with use_backend("sim"):
+        ex.add_kernel[None, 1](x, y, z)
+        first = _views(ex.add_kernel)
+        again = _decorated_again(ex.add_kernel)
+        y.add_(1)
+        again[None, 1](x, y, z)
+    assert all(first[i] is gm for i, gm in _views(again).items())
+    assert torch.equal(z, x + y)
+
+
+def _decorated_again(kernel):
+    options = kernel.options
+    return pl.jit(**{name: getattr(options, name) for name in JitOptions.__slots__})(
+        kernel.kernel_def.fn)
+
+
+def test_views_are_kept_for_the_most_recent_kernel_names_only(monkeypatch) -> None:
+    monkeypatch.setattr(sim_backend, "_GM_VIEWS", type(sim_backend._GM_VIEWS)())
+    ex = load("vector_add")
+    args = ex.make_inputs(128, 128, seed=0)
+    alive = weakref.ref(args[0])
+    kernel = _decorated_again(ex.add_kernel)
+    with use_backend("sim"):
+        kernel[None, 1](*args)
+    del kernel
+    for i in range(sim_backend._GM_VIEWS_NAMES):
+        sim_backend._gm_views(SimpleNamespace(name=f"other_{i}"))
+    del args
+    gc.collect()
+    assert alive() is None
+    assert len(sim_backend._GM_VIEWS) == sim_backend._GM_VIEWS_NAMES
 
 
 def test_a_changed_storage_or_another_tensor_gets_a_new_view() -> None:
