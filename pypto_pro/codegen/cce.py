@@ -21,7 +21,7 @@ from ..ir.nodes import Program
 from ..ir.types import ArrayType, StructType
 from .context import KernelFlags
 from .function import emit_impl, emit_simt, impl_params, make_ctx
-from .launcher import call_kernel_cpp
+from .launcher import call_kernel_cpp, entry_decls, host_arg_kinds
 from .prelude import HELPERS, header
 from .scopes import CPP_KEYWORDS, calls_in
 from .simt import simt_functions
@@ -51,6 +51,7 @@ class Artifacts:
     specialization: Any = None  # the Specialization (build directory layout)
     tiling_key_class: Any = None
     host_args: tuple[str, ...] = field(default=())  # "ptr" | "scalar" | "dyn" per argument
+    entry: tuple[str, ...] = field(default=())  # the `__global__` entry's declarations
 
     def files(self) -> dict[str, str]:
         """File name → text, as they sit next to each other in a build directory."""
@@ -90,8 +91,6 @@ def generate(compiled: Any) -> Artifacts:
     impl = next(iter(decls.values()))
     launcher, launcher_map = call_kernel_cpp(name, first, impl, flags.needs_ffts,
                                              compiled.kernel_type)
-    from .launcher import host_arg_kinds
-
     kdef = getattr(compiled, "kernel_def", None)
     return Artifacts(
         kernel_name=name, arch=arch, kernel_type=compiled.kernel_type, kernel_cpp=w.text(),
@@ -100,7 +99,7 @@ def generate(compiled: Any) -> Artifacts:
         uses_print=flags.uses_print, needs_ffts=flags.needs_ffts, source_file=first.span.file,
         specialization=compiled.spec,
         tiling_key_class=getattr(getattr(kdef, "options", None), "tiling_key", None),
-        host_args=tuple(host_arg_kinds(first)))
+        host_args=tuple(host_arg_kinds(first)), entry=tuple(entry_decls(impl, flags.needs_ffts)))
 
 
 def _calls(program: Program):

@@ -25,6 +25,18 @@ def _host_param(decl: str) -> tuple[str, str]:
     return decl, name
 
 
+def entry_decls(impl_decls: list[str], needs_ffts: bool) -> list[str]:
+    """The `__global__` entry's parameter declarations: the impl's, with `ffts_addr` last when
+    the kernel needs it."""
+    device = [d for d in impl_decls if not d.endswith("ffts_addr")]
+    return device + (["__gm__ int64_t* ffts_addr"] if needs_ffts else [])
+
+
+def decl_name(decl: str) -> str:
+    """The parameter name of a C++ declaration such as `__gm__ half* x`."""
+    return decl.rsplit(" ", 1)[1].lstrip("*")
+
+
 def call_kernel_cpp(kernel: str, fn: Function, impl_decls: list[str], needs_ffts: bool,
                     kernel_type: str) -> tuple[str, list[tuple[int, str, int]]]:
     """The launcher source and its line map (the entry and launch lines map to the def line)."""
@@ -36,9 +48,9 @@ def call_kernel_cpp(kernel: str, fn: Function, impl_decls: list[str], needs_ffts
         w.line('#include "runtime/rt_ffts.h"')
     w.line('#include "kernel.cpp"')
     w.line()
-    device = [d for d in impl_decls if not d.endswith("ffts_addr")]
-    entry = device + (["__gm__ int64_t* ffts_addr"] if needs_ffts else [])
-    names = [d.rsplit(" ", 1)[1].lstrip("*") for d in entry]
+    entry = entry_decls(impl_decls, needs_ffts)
+    device = entry[:-1] if needs_ffts else entry
+    names = [decl_name(d) for d in entry]
     with w.function(f"__global__ AICORE void {kernel}({', '.join(entry)})", span):
         w.line(f"{kernel}_impl({', '.join(names)});", span)
     w.line()
