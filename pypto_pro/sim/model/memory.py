@@ -234,6 +234,8 @@ class TileRef:
     epoch = 0
     _valid_views: tuple[int, BlockViews | None] | None = None
     _plans: dict | None = None
+    dtype: DataType  # (the geometry's)
+    space: MemorySpace  # (the geometry's)
 
     def __init__(self, memory: CoreMemory, geometry: TileGeometry, valid_rows: int | None = None,
                  valid_cols: int | None = None):
@@ -242,16 +244,18 @@ class TileRef:
         if not (0 <= rows <= geometry.rows and 0 <= cols <= geometry.cols):
             raise ValueError(f"valid shape [{rows}, {cols}] exceeds tile "
                              f"shape [{geometry.rows}, {geometry.cols}]")
-        # (not through `__setattr__`: a new ref changes nothing derived)
-        self.__dict__.update(memory=memory, geometry=geometry, valid_rows=rows, valid_cols=cols)
+        # (not through `__setattr__`: a new ref changes nothing derived). `dtype` and `space`
+        # are the geometry's, kept as plain attributes: ops read them tens of times per op.
+        self.__dict__.update(memory=memory, geometry=geometry, valid_rows=rows, valid_cols=cols,
+                             dtype=geometry.dtype, space=geometry.space)
 
     def __setattr__(self, name: str, value: Any) -> None:
         if name in _LOCATION:
             TileRef.epoch += 1
+            if name == "geometry":
+                self.__dict__.update(dtype=value.dtype, space=value.space)
         object.__setattr__(self, name, value)
 
-    dtype = property(lambda self: self.geometry.dtype)
-    space = property(lambda self: self.geometry.space)
     shape = property(lambda self: (self.geometry.rows, self.geometry.cols))
     valid = property(lambda self: (self.valid_rows, self.valid_cols))
 
