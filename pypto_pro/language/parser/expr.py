@@ -292,24 +292,20 @@ def _boolop(ctx: ParseContext, node: ast.BoolOp) -> Any:
 
 
 def _compare(ctx: ParseContext, node: ast.Compare) -> Any:
-    left, left_node = eval_expr(ctx, node.left), node.left
-    result: Any = True
-    for op_node, right_node in zip(node.ops, node.comparators):
-        if isinstance(op_node, (ast.Is, ast.IsNot)):
-            right = None if _is_none_literal(right_node) else eval_expr(ctx, right_node)
-            part = _identity(ctx, left_node, left, right_node, right,
-                             isinstance(op_node, ast.IsNot), node)
-        elif isinstance(op_node, (ast.In, ast.NotIn)):
-            part = _membership(ctx, left, right_node, node)
-            if isinstance(op_node, ast.NotIn):
-                part = unary(ctx, UnOp.Not, part, node)
-            right = None
-        else:
-            right = eval_expr(ctx, right_node)
-            part = binary(ctx, _CMPOPS[type(op_node)], left, right, node)
-        result = part if result is True else binary(ctx, BinOp.And, result, part, node)
-        left, left_node = right, right_node
-    return result
+    if len(node.ops) != 1:  # the real parser takes one operator per comparison
+        raise ctx.error(ParserSyntaxError, "Only simple comparisons supported: a chained "
+                                           "comparison is not", node,
+                        hint="write 'a < b and b < c' instead of 'a < b < c'")
+    op_node, left_node, right_node = node.ops[0], node.left, node.comparators[0]
+    left = eval_expr(ctx, left_node)
+    if isinstance(op_node, (ast.Is, ast.IsNot)):
+        right = None if _is_none_literal(right_node) else eval_expr(ctx, right_node)
+        return _identity(ctx, left_node, left, right_node, right,
+                         isinstance(op_node, ast.IsNot), node)
+    if isinstance(op_node, (ast.In, ast.NotIn)):
+        part = _membership(ctx, left, right_node, node)
+        return unary(ctx, UnOp.Not, part, node) if isinstance(op_node, ast.NotIn) else part
+    return binary(ctx, _CMPOPS[type(op_node)], left, eval_expr(ctx, right_node), node)
 
 
 def _is_none_literal(node: ast.expr) -> bool:

@@ -1,7 +1,8 @@
 """Still more language behaviour of the real PyPTO Pro frontend (learned from its parser and
 codegen unit tests and source), written as our own kernels checked on the simulator and the
 native backend. Covered: `is` (a null test only on a `pl.Ptr`, Python's `is` on values known
-while parsing, a type error on anything that exists only at run time), shape annotations
+while parsing, a type error on anything that exists only at run time), chained comparisons
+(refused: one operator per comparison), shape annotations
 refused in the real resolver's words, and structs returned from the runtime branches of a
 helper (one object, filled on whichever branch ran), the words of an undefined-name error.
 """
@@ -107,8 +108,16 @@ def test_a_datatype_variable_is_compared_by_identity(dtype, expected):
         with pl.section_vector():
             pl.setval(out, 0, n is n)
      """, ParserTypeError, "'is' / 'is not' only supported with None"),
+    ("chained_comparison", """
+        with pl.section_vector():
+            pl.setval(out, 0, 0 <= n < 4)
+     """, ParserSyntaxError, "Only simple comparisons supported"),
+    ("chained_constant_comparison", """
+        with pl.section_vector():
+            pl.setval(out, 0, 1 < 2 < 3)
+     """, ParserSyntaxError, "Only simple comparisons supported"),
 ])
-def test_is_on_a_runtime_value_is_refused(tmp_path, name, body, error, fragment):
+def test_is_on_a_runtime_value_and_chained_comparisons_are_refused(tmp_path, name, body, error, fragment):
     assert_refused(error, fragment, tmp_path, name,
                    "out: pl.Tensor[[4], pl.DT_INT32], n: pl.DT_INT32, p: pl.Ptr[pl.DT_FP16]",
                    body, prelude="def fill(o, value=None):\n    if value is None:\n"
