@@ -172,7 +172,7 @@ CASES = [
         """, UNSUP),
     Case("helper_with_varargs", """
         helper(1, 2)  # !
-        """, UNSUP, before="""
+        """, S, before="""
         def helper(*xs):
             pass
         """),

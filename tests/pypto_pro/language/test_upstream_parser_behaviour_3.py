@@ -2,7 +2,8 @@
 codegen unit tests and source), written as our own kernels checked on the simulator and the
 native backend. Covered: `is` (a null test only on a `pl.Ptr`, Python's `is` on values known
 while parsing, a type error on anything that exists only at run time), chained comparisons
-(refused: one operator per comparison), shape annotations
+(refused: one operator per comparison), helpers called with plain positional arguments only,
+shape annotations
 refused in the real resolver's words, and structs returned from the runtime branches of a
 helper (one object, filled on whichever branch ran), the words of an undefined-name error.
 """
@@ -117,7 +118,8 @@ def test_a_datatype_variable_is_compared_by_identity(dtype, expected):
             pl.setval(out, 0, 1 < 2 < 3)
      """, ParserSyntaxError, "Only simple comparisons supported"),
 ])
-def test_is_on_a_runtime_value_and_chained_comparisons_are_refused(tmp_path, name, body, error, fragment):
+def test_is_on_a_runtime_value_and_chained_comparisons_are_refused(tmp_path, name, body,
+                                                                   error, fragment):
     assert_refused(error, fragment, tmp_path, name,
                    "out: pl.Tensor[[4], pl.DT_INT32], n: pl.DT_INT32, p: pl.Ptr[pl.DT_FP16]",
                    body, prelude="def fill(o, value=None):\n    if value is None:\n"
@@ -158,6 +160,49 @@ def test_an_undefined_name_is_reported_in_the_real_words(tmp_path):
         with pl.section_vector():
             pl.setval(out, 0, totally_undefined)
      """)
+
+
+# ---------------------------------------------------------------- calls of inlined helpers
+
+
+def _scaled(v, k=3):
+    return v * k
+
+
+@pl.jit
+def positional_helper_calls(out: pl.Tensor[[2], pl.DT_INT32], n: pl.DT_INT32):
+    with pl.section_vector():
+        pl.setval(out, 0, _scaled(n))  # the default fills the rest
+        pl.setval(out, 1, _scaled(n, 5))
+
+
+def test_a_helper_takes_its_arguments_by_position():
+    def run():
+        out = torch.zeros(2, dtype=torch.int32)
+        positional_helper_calls(out, 7)
+        return out
+
+    assert sim_and_native(run).tolist() == [21, 35]
+
+
+@pytest.mark.parametrize("name,body,error,fragment", [
+    ("keyword_argument", "pl.setval(out, 0, scaled(n, k=2))", ParserSyntaxError,
+     "Call to inline function 'scaled' only supports plain positional arguments"),
+    ("starred_argument", "pl.setval(out, 0, scaled(*(n, 2)))", ParserSyntaxError,
+     "only supports plain positional arguments"),
+    ("keyword_only_parameter", "pl.setval(out, 0, scaled_kw(n))", ParserSyntaxError,
+     "Inline function 'scaled_kw' only supports positional parameters with optional defaults"),
+    ("too_few", "pl.setval(out, 0, scaled())", ParserTypeError,
+     "Function 'scaled' expects 1 to 2 positional argument(s), got 0"),
+    ("too_many", "pl.setval(out, 0, scaled(n, 2, 3))", ParserTypeError,
+     "Function 'scaled' expects 1 to 2 positional argument(s), got 3"),
+])
+def test_helper_calls_the_real_parser_refuses(tmp_path, name, body, error, fragment):
+    assert_refused(error, fragment, tmp_path, name,
+                   "out: pl.Tensor[[1], pl.DT_INT32], n: pl.DT_INT32",
+                   f"with pl.section_vector():\n    {body}\n",
+                   prelude="def scaled(v, k=3):\n    return v * k\n\n\n"
+                           "def scaled_kw(v, *, k=3):\n    return v * k\n")
 
 
 # ---------------------------------------------------------------- structs returned from branches
