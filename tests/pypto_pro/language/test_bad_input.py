@@ -140,7 +140,7 @@ CASES = [
     Case("return_value", """
         with pl.section_vector():
             return 1  # !
-        """, OP),
+        """, S),
     Case("break_outside_loop", """
         with pl.section_vector():
             break  # !
