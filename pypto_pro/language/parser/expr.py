@@ -119,6 +119,11 @@ def binary(ctx: ParseContext, op: BinOp, a: Any, b: Any, node: ast.AST) -> Any:
         except (TypeError, ValueError, OverflowError) as e:
             raise ctx.error(ParserTypeError, f"operator '{op.value}' cannot be applied to "
                                              f"{va!r} and {vb!r}: {e}", node) from None
+    if op is BinOp.Pow:  # folded above on constants; the real IR has no runtime power
+        raise ctx.error(UnsupportedFeatureError, "Unsupported binary operator: Pow (on a "
+                                                 "runtime value)", node,
+                        hint="use +, -, *, /, //, %, &, |, ^, <<, >>; multiply for a small "
+                             "constant power")
     if isinstance(getattr(a, "type", None), PtrType):
         return _pointer_arith(ctx, op, a, b, node)
     ta, tb = scalar_type(a), scalar_type(b)

@@ -2,10 +2,10 @@
 codegen unit tests and source), written as our own kernels checked on the simulator and the
 native backend. Covered: `is` (a null test only on a `pl.Ptr`, Python's `is` on values known
 while parsing, a type error on anything that exists only at run time), chained comparisons
-(refused: one operator per comparison), helpers called with plain positional arguments only,
-shape annotations
-refused in the real resolver's words, and structs returned from the runtime branches of a
-helper (one object, filled on whichever branch ran), the words of an undefined-name error.
+and runtime powers (refused), a kernel returning a value (a syntax error), helpers called with
+plain positional arguments only, shape annotations refused in the real resolver's words,
+structs returned from the runtime branches of a helper (one object, filled on whichever
+branch ran), the words of an undefined-name error.
 """
 from __future__ import annotations
 
@@ -15,7 +15,9 @@ from dual_backend import sim_and_native
 from kernel_source import assert_refused
 
 import pypto_pro.language as pl
-from pypto_pro.errors import ParserSyntaxError, ParserTypeError, UndefinedVariableError
+from pypto_pro.errors import (
+    ParserSyntaxError, ParserTypeError, UndefinedVariableError, UnsupportedFeatureError,
+)
 
 DT = pl.DT_FP16
 NOTHING = None
@@ -38,7 +40,7 @@ def identities(out: pl.Tensor[[6], pl.DT_INT32]):
         pl.setval(out, 2, NOTHING is None)
         pl.setval(out, 3, count is None)  # a kernel-local constant is never None
         pl.setval(out, 4, _is_fp16(pl.DT_FP16) * 10 + _is_fp16(wide))  # a helper's dtype
-        pl.setval(out, 5, pl.DT_FP16 is DT)  # any compile-time operands, not only names
+        pl.setval(out, 5, (pl.DT_FP16 is DT) + 2 ** 3 * 10)  # constants fold, ** too
 
 
 def test_is_folds_on_values_known_while_parsing():
@@ -47,7 +49,7 @@ def test_is_folds_on_values_known_while_parsing():
         identities(out)
         return out
 
-    assert sim_and_native(run).tolist() == [1, 1, 1, 0, 10, 1]
+    assert sim_and_native(run).tolist() == [1, 1, 1, 0, 10, 81]
 
 
 @pl.jit(datatype={"x": "x_dtype"})
@@ -113,6 +115,14 @@ def test_a_datatype_variable_is_compared_by_identity(dtype, expected):
         with pl.section_vector():
             pl.setval(out, 0, 0 <= n < 4)
      """, ParserSyntaxError, "Only simple comparisons supported"),
+    ("power_of_a_runtime_value", """
+        with pl.section_vector():
+            pl.setval(out, 0, n ** 2)
+     """, UnsupportedFeatureError, "Unsupported binary operator: Pow"),
+    ("kernel_returns_a_value", """
+        with pl.section_vector():
+            return n
+     """, ParserSyntaxError, "only supports bare return or return None"),
     ("chained_constant_comparison", """
         with pl.section_vector():
             pl.setval(out, 0, 1 < 2 < 3)
