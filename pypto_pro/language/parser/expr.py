@@ -126,6 +126,11 @@ def binary(ctx: ParseContext, op: BinOp, a: Any, b: Any, node: ast.AST) -> Any:
                              "constant power")
     if isinstance(getattr(a, "type", None), PtrType):
         return _pointer_arith(ctx, op, a, b, node)
+    if op is BinOp.Add and isinstance(getattr(a, "type", None), TileType) and \
+            ctx.section != "vf":  # (a VF op operand `tile + k` is an offset: ops_vf)
+        raise ctx.error(ParserSyntaxError, "Tile + offset is not supported outside VF section; "
+                                           "use tile[i:i+h, j:j+w] slice syntax for sub-view",
+                        node, hint="replace `tile + offset` with `tile[row:row+h, :]`")
     ta, tb = scalar_type(a), scalar_type(b)
     if ta is None or tb is None:
         bad = a if ta is None else b

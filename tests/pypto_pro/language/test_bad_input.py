@@ -225,7 +225,7 @@ CASES = [
     Case("tile_in_scalar_arithmetic", """
         with pl.section_vector():
             a = pl.make_tile(VEC, addr=0)
-            b = a + 1  # !
+            b = a * 2  # !  (a + k is the real parser's syntax error: module 3)
         """, T, hint="pl.add"),
     # ------------------------------------------------------------ wrong memory spaces
     Case("matmul_lhs_in_mat", """

@@ -2,10 +2,10 @@
 codegen unit tests and source), written as our own kernels checked on the simulator and the
 native backend. Covered: `is` (a null test only on a `pl.Ptr`, Python's `is` on values known
 while parsing, a type error on anything that exists only at run time), chained comparisons
-and runtime powers (refused), a kernel returning a value (a syntax error), helpers called with
-plain positional arguments only, shape annotations refused in the real resolver's words,
-structs returned from the runtime branches of a helper (one object, filled on whichever
-branch ran), the words of an undefined-name error.
+and runtime powers (refused), `tile + k` outside VF code and a kernel returning a value
+(syntax errors), helpers called with plain positional arguments only, shape annotations
+refused in the real resolver's words, structs returned from the runtime branches of a helper
+(one object, filled on whichever branch ran), the words of an undefined-name error.
 """
 from __future__ import annotations
 
@@ -119,6 +119,12 @@ def test_a_datatype_variable_is_compared_by_identity(dtype, expected):
         with pl.section_vector():
             pl.setval(out, 0, n ** 2)
      """, UnsupportedFeatureError, "Unsupported binary operator: Pow"),
+    ("tile_plus_offset_outside_vf", """
+        t = pl.make_tile(pl.TileType(shape=[16, 32], dtype=pl.DT_FP16,
+                                     target_memory=pl.MemorySpace.Vec), addr=0x0)
+        with pl.section_vector():
+            u = t + 16
+     """, ParserSyntaxError, "Tile + offset is not supported outside VF section"),
     ("kernel_returns_a_value", """
         with pl.section_vector():
             return n
