@@ -77,7 +77,8 @@ ROW_UB = pl.TileType([HALF, 1], pl.DT_FP32, layout=pl.DN)  # 256 B
 
 def send_s(s_buf, sa):
     """Cube: S (L0C) → the AIVs, 64 rows each, once the S ring has a free slot."""
-    _send_s_slot(s_buf.next(), sa)
+    s_slot = s_buf.next()
+    _send_s_slot(s_slot, sa)
 
 
 def send_s_tail(s_buf, sa, valid_kv):
@@ -95,7 +96,9 @@ def _send_s_slot(s_slot, sa):
 
 def take_p(p_buf, p_left):
     """Cube: the AIVs' P (the L1 slot) into L0A, then the slot is free again."""
-    return _take_p_slot(p_buf.next(), p_left.next())
+    pm = p_buf.next()
+    pll = p_left.next()
+    return _take_p_slot(pm, pll)
 
 
 def take_p_tail(p_buf, p_left, valid_kv):
