@@ -350,7 +350,9 @@ def _identity(ctx: ParseContext, left_node: ast.expr, left: Any, right_node: ast
         raise ctx.error(ParserTypeError, f"'{left_node.id} is None': 'is None' / 'is not "
                                          f"None' is only supported on pl.Ptr parameters", node,
                         hint=hint)
-    runtime = _runtime_names(ctx, left_node) + _runtime_names(ctx, right_node)
+    runtime = _runtime_names(ctx, left_node) + _runtime_names(ctx, right_node) + [
+        ast.unparse(n) for n, v in ((left_node, left), (right_node, right))
+        if v is not None and not _parse_time(v)]
     if runtime:
         raise ctx.error(ParserTypeError, f"'is' / 'is not' only supported with None: "
                                          f"'{runtime[0]}' is a runtime value", node,

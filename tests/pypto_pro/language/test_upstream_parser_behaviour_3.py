@@ -111,6 +111,10 @@ def test_a_datatype_variable_is_compared_by_identity(dtype, expected):
         with pl.section_vector():
             pl.setval(out, 0, n is n)
      """, ParserTypeError, "'is' / 'is not' only supported with None"),
+    ("runtime_call_identity", """
+        with pl.section_vector():
+            pl.setval(out, 0, pl.get_block_idx() is pl.DT_FP16)
+     """, ParserTypeError, "'pl.get_block_idx()' is a runtime value"),
     ("chained_comparison", """
         with pl.section_vector():
             pl.setval(out, 0, 0 <= n < 4)
