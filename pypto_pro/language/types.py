@@ -111,7 +111,8 @@ def _check_dtype(value: Any, where: str) -> DataType:
 class _TensorAnnotation:
     """`pl.Tensor[[dims...], dtype(, layout)(, memref)]`, or called as the real frontend also
     allows: `pl.Tensor([dims...], dtype, layout=..., memref=...)`. Bad dims are a
-    `ParserTypeError` (an `InvalidType`) naming the element, in the real resolver's words."""
+    `ParserTypeError` (an `InvalidType`, a TypeError) naming the axis, in the words of the real
+    jit signature check (a non-list shape: of the real type resolver)."""
 
     def __getitem__(self, item: Any) -> TensorSpec:
         if not isinstance(item, tuple) or len(item) < 2:
@@ -137,9 +138,9 @@ def _tensor_spec(dims: Any, dtype: Any, rest: list) -> TensorSpec:
         ok = d is DYNAMIC or d is STATIC or d is Ellipsis or (
             type(d) is int and d > 0)
         if not ok:
-            raise ParserTypeError(
-                f"pl.Tensor shape element {i} must be a positive integer, pl.DYNAMIC, "
-                f"pl.STATIC or a final ..., got {d!r}")
+            raise ParserTypeError(  # the real jit signature check's words
+                f"pl.Tensor axis {i} annotation must be DYNAMIC, STATIC, a positive integer, "
+                f"or final ellipsis; got {d!r}")
     layout, memref = TileLayout.ND, None
     for r in rest:
         if isinstance(r, TileLayout):

@@ -4,7 +4,7 @@ native backend. Covered: `is` (a null test only on a `pl.Ptr`, Python's `is` on 
 while parsing, a type error on anything that exists only at run time), chained comparisons
 and runtime powers (refused), `tile + k` outside VF code and a kernel returning a value
 (syntax errors), helpers called with plain positional arguments only, shape annotations
-refused in the real resolver's words, structs returned from the runtime branches of a helper
+refused in the real frontend's words, structs returned from the runtime branches of a helper
 (one object, filled on whichever branch ran), the words of an undefined-name error.
 """
 from __future__ import annotations
@@ -150,9 +150,9 @@ def test_is_on_a_runtime_value_and_chained_comparisons_are_refused(tmp_path, nam
 
 
 @pytest.mark.parametrize("annotation,fragment", [
-    ("pl.Tensor[[3.14], pl.DT_FP32]", "element 0 must be a positive integer"),
-    ("pl.Tensor[[128, 'bad'], pl.DT_FP32]", "element 1 must be a positive integer"),
-    ("pl.Tensor[[0, 32], pl.DT_FP32]", "element 0 must be a positive integer"),
+    ("pl.Tensor[[3.14], pl.DT_FP32]", "axis 0 annotation must be"),
+    ("pl.Tensor[[128, 'bad'], pl.DT_FP32]", "axis 1 annotation must be"),
+    ("pl.Tensor[[0, 32], pl.DT_FP32]", "a positive integer"),
     ("pl.Tensor[42, pl.DT_FP32]", "must be a list or tuple"),
     ("pl.Tensor['128x64', pl.DT_FP32]", "must be a list or tuple"),
     ("pl.Tile[[pl.DYNAMIC, 64], pl.DT_FP32]", "element 0 must be a positive integer"),
