@@ -122,6 +122,8 @@ def _scan(programs: dict[str, Program], arch: str) -> KernelFlags:
                     flags.a5_custom_sync = True
             if call.op == "simt.launch":
                 flags.simt = True
+            if call.op in ("block.ssbuf_load", "block.ssbuf_store"):
+                flags.ssbuf_structs.add(call.args[0].type.name)
     return flags
 
 
@@ -135,12 +137,12 @@ def _section(w: CodeWriter, program: Program, target: str, compiled: Any, name: 
     if flags.a5_custom_sync:
         w.raw("#include <pto/npu/a5/custom/TSyncCVID.hpp>")
     for p in tiling_params(fn):
-        headers[header_name(p.type)] = tiling_header(p.type, fn)
+        headers[header_name(p.type)] = tiling_header(p.type, fn, flags.ssbuf_structs)
         w.raw(f'#include "{header_name(p.type)}"')
     w.raw("#include <pypto_tprint.h>")
     for st in _struct_types(program):
         w.raw("")
-        for line in class_lines(st):
+        for line in class_lines(st, st.name in flags.ssbuf_structs):
             w.raw(line)
     for simt_fn in simt_functions(program):
         w.raw("")

@@ -48,6 +48,9 @@ class KernelFlags:
     needs_ffts: bool = False  # a2/a3 cross-core sync: an FFTS base address argument
     a5_custom_sync: bool = False  # a5 INTER_* cross-core sync: TSyncCVID.hpp
     simt: bool = False
+    # `pl.struct` / TilingData classes copied through the SSBUF: their fields are `volatile`
+    # (the other core writes them behind the compiler's back), as the real codegen declares
+    ssbuf_structs: set[str] = field(default_factory=set)
 
 
 @dataclass

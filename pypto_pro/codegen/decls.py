@@ -45,7 +45,7 @@ def assign(body, s: AssignStmt) -> None:
         assign_register(body, s)
         return
     if isinstance(e, Call) and e.op in DECLARATIONS:
-        if body.ctx.scopes.is_hoisted(v) and e.op not in HOISTABLE:
+        if body.ctx.scopes.is_hoisted(v) and e.op not in HOISTABLE and not _whole_struct(e):
             raise NotSupported(f"codegen: a variable bound to {e.op} in several places or "
                                "used outside its block", s.span, module="PRO_COMPILE",
                                hint="bind it once, in the block where it is used")
@@ -305,6 +305,12 @@ def row_major(shape: list[str]) -> list[str]:
     return list(reversed(out))
 
 
+def _whole_struct(e: Call) -> bool:
+    """A `pl.struct` (not a struct_array): a Var bound to several of them (a helper returning
+    one from each branch) is one object declared up front, reset and refilled at each."""
+    return e.op == "struct.create" and not e.kwarg("array_size")
+
+
 def _struct(body, s: AssignStmt) -> None:
     """`pl.struct`: an object of its class, fields set one by one (array fields element by
     element); `pl.struct_array`: an array of them, each set in a loop."""
@@ -312,7 +318,10 @@ def _struct(body, s: AssignStmt) -> None:
     size = call.kwarg("array_size")
     st: StructType = call.type.elem if size else call.type
     name = body.ctx.name(s.var)
-    body.w.line(f"{st.name} {name}{f'[{size}]' if size else ''}{{}};", s.span)
+    if body.ctx.scopes.is_hoisted(s.var):
+        body.w.line(f"{name} = {st.name}{{}};", s.span)
+    else:
+        body.w.line(f"{st.name} {name}{f'[{size}]' if size else ''}{{}};", s.span)
     target = name
     if size:
         k = body.ctx.fresh("k")

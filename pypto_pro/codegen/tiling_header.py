@@ -19,22 +19,24 @@ def header_name(st: StructType) -> str:
     return f"{st.name}_tiling.h"
 
 
-def class_lines(st: StructType) -> list[str]:
+def class_lines(st: StructType, volatile: bool = False) -> list[str]:
+    """The class of a struct; `volatile` fields for one copied through the SSBUF."""
     lines = [f"class {st.name} {{", "public:"]
+    q = "volatile " if volatile else ""
     for name, t in st.fields:
         if isinstance(t, ArrayType):
-            lines.append(f"    {scalar_ctype(t.elem)} {name}[{t.size}];")
+            lines.append(f"    {q}{scalar_ctype(t.elem)} {name}[{t.size}];")
         else:
-            lines.append(f"    {scalar_ctype(t)} {name};")
+            lines.append(f"    {q}{scalar_ctype(t)} {name};")
     lines.append("};")
     return lines
 
 
-def tiling_header(st: StructType, fn: Function) -> str:
+def tiling_header(st: StructType, fn: Function, ssbuf_structs: set[str] = frozenset()) -> str:
     source = f"{source_label(fn.span.file)}:{fn.span.line}" if fn.span.line else fn.name
     lines = ["#pragma once",
              f"// TilingData {st.name} of kernel '{fn.name}' ({source}); generated, do not edit.",
-             "#include <cstdint>", "", *class_lines(st)]
+             "#include <cstdint>", "", *class_lines(st, st.name in ssbuf_structs)]
     return "\n".join(lines) + "\n"
 
 

@@ -75,23 +75,42 @@ ROW_UB = pl.TileType([HALF, 1], pl.DT_FP32, layout=pl.DN)  # 256 B
 # ---------------------------------------------------------------- the hand-offs (inlined)
 
 
-def send_s(s_buf, sa, valid_kv=None):
+def send_s(s_buf, sa):
     """Cube: S (L0C) → the AIVs, 64 rows each, once the S ring has a free slot."""
     s_slot = s_buf.next()
-    if valid_kv is not None:
-        pl.set_validshape(s_slot, [HALF, valid_kv])
+    _send_s_slot(s_slot, sa)
+
+
+def send_s_tail(s_buf, sa, valid_kv):
+    """`send_s` for a KV tile with `valid_kv` valid columns."""
+    s_slot = s_buf.next()
+    pl.set_validshape(s_slot, [HALF, valid_kv])
+    _send_s_slot(s_slot, sa)
+
+
+def _send_s_slot(s_slot, sa):
     pl.system.wait_cross_core(pipe=FIX, event_id=S_FREE)
     pl.move(s_slot, sa, acc_to_vec_mode=pl.AccToVecMode.DualModeSplitM)
     pl.system.set_cross_core(pipe=FIX, event_id=S_READY)
 
 
-def take_p(p_buf, p_left, valid_kv=None):
+def take_p(p_buf, p_left):
     """Cube: the AIVs' P (the L1 slot) into L0A, then the slot is free again."""
     pm = p_buf.next()
     pll = p_left.next()
-    if valid_kv is not None:
-        pl.set_validshape(pm, [TS, valid_kv])
-        pl.set_validshape(pll, [TS, valid_kv])
+    return _take_p_slot(pm, pll)
+
+
+def take_p_tail(p_buf, p_left, valid_kv):
+    """`take_p` for a KV tile with `valid_kv` valid columns."""
+    pm = p_buf.next()
+    pll = p_left.next()
+    pl.set_validshape(pm, [TS, valid_kv])
+    pl.set_validshape(pll, [TS, valid_kv])
+    return _take_p_slot(pm, pll)
+
+
+def _take_p_slot(pm, pll):
     pl.system.wait_cross_core(pipe=MTE1, event_id=P_READY)
     pl.move(pll, pm)
     pl.system.set_cross_core(pipe=MTE1, event_id=P_FREE)
@@ -144,13 +163,19 @@ def start_rows(st):
     pl.expands(st.o_run, 0.0)
 
 
-def take_s(s_buf, st, valid_kv=None):
-    """Vector: this AIV's rows of S, once the cube sent them (valid columns set first)."""
+def take_s(s_buf):
+    """Vector: this AIV's rows of S, once the cube sent them."""
     s = s_buf.next()
-    if valid_kv is not None:
-        pl.set_validshape(s, [HALF, valid_kv])
-        pl.set_validshape(st.p, [HALF, valid_kv])
-        pl.set_validshape(st.p16, [HALF, valid_kv])
+    pl.system.wait_cross_core(pipe=V, event_id=S_READY)
+    return s
+
+
+def take_s_tail(s_buf, st, valid_kv):
+    """`take_s` for a KV tile with `valid_kv` valid columns (set before the wait)."""
+    s = s_buf.next()
+    pl.set_validshape(s, [HALF, valid_kv])
+    pl.set_validshape(st.p, [HALF, valid_kv])
+    pl.set_validshape(st.p16, [HALF, valid_kv])
     pl.system.wait_cross_core(pipe=V, event_id=S_READY)
     return s
 
@@ -270,7 +295,7 @@ def flash_attention_kernel(q: pl.Tensor[[pl.DYNAMIC, D], pl.DT_FP16],
         for qi in pl.range(core, sq_tiles, cores):
             start_rows(st)
             for _ki in pl.range(kv_tiles):
-                s = take_s(s_buf, st)  # online softmax on this AIV's 64 rows of S
+                s = take_s(s_buf)  # online softmax on this AIV's 64 rows of S
                 pl.mul(s, s, SCALE)
                 online_softmax(s, st)
                 send_p(st, p_buf, sub)

@@ -136,7 +136,7 @@ def flash_attention_bnsd_kernel(q: pl.Ptr[pl.DT_FP16], k: pl.Ptr[pl.DT_FP16],
             _, _, _, oh = head_views(q, k, v, o, b, n, tiling)
             fa.start_rows(st)
             for ki in pl.range(kv_tiles_of(tiling, qi)):
-                s = fa.take_s(s_buf, st)
+                s = fa.take_s(s_buf)
                 pl.mul(s, s, SCALE)
                 if tiling.causal != 0 and ki == qi:
                     pl.add(s, s, mask)  # the diagonal tile: nothing above the diagonal

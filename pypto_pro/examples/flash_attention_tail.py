@@ -15,8 +15,8 @@ gets its extent with `pl.set_validshape` per KV tile:
   inserts into the cube's L1 cover the valid columns only — nothing past the end of K is read
   or contributes, without padding or masking.
 
-The hand-offs are `flash_attention`'s helpers, given the valid extent (`fa.send_s(s_buf, sa,
-vk)`, `fa.take_p(..., vk)`, `fa.take_s(..., vk)`).
+The hand-offs are `flash_attention`'s tail helpers, given the valid extent
+(`fa.send_s_tail(s_buf, sa, vk)`, `fa.take_p_tail(..., vk)`, `fa.take_s_tail(..., vk)`).
 
 vk = min(128, Skv − 128·ki) is 128 except on the last KV tile. Skv < 128 (a single tail tile)
 works the same way.
@@ -92,14 +92,14 @@ def flash_attention_tail_kernel(q: pl.Tensor[[pl.DYNAMIC, D], pl.DT_FP16],
                 sa = s_acc.next()
                 pl.set_validshape(sa, [TS, vk])
                 pl.matmul(sa, ql, kr)
-                fa.send_s(s_buf, sa, vk)
+                fa.send_s_tail(s_buf, sa, vk)
                 vt = v_l1.next()
                 pl.set_validshape(vt, [vk, D])
                 pl.load(vt, v, [ki * TKV, 0])
                 vr = v_right.next()
                 pl.set_validshape(vr, [vk, D])
                 pl.move(vr, vt)
-                pll = fa.take_p(p_buf, p_left, vk)
+                pll = fa.take_p_tail(p_buf, p_left, vk)
                 oa = o_acc.next()
                 pl.matmul(oa, pll, vr)  # sums over the vk valid KV positions
                 fa.send_pv(pv_buf, oa)
@@ -112,7 +112,7 @@ def flash_attention_tail_kernel(q: pl.Tensor[[pl.DYNAMIC, D], pl.DT_FP16],
         for qi in pl.range(core, sq_tiles, cores):
             fa.start_rows(st)
             for ki in pl.range(kv_tiles):
-                s = fa.take_s(s_buf, st, pl.min(TKV, skv - ki * TKV))
+                s = fa.take_s_tail(s_buf, st, pl.min(TKV, skv - ki * TKV))
                 pl.mul(s, s, SCALE)
                 fa.online_softmax(s, st)  # row max and sum over the valid columns only
                 fa.send_p(st, p_buf, sub)

@@ -110,8 +110,9 @@ def _check_dtype(value: Any, where: str) -> DataType:
 
 class _TensorAnnotation:
     """`pl.Tensor[[dims...], dtype(, layout)(, memref)]`, or called as the real frontend also
-    allows: `pl.Tensor([dims...], dtype, layout=..., memref=...)`. Bad dims are an
-    `InvalidType` (the real signature check raises TypeError) naming the axis."""
+    allows: `pl.Tensor([dims...], dtype, layout=..., memref=...)`. Bad dims are a
+    `ParserTypeError` (an `InvalidType`, a TypeError) naming the axis, in the words of the real
+    jit signature check (a non-list shape: of the real type resolver)."""
 
     def __getitem__(self, item: Any) -> TensorSpec:
         if not isinstance(item, tuple) or len(item) < 2:
@@ -129,7 +130,7 @@ class _TensorAnnotation:
 
 def _tensor_spec(dims: Any, dtype: Any, rest: list) -> TensorSpec:
     if not isinstance(dims, (list, tuple)):
-        raise InvalidType(f"pl.Tensor dims must be a list, got {dims!r}")
+        raise ParserTypeError(f"pl.Tensor shape must be a list or tuple, got {dims!r}")
     for i, d in enumerate(dims):
         if d is Ellipsis and i != len(dims) - 1:
             raise InvalidType(f"pl.Tensor dims {list(dims)!r}: the ellipsis must appear once "
@@ -137,9 +138,9 @@ def _tensor_spec(dims: Any, dtype: Any, rest: list) -> TensorSpec:
         ok = d is DYNAMIC or d is STATIC or d is Ellipsis or (
             type(d) is int and d > 0)
         if not ok:
-            raise InvalidType(
-                f"pl.Tensor axis {i} annotation must be a positive int, pl.DYNAMIC, pl.STATIC "
-                f"or a final ..., got {d!r}")
+            raise ParserTypeError(  # the real jit signature check's words
+                f"pl.Tensor axis {i} annotation must be DYNAMIC, STATIC, a positive integer, "
+                f"or final ellipsis; got {d!r}")
     layout, memref = TileLayout.ND, None
     for r in rest:
         if isinstance(r, TileLayout):
@@ -167,7 +168,14 @@ class _TileAnnotation:
                                   f"(a tile has no tensor layout)")
         if not isinstance(item, tuple) or len(item) != 2:
             raise ParserTypeError("pl.Tile[...] takes [[rows, cols], dtype]")
-        return TileSpec(tuple(item[0]), _check_dtype(item[1], "pl.Tile"))
+        dims = item[0]
+        if not isinstance(dims, (list, tuple)):
+            raise ParserTypeError(f"pl.Tile shape must be a list or tuple, got {dims!r}")
+        for i, d in enumerate(dims):  # a tile has no DYNAMIC / STATIC shape policy
+            if type(d) is not int or d <= 0:
+                raise ParserTypeError(f"pl.Tile shape element {i} must be a positive integer, "
+                                      f"got {d!r}")
+        return TileSpec(tuple(dims), _check_dtype(item[1], "pl.Tile"))
 
     def __repr__(self) -> str:
         return "pl.Tile"

@@ -193,7 +193,7 @@ class ParseContext:
             return language.vf
         from ...errors import UndefinedVariableError
 
-        raise UndefinedVariableError(f"name '{name}' is not defined", span,
+        raise UndefinedVariableError(f"Undefined variable '{name}'", span,  # the real words
                                      hint=_did_you_mean(name, list(frame.scope)
                                                         + list(frame.env.keys())))
 

@@ -119,8 +119,18 @@ def binary(ctx: ParseContext, op: BinOp, a: Any, b: Any, node: ast.AST) -> Any:
         except (TypeError, ValueError, OverflowError) as e:
             raise ctx.error(ParserTypeError, f"operator '{op.value}' cannot be applied to "
                                              f"{va!r} and {vb!r}: {e}", node) from None
+    if op is BinOp.Pow:  # folded above on constants; the real IR has no runtime power
+        raise ctx.error(UnsupportedFeatureError, "Unsupported binary operator: Pow (on a "
+                                                 "runtime value)", node,
+                        hint="use +, -, *, /, //, %, &, |, ^, <<, >>; multiply for a small "
+                             "constant power")
     if isinstance(getattr(a, "type", None), PtrType):
         return _pointer_arith(ctx, op, a, b, node)
+    if op is BinOp.Add and isinstance(getattr(a, "type", None), TileType) and \
+            ctx.section != "vf":  # (a VF op operand `tile + k` is an offset: ops_vf)
+        raise ctx.error(ParserSyntaxError, "Tile + offset is not supported outside VF section; "
+                                           "use tile[i:i+h, j:j+w] slice syntax for sub-view",
+                        node, hint="replace `tile + offset` with `tile[row:row+h, :]`")
     ta, tb = scalar_type(a), scalar_type(b)
     if ta is None or tb is None:
         bad = a if ta is None else b
@@ -292,64 +302,85 @@ def _boolop(ctx: ParseContext, node: ast.BoolOp) -> Any:
 
 
 def _compare(ctx: ParseContext, node: ast.Compare) -> Any:
-    left, left_node = eval_expr(ctx, node.left), node.left
-    result: Any = True
-    for op_node, right_node in zip(node.ops, node.comparators):
-        if isinstance(op_node, (ast.Is, ast.IsNot)):
-            right = eval_expr(ctx, right_node)
-            if right is None:
-                _check_null_test(ctx, left_node, left, node)
-            elif left is None:
-                _check_null_test(ctx, right_node, right, node)
-            part = _identity(ctx, left, right, isinstance(op_node, ast.IsNot), node)
-        elif isinstance(op_node, (ast.In, ast.NotIn)):
-            part = _membership(ctx, left, right_node, node)
-            if isinstance(op_node, ast.NotIn):
-                part = unary(ctx, UnOp.Not, part, node)
-            right = None
-        else:
-            right = eval_expr(ctx, right_node)
-            part = binary(ctx, _CMPOPS[type(op_node)], left, right, node)
-        result = part if result is True else binary(ctx, BinOp.And, result, part, node)
-        left, left_node = right, right_node
-    return result
+    if len(node.ops) != 1:  # the real parser takes one operator per comparison
+        raise ctx.error(ParserSyntaxError, "Only simple comparisons supported: a chained "
+                                           "comparison is not", node,
+                        hint="write 'a < b and b < c' instead of 'a < b < c'")
+    op_node, left_node, right_node = node.ops[0], node.left, node.comparators[0]
+    left = eval_expr(ctx, left_node)
+    if isinstance(op_node, (ast.Is, ast.IsNot)):
+        right = None if _is_none_literal(right_node) else eval_expr(ctx, right_node)
+        return _identity(ctx, left_node, left, right_node, right,
+                         isinstance(op_node, ast.IsNot), node)
+    if isinstance(op_node, (ast.In, ast.NotIn)):
+        part = _membership(ctx, left, right_node, node)
+        return unary(ctx, UnOp.Not, part, node) if isinstance(op_node, ast.NotIn) else part
+    return binary(ctx, _CMPOPS[type(op_node)], left, eval_expr(ctx, right_node), node)
 
 
-def _check_null_test(ctx: ParseContext, operand_node: ast.expr, operand: Any,
-                     node: ast.AST) -> None:
-    """`x is None` on a runtime value: the real frontend takes only a plain name there, and
-    never a tensor (a descriptor with a shape: an optional input is a `pl.Ptr`)."""
-    if operand is None or is_const(operand):
-        return
-    if not isinstance(operand_node, ast.Name):
-        raise ctx.error(ParserSyntaxError, "'is None' is only supported on a plain variable "
-                                           "name", node,
-                        hint="null-check the pl.Ptr parameter itself: 'p is None'")
-    if isinstance(getattr(operand, "type", None), TensorType):
-        raise ctx.error(ParserTypeError, f"'{operand_node.id} is None': a pl.Tensor is never "
-                                         f"None; declare an optional input as pl.Ptr[dtype]",
-                        node)
+def _is_none_literal(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and node.value is None
 
 
-def _identity(ctx: ParseContext, left: Any, right: Any, negated: bool, node: ast.AST) -> Any:
-    """`a is b` / `a is not b` on compile-time values (None, enums, dtypes, objects); a tile,
-    scalar or tensor is never None (`valid is not None` in a helper with an optional
-    argument). `p is None` on a pl.Ptr is a runtime null test, as in the real frontend (a
-    pointer argument passed as None is a null pointer)."""
-    if is_const(left) and is_const(right):
-        return (left is right) != negated
-    other = right if left is None else left if right is None else None
-    if other is not None and isinstance(getattr(other, "type", None), PtrType):
-        from .calls import emit_op
+def _identity(ctx: ParseContext, left_node: ast.expr, left: Any, right_node: ast.expr,
+              right: Any, negated: bool, node: ast.AST) -> Any:
+    """`a is b` / `a is not b` as the real frontend reads it: `name is None` on a `pl.Ptr` is
+    a runtime null test (a pointer argument passed as None is a null pointer). Anything else
+    is Python's `is` on values known while parsing (closure values, kernel-local constants,
+    dtypes) and an error on a runtime value: a tile, scalar or tensor, or a name bound to the
+    literal None in kernel code (a helper's `x=None` default; the real parser binds that to an
+    IR none, so `x is None` on it is a type error there too)."""
+    if _is_none_literal(right_node):
+        if not isinstance(left_node, ast.Name):
+            raise ctx.error(ParserSyntaxError, "'is None' is only supported on a plain "
+                                               "variable name", node,
+                            hint="null-check the pl.Ptr parameter itself: 'p is None'")
+        if isinstance(getattr(left, "type", None), PtrType):
+            from .calls import emit_op
 
-        null = emit_op(ctx, "ptr.is_null", [other], {}, node, result_type=BOOL,
-                       check_tiles=False)
-        return unary(ctx, UnOp.Not, null, node) if negated else null
-    if other is not None:
-        return negated
-    raise ctx.error(UnsupportedFeatureError, "'is' compares compile-time values (and a value "
-                                             "with None) only", node,
-                    hint="compare runtime values with == / !=")
+            null = emit_op(ctx, "ptr.is_null", [left], {}, node, result_type=BOOL,
+                           check_tiles=False)
+            return unary(ctx, UnOp.Not, null, node) if negated else null
+        if not _runtime_names(ctx, left_node):
+            return (left is None) != negated
+        hint = ("a pl.Tensor is never None: declare an optional input as pl.Ptr[dtype]"
+                if isinstance(getattr(left, "type", None), TensorType) else
+                "'is None' is a null test of a pl.Ptr; choose among compile-time values with "
+                "a constant (e.g. a default of 0) and ==")
+        raise ctx.error(ParserTypeError, f"'{left_node.id} is None': 'is None' / 'is not "
+                                         f"None' is only supported on pl.Ptr parameters", node,
+                        hint=hint)
+    runtime = _runtime_names(ctx, left_node) + _runtime_names(ctx, right_node) + [
+        ast.unparse(n) for n, v in ((left_node, left), (right_node, right))
+        if v is not None and not _parse_time(v)]
+    if runtime:
+        raise ctx.error(ParserTypeError, f"'is' / 'is not' only supported with None: "
+                                         f"'{runtime[0]}' is a runtime value", node,
+                        hint="use == for value comparison, or 'p is None' for a pointer "
+                             "null check")
+    return (left is right) != negated
+
+
+def _runtime_names(ctx: ParseContext, node: ast.expr) -> list[str]:
+    """The kernel-local names in `node` whose value exists only at run time (for `is`)."""
+    scope = ctx.frame.scope
+    found = []
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Name) and sub.id in scope and not _parse_time(scope[sub.id]):
+            found.append(sub.id)
+    return found
+
+
+def _parse_time(v: Any) -> bool:
+    """A kernel-local value known while parsing: a Python object other than None, an IR
+    constant, or a tuple of such (the real parser's const / parse-time bindings)."""
+    if v is None or is_group(v):
+        return False
+    if isinstance(v, (ConstInt, ConstFloat, ConstBool)):
+        return True
+    if isinstance(v, PyList):
+        return all(x is not None and _parse_time(x) for x in v.items)
+    return is_const(v)
 
 
 def _membership(ctx: ParseContext, left: Any, right_node: ast.expr, node: ast.AST) -> Any:

@@ -73,6 +73,26 @@ def bind_params(ctx: ParseContext, fdef: ast.FunctionDef, fn: Callable, args: li
     return dict(bound.arguments)
 
 
+def check_inline_call(ctx: ParseContext, fdef: ast.FunctionDef, fn: Callable,
+                      node: ast.Call) -> None:
+    """An inlined helper (or vector function) as the real parser takes it: positional
+    parameters with optional defaults, called with plain positional arguments, as many as it
+    has parameters and at least as many as it has without defaults."""
+    a, name = fdef.args, fn.__name__
+    if a.posonlyargs or a.vararg or a.kwarg or a.kwonlyargs:
+        raise ctx.error(ParserSyntaxError, f"Inline function '{name}' only supports positional "
+                                           f"parameters with optional defaults", node)
+    if node.keywords or any(isinstance(x, ast.Starred) for x in node.args):
+        raise ctx.error(ParserSyntaxError, f"Call to inline function '{name}' only supports "
+                                           f"plain positional arguments", node,
+                        hint="pass every argument by position, in the helper's order")
+    most, given = len(a.args), len(node.args)
+    least = most - len(a.defaults)
+    if not least <= given <= most:
+        raise ctx.error(ParserTypeError, f"Function '{name}' expects {least} to {most} "
+                                         f"positional argument(s), got {given}", node)
+
+
 def _returns(fdef: ast.FunctionDef) -> list[ast.Return]:
     found = []
     stack = list(fdef.body)
@@ -109,6 +129,7 @@ def inline_helper(ctx: ParseContext, fn: Callable, node: ast.Call) -> Any:
     except (OSError, TypeError):
         raise ctx.error(UnsupportedFeatureError, f"cannot read the source of helper "
                                                  f"'{fn.__name__}' to inline it", node) from None
+    check_inline_call(ctx, fdef, fn, node)
     if len(ctx.frames) > 64:
         raise ctx.error(InvalidOperationError, f"helper '{fn.__name__}' recurses too deeply "
                                                f"(recursion cannot be inlined)", node)
@@ -140,6 +161,7 @@ def inline_vector_function(ctx: ParseContext, fn: Callable, node: ast.Call) -> A
         return None  # VF code only exists on the vector target
     args, kwargs = eval_args(ctx, node)
     fdef, file = function_ast(fn)
+    check_inline_call(ctx, fdef, fn, node)
     frame = FunctionFrame(file, function_env(fn), in_helper=True,
                           mutable=frozenset(n for n, c in assigned_names(fdef.body).items()
                                             if c > 1))

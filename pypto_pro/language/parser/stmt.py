@@ -380,8 +380,10 @@ def _return(ctx: ParseContext, node: ast.Return) -> None:
     if node.value is not None:
         value = eval_expr(ctx, node.value)
         if value is not None:
-            raise ctx.error(InvalidOperationError, "kernels cannot return values (void ABI); "
-                                                   "write results to an output tensor", node)
+            raise ctx.error(ParserSyntaxError, "@pl.jit/@pl.kernel only supports bare return or "
+                                               "return None; returning values is not "
+                                               "supported.", node,
+                            hint="write results to an output tensor (kernels have a void ABI)")
     ctx.builder.emit(ReturnStmt(span=ctx.span(node)))
 
 

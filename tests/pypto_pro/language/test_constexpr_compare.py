@@ -15,6 +15,7 @@ from pypto_pro.errors import ParserTypeError, UnsupportedFeatureError
 from pypto_pro.runtime.kernel_def import Specialization
 
 MODE = "scale"
+NOTHING = None
 
 
 @pl.jit(datatype={"x": "io_dtype", "y": "io_dtype"})
@@ -65,8 +66,8 @@ def enums_and_constants(out: pl.Tensor[[4], pl.DT_INT32]):
         pl.setval(out, 0, 1 if pipe == pl.PipeType.MTE2 else 0)
         pl.setval(out, 1, 1 if pipe != pl.PipeType.V else 0)
         pl.setval(out, 2, 1 if MODE in ("scale", "shift") else 0)
-        pl.setval(out, 3, 1 if (None is None) and not (pl.DT_FP16 == pl.DT_FP32)
-                  and pipe is not None else 0)  # (a tensor is not null-checked: real frontend)
+        pl.setval(out, 3, 1 if (NOTHING is None) and not (pl.DT_FP16 == pl.DT_FP32)
+                  and pipe is not None else 0)  # compile-time values: Python's `is`
 
 
 def test_enum_and_string_comparisons_fold():
@@ -93,7 +94,7 @@ def test_enum_and_string_comparisons_fold():
     ("is_on_runtime_values", """
         if n is n:
             pass
-     """, UnsupportedFeatureError, "'is' compares compile-time values"),
+     """, ParserTypeError, "'is' / 'is not' only supported with None"),
 ])
 def test_refused_comparisons(tmp_path, name, body, error, fragment):
     assert_refused(error, fragment, tmp_path, name,
