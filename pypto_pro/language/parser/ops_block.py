@@ -10,7 +10,7 @@ from dataclasses import replace
 from typing import Any
 
 from ...errors import (
-    FinalRejectionError, InvalidFormat, InvalidOperationError, InvalidShape, InvalidTile,
+    FinalRejectionError, InvalidOperationError, InvalidShape, InvalidTile,
     OutOfRange, ParserTypeError, UnsupportedFeatureError,
 )
 from ...ir import attrs
@@ -24,20 +24,14 @@ from ...ir.types import (
 from ..types import TileType as DslTileType
 from .calls import emit_op, eval_args, materialize
 from .context import GroupChoice, ParseContext, PyList
+from .cube_checks import ROLES as MATMUL_ROLES
+from .cube_checks import check_matmul
+from .tile_layouts import LayoutRefused, tile_layout
 from .expr import binary, try_const
 
 M = MemorySpace
 ALIGNMENT = {M.Vec: 32, M.Mat: 32, M.ScaleLeft: 32, M.ScaleRight: 32, M.Left: 512, M.Right: 512,
              M.Acc: 64}
-DEFAULT_LAYOUT = {M.Mat: TileLayout.NZ, M.Left: TileLayout.NZ, M.Right: TileLayout.ZN,
-                  M.Acc: TileLayout.NZ, M.ScaleLeft: TileLayout.ZZ, M.ScaleRight: TileLayout.NN}
-ALLOWED_LAYOUTS = {
-    M.Left: {TileLayout.NZ, TileLayout.ZZ},
-    M.Right: {TileLayout.ZN, TileLayout.NZ},
-    M.Acc: {TileLayout.NZ, TileLayout.ND},
-    M.Mat: {TileLayout.NZ, TileLayout.ZN, TileLayout.ND, TileLayout.DN, TileLayout.ZZ,
-            TileLayout.NN},
-}
 
 
 def _name(v: Any) -> str:
@@ -90,12 +84,10 @@ def lower_tile_type(ctx: ParseContext, tt: Any, node: ast.AST) -> TileType:
     if not isinstance(tt, DslTileType):
         raise ctx.error(ParserTypeError, f"expected a pl.TileType, got {tt!r}", node)
     space = tt.target_memory
-    layout = tt.layout if tt.layout is not None else DEFAULT_LAYOUT.get(space, TileLayout.ND)
-    allowed = ALLOWED_LAYOUTS.get(space)
-    if allowed is not None and layout not in allowed:
-        raise ctx.error(InvalidFormat, f"{space.value} tiles require layout in "
-                                       f"{{{', '.join(sorted(a.value for a in allowed))}}}, got "
-                                       f"{layout.value}", node)
+    try:
+        layout = tile_layout(space, tt.layout, tt.dtype, ctx.arch)
+    except LayoutRefused as e:  # the real TileType's ValueError, as its kernel parser wraps it
+        raise ctx.builder_error(str(e), node) from None
     fractal = tt.fractal
     if fractal is None:
         if space is M.Acc and tt.dtype in (DataType.FP32, DataType.INT32):
@@ -135,8 +127,10 @@ def make_tile(ctx: ParseContext, node: ast.Call, op: str) -> Any:
                                              f"tile type) but {len(args)} were given", node,
                         hint="pass addr and size as keywords, e.g. "
                              "pl.make_tile(tile_type, addr=0x0, size=1024)")
+    written_none = {kw.arg for kw in node.keywords
+                    if isinstance(kw.value, ast.Constant) and kw.value.value is None}
     placement = {key: _placement(ctx, node, key, kwargs[key]) for key in ("addr", "size")
-                 if kwargs.get(key) is not None}
+                 if kwargs.get(key) is not None or key in written_none}  # `size=None` too
     if "addr" not in placement:
         raise ctx.error(FinalRejectionError, "pl.make_tile() missing required keyword 'addr'",
                         node, hint="pl.make_tile(tile_type, addr=0x0): the user owns the "
@@ -621,30 +615,9 @@ def fillpad(ctx: ParseContext, node: ast.Call, op: str) -> Any:
     return emit_op(ctx, f"block.{name}", args, {}, node)
 
 
-_MM_SPACES = {"dst": M.Acc, "lhs": M.Left, "rhs": M.Right, "bias": M.Bias,
-              "scale_a": M.ScaleLeft, "scale_b": M.ScaleRight, "acc": M.Acc}
-_MM_ROLES = {
-    "matmul": ("dst", "lhs", "rhs", "bias"),
-    "matmul_acc": ("dst", "acc", "lhs", "rhs"),
-    "matmul_mx": ("dst", "lhs", "rhs", "scale_a", "scale_b"),
-    "matmul_mx_acc": ("dst", "acc", "lhs", "rhs", "scale_a", "scale_b"),
-}
-_MM_NAMES = {"dst": "dst_tile", "lhs": "lhs", "rhs": "rhs", "bias": "bias_tile",
-             "scale_a": "scale_a", "scale_b": "scale_b", "acc": "acc"}
-_MM_LABEL = {M.Acc: "L0C (Acc)", M.Left: "L0A (Left)", M.Right: "L0B (Right)",
-             M.Bias: "BT (Bias)", M.ScaleLeft: "ScaleLeft", M.ScaleRight: "ScaleRight"}
-
-
 def matmul(ctx: ParseContext, node: ast.Call, op: str) -> Any:
     args, kw = eval_args(ctx, node)
-    roles = _MM_ROLES[op]
-    for role, a in zip(roles, args):
-        t = getattr(a, "type", None)
-        want = _MM_SPACES[role]
-        if not isinstance(t, TileType) or t.memory is not want:
-            got = t.memory.value if isinstance(t, TileType) else repr(a)
-            raise ctx.error(InvalidOperationError, f"{op}: {_MM_NAMES[role]} must be in "
-                                                   f"{_MM_LABEL[want]}, got {got}", node)
+    check_matmul(ctx, node, op, args)
     phase = kw.get("phase")
     _check_enum(ctx, kw, "phase", attrs.AccPhase, node)
     name = op
@@ -720,6 +693,6 @@ HANDLERS = {
     **{n: expand for n in ("expand_max", "expand_min", "expand_mul", "expand_sub",
                            "expand_div")},
     "cast": cast, "fillpad": fillpad,
-    **{n: matmul for n in _MM_ROLES},
+    **{n: matmul for n in MATMUL_ROLES},
     "getval": getval, "setval": setval, "set_stride": set_stride, "reinterpret": reinterpret,
 }

@@ -1,0 +1,248 @@
+"""Op-level behaviour of the real PyPTO Pro frontend (learned from its op builders and their unit
+tests), written as our own kernels: what the real builders accept runs and matches torch on the
+simulator and natively; what they refuse is the real frontend's error class (a builder's
+ValueError reaches the user as a ParserSyntaxError) with its wording, at the offending line.
+
+Covered: the operand checks of the MX matmuls (K, output shape, dtype pairs, the scale tiles and
+their paired addresses), the layouts a cube-side buffer may take per arch (a5's L0 buffers
+refuse ZZ / NN), and `pl.make_tile` with a literal `None` placement.
+"""
+from __future__ import annotations
+
+import pytest
+import torch
+from dual_backend import sim_and_native
+from kernel_source import assert_refused, compile_source
+
+import pypto_pro.language as pl
+from pypto_pro.compiler import compile_kernel
+from pypto_pro.errors import FinalRejectionError, ParserSyntaxError
+from pypto_pro.runtime.kernel_def import Specialization
+
+M = pl.MemorySpace
+F32 = pl.DT_FP32
+N = 64  # M = N = K: one MX group pair (K // 32 = 2 scales per row of A, per column of B)
+G = N // 32
+
+# ---------------------------------------------------------------- MX matmul: accepted
+
+
+def _tt(shape, dtype, space, layout=None):
+    return pl.TileType(shape=shape, dtype=dtype, target_memory=space, layout=layout)
+
+
+@pl.jit(arch="a5", auto_mutex=True)
+def mx_twice(a: pl.Tensor[[N, N], pl.DT_FP8E4M3FN], b: pl.Tensor[[N, N], pl.DT_FP8E5M2],
+             scale_a: pl.Tensor[[N, G // 2, 2], pl.DT_FP8E8M0],
+             scale_b: pl.Tensor[[G // 2, N, 2], pl.DT_FP8E8M0],
+             out: pl.Tensor[[N, N], F32]):
+    """out = 2 · (A·2^sa) @ (B·2^sb): a matmul_mx, then a matmul_mx_acc onto it. The L0 data
+    tiles sit away from 0 and each scale tile at its data tile's address >> 4, where mad_mx
+    reads the scales."""
+    a_l1 = pl.make_tile_group(type=_tt([N, N], pl.DT_FP8E4M3FN, M.Mat), addrs=0x0, mutex_ids=[0])
+    b_l1 = pl.make_tile_group(type=_tt([N, N], pl.DT_FP8E5M2, M.Mat), addrs=0x2000,
+                              mutex_ids=[1])
+    sa_l1 = pl.make_tile_group(type=_tt([N, G], pl.DT_FP8E8M0, M.Mat, pl.ZZ),
+                               addrs=0x4000, mutex_ids=[2])
+    sb_l1 = pl.make_tile_group(type=_tt([G, N], pl.DT_FP8E8M0, M.Mat, pl.NN),
+                               addrs=0x5000, mutex_ids=[3])
+    a_l0 = pl.make_tile_group(type=_tt([N, N], pl.DT_FP8E4M3FN, M.Left), addrs=0x8000,
+                              mutex_ids=[4])
+    b_l0 = pl.make_tile_group(type=_tt([N, N], pl.DT_FP8E5M2, M.Right), addrs=0x4000,
+                              mutex_ids=[5])
+    sa_l0 = pl.make_tile_group(type=_tt([N, G], pl.DT_FP8E8M0, M.ScaleLeft), addrs=0x800,
+                               mutex_ids=[6])
+    sb_l0 = pl.make_tile_group(type=_tt([G, N], pl.DT_FP8E8M0, M.ScaleRight), addrs=0x400,
+                               mutex_ids=[7])
+    acc = pl.make_tile_group(type=_tt([N, N], F32, M.Acc), addrs=0x0, mutex_ids=[8])
+    with pl.section_cube():
+        al1, bl1, sal1, sbl1 = a_l1.current(), b_l1.current(), sa_l1.current(), sb_l1.current()
+        al0, bl0, sal0, sbl0 = a_l0.current(), b_l0.current(), sa_l0.current(), sb_l0.current()
+        ac = acc.current()
+        pl.load(al1, a, [0, 0])
+        pl.load(bl1, b, [0, 0])
+        pl.load(sal1, scale_a, [0, 0, 0])
+        pl.load(sbl1, scale_b, [0, 0, 0])
+        pl.move(al0, al1)
+        pl.move(bl0, bl1)
+        pl.move(sal0, sal1)
+        pl.move(sbl0, sbl1)
+        pl.matmul_mx(ac, al0, bl0, sal0, sbl0)
+        pl.matmul_mx_acc(ac, ac, al0, bl0, sal0, sbl0)
+        pl.store(out, ac, [0, 0])
+
+
+def test_mx_matmuls_with_paired_scale_addresses_run():
+    g = torch.Generator().manual_seed(21)
+    a = torch.randn(N, N, generator=g).to(torch.float8_e4m3fn)
+    b = torch.randn(N, N, generator=g).to(torch.float8_e5m2)
+    sa = torch.randint(124, 131, (N, G), generator=g, dtype=torch.uint8)  # [M, K/32]
+    sb = torch.randint(124, 131, (G, N), generator=g, dtype=torch.uint8)  # [K/32, N]
+    sa_gm = sa.view(N, G // 2, 2)  # group k at k // 2, phase k % 2
+    sb_gm = sb.view(G // 2, 2, N).permute(0, 2, 1).contiguous()
+
+    def run():
+        out = torch.zeros(N, N)
+        mx_twice(a, b, sa_gm, sb_gm, out)
+        return out
+
+    deq_a = a.double() * torch.exp2(sa.double() - 127).repeat_interleave(32, dim=1)
+    deq_b = b.double() * torch.exp2(sb.double() - 127).repeat_interleave(32, dim=0)
+    want = (2 * deq_a @ deq_b).float()
+    assert torch.allclose(sim_and_native(run), want, rtol=1e-5, atol=1e-3)
+
+
+# ---------------------------------------------------------------- MX matmul: refused
+
+MX_PARAMS = "out: pl.Tensor[[64, 64], pl.DT_FP32]"
+
+
+def _mx_body(*, k=64, rhs_k=None, lhs="pl.DT_FP8E4M3FN", rhs="pl.DT_FP8E5M2", dst="pl.DT_FP32",
+             dst_shape="[64, 64]", acc=None, sa_dtype="pl.DT_FP8E8M0", sa_space="M.ScaleLeft",
+             sa_shape=None, sb_shape=None, addrs=(0, 0, 0, 0)) -> str:
+    """A cube section placing MX operands and multiplying them (`acc`: (shape, dtype) of the
+    accumulator of a matmul_mx_acc); `addrs`: lhs, scale_a, rhs, scale_b."""
+    rhs_k = rhs_k or k
+    sa_shape = sa_shape or f"[64, {k // 32}]"
+    sb_shape = sb_shape or f"[{rhs_k // 32}, 64]"
+    sa_layout = ", layout=pl.ZZ" if sa_space == "M.Mat" else ""
+    call = ("pl.matmul_mx(dst, lhs, rhs, sa, sb)" if acc is None else
+            "pl.matmul_mx_acc(dst, acc, lhs, rhs, sa, sb)")
+    acc_line = "" if acc is None else \
+        f"    acc = pl.make_tile(pl.TileType({acc[0]}, {acc[1]}, M.Acc), addr=0x8000)\n"
+    return (f"M = pl.MemorySpace\nwith pl.section_cube():\n"
+            f"    dst = pl.make_tile(pl.TileType({dst_shape}, {dst}, M.Acc), addr=0x0)\n"
+            f"{acc_line}"
+            f"    lhs = pl.make_tile(pl.TileType([64, {k}], {lhs}, M.Left), addr={addrs[0]})\n"
+            f"    sa = pl.make_tile(pl.TileType({sa_shape}, {sa_dtype}, {sa_space}{sa_layout}), "
+            f"addr={addrs[1]})\n"
+            f"    rhs = pl.make_tile(pl.TileType([{rhs_k}, 64], {rhs}, M.Right), "
+            f"addr={addrs[2]})\n"
+            f"    sb = pl.make_tile(pl.TileType({sb_shape}, pl.DT_FP8E8M0, M.ScaleRight), "
+            f"addr={addrs[3]})\n"
+            f"    {call}\n")
+
+
+@pytest.mark.parametrize("name, options, fragment", [
+    ("k_32", dict(k=32), "matmul_mx: K dimension must be a multiple of 64 for MX matmul, got "
+                         "lhs K=32."),
+    ("k_mismatch", dict(rhs_k=128), "lhs and rhs K dimensions must match, got lhs K=64, rhs "
+                                    "K=128."),
+    ("dst_shape", dict(dst_shape="[32, 64]"),
+     "dst_tile shape must be [lhs M, rhs N], expected [64, 64], got [32, 64]."),
+    ("acc_shape", dict(acc=("[64, 32]", "pl.DT_FP32")),
+     "matmul_mx_acc: acc_tile shape must match dst_tile shape, got acc_tile=[64, 32], "
+     "dst_tile=[64, 64]."),
+    ("acc_fp16", dict(acc=("[64, 64]", "pl.DT_FP16")), "acc_tile must use FP32 dtype"),
+    ("fp8_with_fp4", dict(rhs="pl.DT_FP4E2M1"),
+     "(lhs,rhs) must be FP8/FP4 combo and dst FP32, got (FP8E4M3FN,FP4E2M1,FP32)."),
+    ("dst_fp16", dict(dst="pl.DT_FP16"), "must be FP8/FP4 combo and dst FP32"),
+    ("scale_in_mat", dict(sa_space="M.Mat"), "scale_a must be in L0A (ScaleLeft), got Mat"),
+    ("scale_fp16", dict(sa_dtype="pl.DT_FP16"), "scale_a must use FP8E8M0 dtype, got FP16"),
+    ("scale_a_rows", dict(sa_shape="[32, 2]"),
+     "scale_a shape must match lhs_tile MX groups, expected [64, 2] for lhs_tile shape "
+     "[64, 64], got [32, 2]."),
+    ("scale_a_groups", dict(sa_shape="[64, 4]"), "scale_a shape must match lhs_tile MX groups"),
+    ("scale_b_groups", dict(sb_shape="[4, 64]"), "scale_b shape must match rhs_tile MX groups"),
+    ("scale_b_cols", dict(sb_shape="[2, 32]"), "scale_b shape must match rhs_tile MX groups"),
+    ("scale_a_unpaired", dict(addrs=(0x8000, 0x400, 0, 0)),
+     "scale_a address must equal lhs_tile address >> 4, got lhs_tile=0x8000, expected "
+     "scale_a=0x800, actual scale_a=0x400."),
+    ("scale_b_unpaired", dict(addrs=(0, 0, 0x4000, 0x200)),
+     "scale_b address must equal rhs_tile address >> 4"),
+])
+def test_refused_mx_operands(tmp_path, name, options, fragment):
+    assert_refused(ParserSyntaxError, fragment, tmp_path, name, MX_PARAMS, _mx_body(**options))
+
+
+def test_fp4_pairs_and_paired_addresses_compile(tmp_path):
+    body = _mx_body(lhs="pl.DT_FP4E2M1", rhs="pl.DT_FP4E1M2", acc=("[64, 64]", "pl.DT_FP32"),
+                    addrs=(0x8000, 0x800, 0x4000, 0x400))
+    compile_source(tmp_path, "fp4", MX_PARAMS, body)
+
+
+def test_a_plain_matmul_names_its_operands_as_the_real_builder(tmp_path):
+    body = ("with pl.section_cube():\n"
+            "    a = pl.make_tile(pl.TileType([16, 16], pl.DT_FP16, pl.MemorySpace.Mat), addr=0)\n"
+            "    b = pl.make_tile(pl.TileType([16, 16], pl.DT_FP16, pl.MemorySpace.Right), "
+            "addr=0)\n"
+            "    c = pl.make_tile(pl.TileType([16, 16], pl.DT_FP32, pl.MemorySpace.Acc), addr=0)\n"
+            "    pl.matmul(c, a, b)\n")
+    assert_refused(ParserSyntaxError, "matmul: lhs_tile must be in L0A (Left), got Mat",
+                   tmp_path, "lhs_in_mat", MX_PARAMS, body)
+
+
+# ---------------------------------------------------------------- cube-buffer layouts per arch
+
+
+def _layout_body(space: str, layout: str, dtype: str = "pl.DT_FP16") -> str:
+    return ("with pl.section_cube():\n"
+            f"    tt = pl.TileType(shape=[128, 128], dtype={dtype}, "
+            f"target_memory=pl.MemorySpace.{space}, layout=pl.{layout})\n"
+            "    t = pl.make_tile(tt, addr=0x0)\n")
+
+
+LAYOUT_PARAMS = "x: pl.Tensor[[128, 128], pl.DT_FP16]"
+
+
+@pytest.mark.parametrize("space, default", [("Left", "NZ"), ("Right", "ZN"), ("Acc", "NZ")])
+@pytest.mark.parametrize("layout", ["ZZ", "NN"])
+def test_a5_l0_buffers_refuse_zz_and_nn(tmp_path, space, default, layout):
+    assert_refused(ParserSyntaxError, f"{space} tiles do not support {layout} layout on 'a5'; "
+                                      f"use the default {default} layout instead.",
+                   tmp_path, f"{space}_{layout}", LAYOUT_PARAMS, _layout_body(space, layout))
+
+
+@pytest.mark.parametrize("space, layout, dtype, fragment", [
+    ("Right", "NZ", "pl.DT_FP16", "Right tiles require layout in {ZN}, got NZ. Default for 'a5' "
+                                  "is ZN."),
+    ("Acc", "ND", "pl.DT_FP32", "Acc tiles require layout in {NZ}, got ND"),
+    ("Mat", "ND", "pl.DT_FP16", "Mat tiles require layout in {NZ, ZN}, got ND"),
+    ("Mat", "DN", "pl.DT_FP16", "Mat tiles require layout in {NZ, ZN}, got DN"),
+    ("Mat", "ZZ", "pl.DT_FP16", "Mat tiles require layout in {NZ, ZN}, got ZZ"),
+    ("Left", "ZN", "pl.DT_FP16", "Left tiles require layout in {NZ, ZZ}, got ZN"),
+])
+def test_cube_buffers_take_only_their_layouts(tmp_path, space, layout, dtype, fragment):
+    assert_refused(ParserSyntaxError, fragment, tmp_path, f"{space}_{layout}", LAYOUT_PARAMS,
+                   _layout_body(space, layout, dtype))
+
+
+@pytest.mark.parametrize("space, layout, dtype", [
+    ("Mat", "ND", "pl.DT_INT64"),  # 64-bit integers stay row-major in L1
+    ("Mat", "ZZ", "pl.DT_FP8E8M0"), ("Mat", "NN", "pl.DT_FP8E8M0"),  # MX scales
+    ("Mat", "ZN", "pl.DT_FP16"), ("Vec", "NN", "pl.DT_FP16"),
+])
+def test_the_layouts_the_real_type_keeps_compile(tmp_path, space, layout, dtype):
+    compile_source(tmp_path, f"{space}_{layout}", LAYOUT_PARAMS, _layout_body(space, layout, dtype))
+
+
+@pl.jit
+def left_zz(x: pl.Tensor[[128, 128], pl.DT_FP16]):
+    with pl.section_cube():
+        t = pl.make_tile(pl.TileType(shape=[128, 128], dtype=pl.DT_FP16,
+                                     target_memory=pl.MemorySpace.Left, layout=pl.ZZ), addr=0x0)
+
+
+def test_before_a5_a_left_tile_may_be_zz():
+    """ZZ was L0A's layout before a5 (its default there): only a5 refuses it."""
+    compile_kernel(left_zz.kernel_def, Specialization(arch="a3"))
+    with pytest.raises(ParserSyntaxError, match="Left tiles do not support ZZ layout on 'a5'"):
+        compile_kernel(left_zz.kernel_def, Specialization(arch="a5"))
+
+
+# ---------------------------------------------------------------- make_tile placements
+
+
+@pytest.mark.parametrize("call, fragment", [
+    ("pl.make_tile(VEC, addr=None)", "'addr' must be a compile-time integer, got 'None'"),
+    ("pl.make_tile(VEC, addr=0x0, size=None)", "'size' must be a compile-time integer, got 'None'"),
+])
+def test_a_literal_none_placement_is_not_an_omitted_one(tmp_path, call, fragment):
+    prelude = "VEC = pl.TileType(shape=[16, 64], dtype=pl.DT_FP16)"
+    assert_refused(FinalRejectionError, fragment, tmp_path, "none", LAYOUT_PARAMS,
+                   f"with pl.section_vector():\n    t = {call}\n", prelude=prelude)
+
+
+def test_the_parser_error_base_is_reachable_as_pl_parser_parser_error(tmp_path):
+    with pytest.raises(pl.parser.ParserError, match="do not support"):
+        compile_source(tmp_path, "base", LAYOUT_PARAMS, _layout_body("Acc", "ZZ"))
