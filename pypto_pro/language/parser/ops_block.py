@@ -63,6 +63,22 @@ def _const_int(ctx: ParseContext, v: Any, node: ast.AST, what: str) -> int:
     return c
 
 
+#: the keyword the real op builders name their last positional operand by, which a call may
+#: pass by name (`pl.insert(dst, src, offset=[0, 16])`)
+_LAST_OPERAND = {"load": "offsets", "store": "offsets", "load_tile": "tile_offsets",
+                 "store_tile": "tile_offsets", "insert": "offset", "set_validshape": "shape"}
+
+
+def _operands(ctx: ParseContext, node: ast.Call, op: str, count: int) -> tuple[list, dict]:
+    """The call's evaluated arguments, its last operand (the `count`-th) taken from its
+    keyword when it is not given by position."""
+    args, kw = eval_args(ctx, node)
+    name = _LAST_OPERAND[op]
+    if len(args) == count - 1 and name in kw:
+        args = [*args, kw.pop(name)]
+    return args, kw
+
+
 # ---------------------------------------------------------------- allocation (spec §2.5)
 
 
@@ -235,7 +251,7 @@ def _group_addrs(ctx: ParseContext, value: Any, n: int, t: TileType,
 
 
 def set_validshape(ctx: ParseContext, node: ast.Call, op: str) -> Any:
-    args, _ = eval_args(ctx, node)
+    args, _ = _operands(ctx, node, op, 2)
     if len(args) != 2:
         raise ctx.error(ParserTypeError, "pl.set_validshape(tile, [rows, cols])", node)
     target, shape = args
@@ -255,10 +271,14 @@ def _set_validshape(ctx: ParseContext, target: Any, shape: Any, node: ast.AST) -
         raise ctx.error(InvalidShape, f"pl.set_validshape needs [rows, cols], got {len(dims)} "
                                       f"values", node)
     tile_t = t.tile if isinstance(t, TileGroupType) else t
-    for d, full in zip(dims, tile_t.shape):
-        k, v = try_const(d)
-        if k and not 0 <= v <= full:
-            raise ctx.error(OutOfRange, f"valid shape {v} exceeds the tile's {full}", node)
+    for axis, d, full in zip(("row", "col"), dims, tile_t.shape):
+        k, v = try_const(d)  # (a runtime extent is the hardware's to hold to the shape)
+        if k and v <= 0:
+            raise ctx.builder_error(f"set_validshape {axis}={v} must be positive (got {v}). "
+                                    f"Valid shape dimensions must be >= 1.", node)
+        if k and v > full:
+            raise ctx.builder_error(f"set_validshape {axis}={v} exceeds tile {axis}={full}. "
+                                    f"Valid shape must be <= tile shape.", node)
     return emit_op(ctx, "block.set_validshape", [target, PyList(dims)], {}, node,
                    check_tiles=False)
 
@@ -359,7 +379,7 @@ def _mx_scale(ctx: ParseContext, t: TileType, src: Expr, node: ast.AST) -> str |
 
 
 def load(ctx: ParseContext, node: ast.Call, op: str) -> Any:
-    args, kw = eval_args(ctx, node)
+    args, kw = _operands(ctx, node, op, 3)
     if len(args) != 3:
         raise ctx.error(ParserTypeError, f"pl.{op}(dst_tile, src_tensor, offsets, order=None)",
                         node)
@@ -397,7 +417,7 @@ def load(ctx: ParseContext, node: ast.Call, op: str) -> Any:
 
 
 def store(ctx: ParseContext, node: ast.Call, op: str) -> Any:
-    args, kw = eval_args(ctx, node)
+    args, kw = _operands(ctx, node, op, 3)
     if len(args) not in (3, 4):
         raise ctx.error(ParserTypeError, f"pl.{op}(dst_tensor, src_tile, offsets, ...)", node)
     dst = _tensor(ctx, args[0], node, "store destination")
@@ -510,7 +530,7 @@ def _align_dual_split(ctx: ParseContext, acc: Expr, mode: attrs.AccToVecMode,
 
 
 def insert(ctx: ParseContext, node: ast.Call, op: str) -> Any:
-    args, _ = eval_args(ctx, node)
+    args, _ = _operands(ctx, node, op, 3)
     if len(args) != 3:
         raise ctx.error(ParserTypeError, "pl.insert(dst, src, [row, col])", node)
     dst = _tile(ctx, args[0], node, "insert destination")
@@ -520,8 +540,13 @@ def insert(ctx: ParseContext, node: ast.Call, op: str) -> Any:
                                                f"{src.type.memory.value}->{dst.type.memory.value}",
                         node)
     off = int_items(ctx, args[2], node, "insert offset")
-    for o, full, part in zip(off, dst.type.shape, src.type.shape):
+    if len(off) != 2:
+        raise ctx.builder_error("offset must contain exactly 2 elements", node)
+    for i, (o, full, part) in enumerate(zip(off, dst.type.shape, src.type.shape)):
         k, v = try_const(o)
+        if k and v >= full:  # the real builder's own bound, in its words
+            raise ctx.builder_error(f"insert: offset[{i}] ({v}) exceeds source shape[{i}] "
+                                    f"({full})", node)
         if k and not 0 <= v <= full - part:
             raise ctx.error(OutOfRange, f"insert offset {v} puts a {part}-wide tile outside the "
                                         f"{full}-wide destination", node)

@@ -5,7 +5,9 @@ ValueError reaches the user as a ParserSyntaxError) with its wording, at the off
 
 Covered: the operand checks of the MX matmuls (K, output shape, dtype pairs, the scale tiles and
 their paired addresses), the layouts a cube-side buffer may take per arch (a5's L0 buffers
-refuse ZZ / NN), and `pl.make_tile` with a literal `None` placement.
+refuse ZZ / NN), `pl.make_tile` with a literal `None` placement, the last operand of load /
+store / insert / set_validshape passed by its keyword, and the constant extents set_validshape
+and insert refuse.
 """
 from __future__ import annotations
 
@@ -246,3 +248,68 @@ def test_a_literal_none_placement_is_not_an_omitted_one(tmp_path, call, fragment
 def test_the_parser_error_base_is_reachable_as_pl_parser_parser_error(tmp_path):
     with pytest.raises(pl.parser.ParserError, match="do not support"):
         compile_source(tmp_path, "base", LAYOUT_PARAMS, _layout_body("Acc", "ZZ"))
+
+
+# ---------------------------------------------------------------- operands named by keyword
+
+VT = pl.TileType(shape=[32, 32], dtype=F32, target_memory=M.Vec)
+PART = pl.TileType(shape=[16, 16], dtype=F32, target_memory=M.Vec)
+WINDOW = pl.TileType(shape=[32, 32], dtype=F32, target_memory=M.Vec, valid_shape=[-1, -1])
+
+
+@pl.jit
+def keyword_operands(x: pl.Tensor[[32, 32], F32], y: pl.Tensor[[16, 16], F32],
+                     z: pl.Tensor[[32, 32], F32], w: pl.Tensor[[32, 32], F32],
+                     rows: pl.DT_INT64, cols: pl.DT_INT64):
+    """The real builders' last operand by its name: `offsets=` of load / store, `offset=` of
+    insert, `shape=` of set_validshape."""
+    with pl.section_vector():
+        a = pl.make_tile(VT, addr=0x0)
+        s = pl.make_tile(PART, addr=0x1000)
+        v = pl.make_tile(WINDOW, addr=0x2000)
+        pl.load(a, x, offsets=[0, 0])
+        pl.load(s, y, offsets=[0, 0])
+        pl.set_validshape(v, shape=[rows, cols])
+        pl.load(v, x, offsets=[0, 0])
+        pl.system.bar_all()
+        pl.insert(a, s, offset=[8, 16])
+        pl.system.bar_all()
+        pl.store(z, a, offsets=[0, 0])
+        pl.store(w, v, offsets=[0, 0])
+
+
+def test_last_operands_pass_by_their_keyword():
+    x, y = torch.randn(32, 32), torch.randn(16, 16)
+
+    def run():
+        z, w = torch.zeros(32, 32), torch.zeros(32, 32)
+        keyword_operands(x, y, z, w, 5, 24)
+        return torch.cat([z, w])
+
+    want_z = x.clone()
+    want_z[8:24, 16:32] = y
+    want_w = torch.zeros(32, 32)
+    want_w[:5, :24] = x[:5, :24]
+    assert torch.equal(sim_and_native(run), torch.cat([want_z, want_w]))
+
+
+VEC_PRELUDE = ("VT = pl.TileType(shape=[32, 32], dtype=pl.DT_FP32)\n"
+               "PART = pl.TileType(shape=[16, 16], dtype=pl.DT_FP32)\n"
+               "WINDOW = pl.TileType(shape=[32, 32], dtype=pl.DT_FP32, valid_shape=[-1, -1])")
+
+
+@pytest.mark.parametrize("name, line, fragment", [
+    ("valid_zero", "pl.set_validshape(v, [0, 8])",
+     "set_validshape row=0 must be positive (got 0). Valid shape dimensions must be >= 1."),
+    ("valid_past", "pl.set_validshape(v, shape=[8, 40])",
+     "set_validshape col=40 exceeds tile col=32. Valid shape must be <= tile shape."),
+    ("insert_past", "pl.insert(a, s, offset=[32, 0])",
+     "insert: offset[0] (32) exceeds source shape[0] (32)"),
+    ("insert_three", "pl.insert(a, s, [0, 0, 0])", "offset must contain exactly 2 elements"),
+])
+def test_refused_extents(tmp_path, name, line, fragment):
+    body = ("with pl.section_vector():\n    a = pl.make_tile(VT, addr=0x0)\n"
+            "    s = pl.make_tile(PART, addr=0x1000)\n    v = pl.make_tile(WINDOW, addr=0x2000)\n"
+            f"    {line}\n")
+    assert_refused(ParserSyntaxError, fragment, tmp_path, name, LAYOUT_PARAMS, body,
+                   prelude=VEC_PRELUDE)
