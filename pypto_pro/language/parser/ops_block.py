@@ -11,7 +11,7 @@ from typing import Any
 
 from ...errors import (
     FinalRejectionError, InvalidOperationError, InvalidShape, InvalidTile,
-    OutOfRange, ParserTypeError, UnsupportedFeatureError,
+    OutOfRange, ParserSyntaxError, ParserTypeError, UnsupportedFeatureError,
 )
 from ...ir import attrs
 from ...ir.dtype import DataType
@@ -172,27 +172,37 @@ def make_tile(ctx: ParseContext, node: ast.Call, op: str) -> Any:
 def make_tile_group(ctx: ParseContext, node: ast.Call, op: str) -> Any:
     args, kw = eval_args(ctx, node)
     if args:
-        raise ctx.error(ParserTypeError, "pl.make_tile_group takes keyword arguments only: "
-                                         "type=, addrs=, mutex_ids=, depth=", node)
+        raise ctx.error(ParserSyntaxError, "pl.make_tile_group() takes keyword args only "
+                                           "(type=, addrs=, mutex_ids=, depth=)", node)
     unknown = set(kw) - {"type", "addrs", "mutex_ids", "depth", "fwd_ids", "bwd_ids"}
     if unknown:
         raise ctx.error(ParserTypeError, f"make_tile_group: unknown argument(s) "
                                          f"{', '.join(sorted(unknown))}", node)
-    if "type" not in kw or not isinstance(kw["type"], DslTileType):
-        raise ctx.error(ParserTypeError, "make_tile_group: type= must be a pl.TileType", node)
+    for required in ("type", "addrs"):
+        if required not in kw:
+            raise ctx.error(ParserTypeError, f"pl.make_tile_group() missing required keyword "
+                                             f"'{required}'", node)
+    if not isinstance(kw["type"], DslTileType):
+        raise ctx.error(ParserTypeError, "pl.make_tile_group() 'type' must be a pl.TileType",
+                        node)
     t = lower_tile_type(ctx, kw["type"], node)
     ids = _mutex_ids(ctx, kw.get("mutex_ids"), node)
     depth = kw.get("depth")
     if depth is not None:
-        depth = _const_int(ctx, depth, node, "depth")
-        if depth <= 0:
-            raise ctx.error(ParserTypeError, "make_tile_group: depth must be positive", node)
+        k, depth_value = try_const(depth)
+        if not k or not isinstance(depth_value, int) or isinstance(depth_value, bool) or \
+                depth_value <= 0:
+            got = repr(depth_value) if k else "a runtime value"
+            raise ctx.error(ParserTypeError, f"make_tile_group() depth must be a positive "
+                                             f"compile-time integer, got {got}", node)
+        depth = depth_value
         if ids and depth != len(ids):
-            raise ctx.error(ParserTypeError, f"make_tile_group: depth {depth} does not match "
-                                             f"{len(ids)} mutex id entries", node)
+            raise ctx.error(ParserTypeError, f"make_tile_group() mutex_ids length {len(ids)} "
+                                             f"must equal depth {depth}", node)
     n = len(ids) if ids else depth
     if n is None:
-        raise ctx.error(ParserTypeError, "make_tile_group needs mutex_ids= or depth=", node)
+        raise ctx.error(ParserTypeError, "make_tile_group() depth is required when mutex_ids "
+                                         "is None or empty", node)
     addrs = _group_addrs(ctx, kw.get("addrs"), n, t, node)
     for a in addrs:
         check_address(ctx, t, a, node)
@@ -207,22 +217,28 @@ def make_tile_group(ctx: ParseContext, node: ast.Call, op: str) -> Any:
 
 
 def _mutex_ids(ctx: ParseContext, value: Any, node: ast.AST) -> tuple[tuple[int, ...], ...]:
-    if value is None:
+    """One tuple of mutex ids per tile, held to the real parser's rules (and words)."""
+    if value is not None and not isinstance(value, (list, tuple)):
+        raise ctx.error(ParserTypeError, "make_tile_group() mutex_ids must be a list, tuple, or "
+                                         "None", node)
+    if not value:  # None or empty: the group is sized by depth=
         return ()
-    if not isinstance(value, (list, tuple)) or not value:
-        raise ctx.error(ParserTypeError, "mutex_ids must be a non-empty list of ints 0..31 "
-                                         "(or of lists)", node)
     rows = [tuple(v) if isinstance(v, (list, tuple)) else (v,) for v in value]
-    widths = {len(r) for r in rows}
-    if len(widths) != 1:
-        raise ctx.error(ParserTypeError, "mutex_ids: every tile needs the same number of ids",
-                        node)
     for r in rows:
+        if not r:
+            raise ctx.error(ParserTypeError, "make_tile_group() mutex ID sequence for a tile must "
+                                             "not be empty", node)
         for i in r:
             if not isinstance(i, int) or isinstance(i, bool) or not 0 <= i <= 31:
-                raise ctx.error(ParserTypeError, f"mutex id {i!r} is not an int in 0..31", node)
+                raise ctx.error(ParserTypeError, f"mutex_ids must be ints in [0,31], got {i!r}",
+                                node)
         if len(set(r)) != len(r):
-            raise ctx.error(ParserTypeError, f"mutex ids {list(r)} repeat within one tile", node)
+            raise ctx.error(ParserTypeError, f"make_tile_group() mutex IDs for one tile must not "
+                                             f"contain duplicates: {r}", node)
+    for r in rows[1:]:
+        if len(r) != len(rows[0]):
+            raise ctx.error(ParserTypeError, f"all tiles in a tile group must have the same mutex "
+                                             f"ID count: {len(rows[0])} and {len(r)}", node)
     return tuple(rows)
 
 
@@ -243,8 +259,8 @@ def _group_addrs(ctx: ParseContext, value: Any, n: int, t: TileType,
                  node: ast.AST) -> list[int]:
     if isinstance(value, (list, tuple)):
         if len(value) != n:
-            raise ctx.error(ParserTypeError, f"make_tile_group: {len(value)} addrs for {n} "
-                                             f"tiles", node)
+            raise ctx.error(ParserTypeError, f"make_tile_group() addrs length {len(value)} must "
+                                             f"equal depth/len(mutex_ids) {n}", node)
         return [_const_int(ctx, a, node, "addrs entry") for a in value]
     base = _const_int(ctx, value, node, "addrs")
     return [base + i * t.nbytes for i in range(n)]

@@ -351,7 +351,7 @@ CASES = [
         """, T),
     Case("group_positional_args", """
         g = pl.make_tile_group(VEC, 0)  # !
-        """, T),
+        """, S),
     Case("group_index_out_of_range", """
         with pl.section_vector():
             g = pl.make_tile_group(type=VEC, addrs=0, mutex_ids=[0, 1])

@@ -6,8 +6,8 @@ ValueError reaches the user as a ParserSyntaxError) with its wording, at the off
 Covered: the operand checks of the MX matmuls (K, output shape, dtype pairs, the scale tiles and
 their paired addresses), the layouts a cube-side buffer may take per arch (a5's L0 buffers
 refuse ZZ / NN), `pl.make_tile` with a literal `None` placement, the last operand of load /
-store / insert / set_validshape passed by its keyword, and the constant extents set_validshape
-and insert refuse.
+store / insert / set_validshape passed by its keyword, the constant extents set_validshape
+and insert refuse, and the arguments `pl.make_tile_group` refuses (the real parser's words).
 """
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from kernel_source import assert_refused, compile_source
 
 import pypto_pro.language as pl
 from pypto_pro.compiler import compile_kernel
-from pypto_pro.errors import FinalRejectionError, ParserSyntaxError
+from pypto_pro.errors import FinalRejectionError, ParserSyntaxError, ParserTypeError
 from pypto_pro.runtime.kernel_def import Specialization
 
 M = pl.MemorySpace
@@ -313,3 +313,37 @@ def test_refused_extents(tmp_path, name, line, fragment):
             f"    {line}\n")
     assert_refused(ParserSyntaxError, fragment, tmp_path, name, LAYOUT_PARAMS, body,
                    prelude=VEC_PRELUDE)
+
+
+# ---------------------------------------------------------------- make_tile_group arguments
+
+
+@pytest.mark.parametrize("name, call, error, fragment", [
+    ("positional", "pl.make_tile_group(VT, 0)", ParserSyntaxError,
+     "pl.make_tile_group() takes keyword args only (type=, addrs=, mutex_ids=, depth=)"),
+    ("no_addrs", "pl.make_tile_group(type=VT, mutex_ids=[0])", ParserTypeError,
+     "pl.make_tile_group() missing required keyword 'addrs'"),
+    ("not_a_type", "pl.make_tile_group(type=3, addrs=0, mutex_ids=[0])", ParserTypeError,
+     "pl.make_tile_group() 'type' must be a pl.TileType"),
+    ("ids_not_list", "pl.make_tile_group(type=VT, addrs=0, mutex_ids=3)", ParserTypeError,
+     "make_tile_group() mutex_ids must be a list, tuple, or None"),
+    ("id_32", "pl.make_tile_group(type=VT, addrs=0, mutex_ids=[0, 32])", ParserTypeError,
+     "mutex_ids must be ints in [0,31], got 32"),
+    ("empty_slot", "pl.make_tile_group(type=VT, addrs=0, mutex_ids=[[], [2]])", ParserTypeError,
+     "make_tile_group() mutex ID sequence for a tile must not be empty"),
+    ("repeated", "pl.make_tile_group(type=VT, addrs=0, mutex_ids=[[1, 1], [2, 3]])",
+     ParserTypeError, "mutex IDs for one tile must not contain duplicates: (1, 1)"),
+    ("uneven", "pl.make_tile_group(type=VT, addrs=0, mutex_ids=[[1, 2], [3]])", ParserTypeError,
+     "all tiles in a tile group must have the same mutex ID count: 2 and 1"),
+    ("no_ids_no_depth", "pl.make_tile_group(type=VT, addrs=0, mutex_ids=[])", ParserTypeError,
+     "make_tile_group() depth is required when mutex_ids is None or empty"),
+    ("depth_0", "pl.make_tile_group(type=VT, addrs=0, depth=0)", ParserTypeError,
+     "make_tile_group() depth must be a positive compile-time integer, got 0"),
+    ("depth_ids", "pl.make_tile_group(type=VT, addrs=0, mutex_ids=[0, 1], depth=3)",
+     ParserTypeError, "make_tile_group() mutex_ids length 2 must equal depth 3"),
+    ("addrs_count", "pl.make_tile_group(type=VT, addrs=[0, 0x1000, 0x2000], mutex_ids=[0, 1])",
+     ParserTypeError, "make_tile_group() addrs length 3 must equal depth/len(mutex_ids) 2"),
+])
+def test_refused_tile_groups(tmp_path, name, call, error, fragment):
+    body = f"with pl.section_vector():\n    g = {call}\n"
+    assert_refused(error, fragment, tmp_path, name, LAYOUT_PARAMS, body, prelude=VEC_PRELUDE)
