@@ -494,6 +494,9 @@ def move(ctx: ParseContext, node: ast.Call, op: str) -> Any:
         raise ctx.error(ParserTypeError, "pl.move(dst, src, offset=None, ...)", node)
     dst = _tile(ctx, args[0], node, "move destination")
     src = _tile(ctx, args[1], node, "move source")
+    offset = args[2] if len(args) == 3 else kw.get("offset")
+    if _move_is_insert(dst.type, src.type, offset, kw):
+        return _insert(ctx, node, dst, src, [0, 0] if offset is None else offset)
     path = (src.type.memory, dst.type.memory)
     if path not in MOVE_PATHS:
         supported = ", ".join(f"{a.value}->{b.value}" for a, b in MOVE_PATHS)
@@ -518,6 +521,26 @@ def move(ctx: ParseContext, node: ast.Call, op: str) -> Any:
     return emit_op(ctx, "block.move", [dst, src, *rest],
                    {"acc_to_vec_mode": mode, "relu_pre_mode": kw.get("relu_pre_mode"),
                     "scale": scale}, node)
+
+
+_TRANSPOSED = {TileLayout.NZ: TileLayout.ZN, TileLayout.ZN: TileLayout.NZ,
+               TileLayout.NN: TileLayout.ZZ, TileLayout.ZZ: TileLayout.NN,
+               TileLayout.ND: TileLayout.DN, TileLayout.DN: TileLayout.ND}
+
+
+def _move_is_insert(dst: TileType, src: TileType, offset: Any, kw: dict) -> bool:
+    """The real `pl.move` is a TINSERT when it places a smaller tile into a larger one at an
+    offset (a transposed-layout pair compares the destination's shape reversed), or moves a Vec
+    tile into a same-sized transposed-layout Mat tile (TMOV cannot convert the layout); never
+    with the move-only keywords."""
+    if any(kw.get(k) is not None for k in ("acc_to_vec_mode", "relu_pre_mode", "scale")):
+        return False
+    transposed = _TRANSPOSED[dst.layout] is src.layout
+    dst_shape = dst.shape[::-1] if transposed else dst.shape
+    grows = offset is not None and all(d >= s for d, s in zip(dst_shape, src.shape)) and \
+        any(d > s for d, s in zip(dst_shape, src.shape))
+    return grows or (transposed and dst.shape == src.shape[::-1] and src.memory is M.Vec and
+                     dst.memory is M.Mat)
 
 
 def _align_dual_split(ctx: ParseContext, acc: Expr, mode: attrs.AccToVecMode,
@@ -551,18 +574,25 @@ def insert(ctx: ParseContext, node: ast.Call, op: str) -> Any:
         raise ctx.error(ParserTypeError, "pl.insert(dst, src, [row, col])", node)
     dst = _tile(ctx, args[0], node, "insert destination")
     src = _tile(ctx, args[1], node, "insert source")
+    return _insert(ctx, node, dst, src, args[2])
+
+
+def _insert(ctx: ParseContext, node: ast.Call, dst: Expr, src: Expr, offset: Any) -> Any:
     if (src.type.memory, dst.type.memory) not in ((M.Vec, M.Mat), (M.Acc, M.Mat), (M.Vec, M.Vec)):
         raise ctx.error(InvalidOperationError, f"insert: unsupported path "
                                                f"{src.type.memory.value}->{dst.type.memory.value}",
                         node)
-    off = int_items(ctx, args[2], node, "insert offset")
+    off = int_items(ctx, offset, node, "insert offset")
     if len(off) != 2:
         raise ctx.builder_error("offset must contain exactly 2 elements", node)
-    for i, (o, full, part) in enumerate(zip(off, dst.type.shape, src.type.shape)):
+    # an NZ source lands in a ZN destination transposed: its offset indexes the [cols, rows] view
+    view = dst.type.shape[::-1] if (src.type.layout, dst.type.layout) == (
+        TileLayout.NZ, TileLayout.ZN) else dst.type.shape
+    for i, (o, bound, full, part) in enumerate(zip(off, dst.type.shape, view, src.type.shape)):
         k, v = try_const(o)
-        if k and v >= full:  # the real builder's own bound, in its words
+        if k and v >= bound:  # the real builder's own bound, in its words
             raise ctx.builder_error(f"insert: offset[{i}] ({v}) exceeds source shape[{i}] "
-                                    f"({full})", node)
+                                    f"({bound})", node)
         if k and not 0 <= v <= full - part:
             raise ctx.error(OutOfRange, f"insert offset {v} puts a {part}-wide tile outside the "
                                         f"{full}-wide destination", node)

@@ -7,7 +7,8 @@ Covered: the operand checks of the MX matmuls (K, output shape, dtype pairs, the
 their paired addresses), the layouts a cube-side buffer may take per arch (a5's L0 buffers
 refuse ZZ / NN), `pl.make_tile` with a literal `None` placement, the last operand of load /
 store / insert / set_validshape passed by its keyword, the constant extents set_validshape
-and insert refuse, and the arguments `pl.make_tile_group` refuses (the real parser's words).
+and insert refuse, the arguments `pl.make_tile_group` refuses (the real parser's words), and
+`pl.move` of a smaller tile into a larger one (or Vec into a transposed-layout Mat) being an insert.
 """
 from __future__ import annotations
 
@@ -347,3 +348,54 @@ def test_refused_extents(tmp_path, name, line, fragment):
 def test_refused_tile_groups(tmp_path, name, call, error, fragment):
     body = f"with pl.section_vector():\n    g = {call}\n"
     assert_refused(error, fragment, tmp_path, name, LAYOUT_PARAMS, body, prelude=VEC_PRELUDE)
+
+
+# ---------------------------------------------------------------- pl.move that is an insert
+
+BIG = pl.TileType(shape=[32, 32], dtype=F32)
+SMALL = pl.TileType(shape=[16, 16], dtype=F32)
+
+
+@pl.jit
+def moves(x: pl.Tensor[[32, 32], F32], y: pl.Tensor[[16, 16], F32], t: pl.Tensor[[64, 16], F32],
+          z: pl.Tensor[[32, 32], F32], w: pl.Tensor[[16, 16], F32], v: pl.Tensor[[16, 64], F32]):
+    """A smaller tile moved into a larger one at an offset is inserted there; a larger one moved
+    into a smaller one gives the window at the offset; an NZ tile moved into a ZN tile of the
+    reversed shape lands transposed."""
+    with pl.section_vector():
+        a = pl.make_tile(BIG, addr=0x0)
+        s = pl.make_tile(SMALL, addr=0x1000)
+        e = pl.make_tile(SMALL, addr=0x1400)
+        nd = pl.make_tile(pl.TileType(shape=[64, 16], dtype=F32), addr=0x2000)
+        nz = pl.make_tile(pl.TileType(shape=[64, 16], dtype=F32, layout=pl.NZ), addr=0x3000)
+        zn = pl.make_tile(pl.TileType(shape=[32, 64], dtype=F32, layout=pl.ZN), addr=0x4000)
+        back = pl.make_tile(pl.TileType(shape=[16, 64], dtype=F32), addr=0x6000)
+        pl.load(a, x, [0, 0])
+        pl.load(s, y, [0, 0])
+        pl.load(nd, t, [0, 0])
+        pl.system.bar_all()
+        pl.move(e, a, [8, 16])
+        pl.move(a, s, [8, 8])
+        pl.move(nz, nd)
+        pl.system.bar_all()
+        pl.move(zn, nz, [0, 0])
+        pl.system.bar_all()
+        pl.move(back, zn, [0, 0])
+        pl.system.bar_all()
+        pl.store(z, a, [0, 0])
+        pl.store(w, e, [0, 0])
+        pl.store(v, back, [0, 0])
+
+
+def test_a_move_into_a_larger_tile_inserts():
+    x, y, t = torch.randn(32, 32), torch.randn(16, 16), torch.randn(64, 16)
+
+    def run():
+        z, w, v = torch.zeros(32, 32), torch.zeros(16, 16), torch.zeros(16, 64)
+        moves(x, y, t, z, w, v)
+        return torch.cat([z.flatten(), w.flatten(), v.flatten()])
+
+    want_z = x.clone()
+    want_z[8:24, 8:24] = y
+    want = torch.cat([want_z.flatten(), x[8:24, 16:32].flatten(), t.T.flatten()])
+    assert torch.equal(sim_and_native(run), want)
