@@ -512,6 +512,7 @@ def move(ctx: ParseContext, node: ast.Call, op: str) -> Any:
     rest = list(args[2:]) if len(args) == 3 else ([offset] if offset is not None else [])
     if rest:
         rest = [PyList(int_items(ctx, rest[0], node, "move offset"))]
+    _check_move_shapes(ctx, dst.type, src.type, rest[0].items if rest else None, mode, node)
     if mode in (attrs.AccToVecMode.DualModeSplitM, attrs.AccToVecMode.DualModeSplitN):
         src = _align_dual_split(ctx, src, mode, node)
     scale = kw.get("scale")
@@ -521,6 +522,29 @@ def move(ctx: ParseContext, node: ast.Call, op: str) -> Any:
     return emit_op(ctx, "block.move", [dst, src, *rest],
                    {"acc_to_vec_mode": mode, "relu_pre_mode": kw.get("relu_pre_mode"),
                     "scale": scale}, node)
+
+
+def _check_move_shapes(ctx: ParseContext, dst: TileType, src: TileType, offset: list | None,
+                       mode: Any, node: ast.AST) -> None:
+    """The real TMOV builder's shape rules: without an offset equal shapes or a 2-D transpose;
+    with one, the destination a sub-rectangle of the source and the offset inside it (an Acc->Vec
+    split mode decides the shapes itself)."""
+    d, s = list(dst.shape), list(src.shape)
+    if mode is None and offset is None and d not in (s, s[::-1]):
+        raise ctx.builder_error(f"pl.move: dst tile shape {d} != src tile shape {s} — without "
+                                f"offset, move requires equal shapes or a 2D transpose "
+                                f"[M,N]->[N,M] (use offset= for sub-block extraction).", node)
+    if mode is None and offset is not None:
+        for axis, (a, b) in enumerate(zip(d, s)):
+            if a > b:
+                raise ctx.builder_error(f"pl.move: with offset, dst dim {axis} ({a}) exceeds src "
+                                        f"dim ({b}) — dst must be a sub-rectangle of src (dst "
+                                        f"shape={d}, src shape={s}).", node)
+    for i, (o, full) in enumerate(zip(offset or (), s)):
+        k, v = try_const(o)
+        if k and v >= full:
+            raise ctx.builder_error(f"move: offset[{i}] ({v}) exceeds source shape[{i}] ({full})",
+                                    node)
 
 
 _TRANSPOSED = {TileLayout.NZ: TileLayout.ZN, TileLayout.ZN: TileLayout.NZ,

@@ -399,3 +399,22 @@ def test_a_move_into_a_larger_tile_inserts():
     want_z[8:24, 8:24] = y
     want = torch.cat([want_z.flatten(), x[8:24, 16:32].flatten(), t.T.flatten()])
     assert torch.equal(sim_and_native(run), want)
+
+
+@pytest.mark.parametrize("name, line, fragment", [
+    ("unequal", "pl.move(s, a)",
+     "pl.move: dst tile shape [16, 16] != src tile shape [32, 32] — without offset, move "
+     "requires equal shapes or a 2D transpose [M,N]->[N,M] (use offset= for sub-block "
+     "extraction)."),
+    ("wider", "pl.move(w, a, [0, 0])",
+     "pl.move: with offset, dst dim 1 (64) exceeds src dim (32) — dst must be a sub-rectangle "
+     "of src (dst shape=[16, 64], src shape=[32, 32])."),
+    ("offset_past", "pl.move(s, a, [32, 0])", "move: offset[0] (32) exceeds source shape[0] (32)"),
+])
+def test_refused_moves(tmp_path, name, line, fragment):
+    body = ("with pl.section_vector():\n    a = pl.make_tile(VT, addr=0x0)\n"
+            "    s = pl.make_tile(PART, addr=0x1000)\n"
+            "    w = pl.make_tile(pl.TileType(shape=[16, 64], dtype=pl.DT_FP32), addr=0x2000)\n"
+            f"    {line}\n")
+    assert_refused(ParserSyntaxError, fragment, tmp_path, name, LAYOUT_PARAMS, body,
+                   prelude=VEC_PRELUDE)
