@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from ...errors import ParserSyntaxError, ParserTypeError, PyptoError
+from ...errors import ParserError, ParserSyntaxError, ParserTypeError, PyptoError
 from ...ir.dtype import DataType
 from ...ir.nodes import Function, FunctionType, Program, Var
 from ...ir.span import Span
@@ -22,7 +22,8 @@ from ..types import DYNAMIC, STATIC
 from .context import FunctionFrame, ParseContext, assigned_names, span_of
 from .stmt import parse_stmt
 
-__all__ = ["parse_target", "ParseResult", "dynamic_dim_name"]
+# ParserError: the base of the parser diagnostics, `pl.parser.ParserError` as in the real package
+__all__ = ["parse_target", "ParseResult", "dynamic_dim_name", "ParserError"]
 
 
 @dataclasses.dataclass
@@ -37,7 +38,7 @@ def dynamic_dim_name(param: str, axis: int) -> str:
 
 def parse_target(kdef: KernelDef, spec: Specialization, target: str) -> ParseResult:
     """Parse the kernel for `target` ("cube" | "vector")."""
-    ctx = ParseContext(target, kdef.name, spec.constants())
+    ctx = ParseContext(target, kdef.name, spec.constants(), spec.arch)
     frame = FunctionFrame(kdef.file, kdef.env, mutable=frozenset(
         n for n, c in assigned_names(kdef.tree.body).items() if c > 1))
     ctx.frames.append(frame)

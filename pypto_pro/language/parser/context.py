@@ -12,7 +12,7 @@ from collections import ChainMap
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...errors import ParserError, PyptoError, UnsupportedFeatureError
+from ...errors import ParserError, ParserSyntaxError, PyptoError, UnsupportedFeatureError
 from ...ir.nodes import AssignStmt, Expr, Function, Stmt, Var, seq
 from ...ir.span import Span
 from ...ir.types import Type
@@ -146,8 +146,10 @@ def assigned_names(body: list[ast.stmt]) -> dict[str, int]:
 class ParseContext:
     """Everything the statement and expression handlers share while parsing one target."""
 
-    def __init__(self, target: str, kernel_name: str, constants: dict[str, Any]) -> None:
+    def __init__(self, target: str, kernel_name: str, constants: dict[str, Any],
+                 arch: str = "a5") -> None:
         self.target = target  # "cube" | "vector"
+        self.arch = arch  # what the layouts of cube buffers are checked against
         self.kernel_name = kernel_name
         self.constants = constants  # tiling-key fields, datatype variables
         self.builder = Builder()
@@ -284,6 +286,12 @@ class ParseContext:
 
     def span(self, node: ast.AST) -> Span:
         return span_of(node, self.frame.file)
+
+    def builder_error(self, message: str, node: ast.AST) -> PyptoError:
+        """A check the real op builders make with a plain ValueError, which its kernel parser
+        re-raises as a ParserSyntaxError: that class, the builder's wording (without the
+        "Failed to parse kernel function" prefix, which here marks an internal failure)."""
+        return self.error(ParserSyntaxError, message, node)
 
 
 def _definition(stmts: list[Stmt], var: Var, window: int = 32) -> int | None:

@@ -10,8 +10,8 @@ from dataclasses import replace
 from typing import Any
 
 from ...errors import (
-    FinalRejectionError, InvalidFormat, InvalidOperationError, InvalidShape, InvalidTile,
-    OutOfRange, ParserTypeError, UnsupportedFeatureError,
+    FinalRejectionError, InvalidOperationError, InvalidShape, InvalidTile,
+    OutOfRange, ParserSyntaxError, ParserTypeError, UnsupportedFeatureError,
 )
 from ...ir import attrs
 from ...ir.dtype import DataType
@@ -24,20 +24,14 @@ from ...ir.types import (
 from ..types import TileType as DslTileType
 from .calls import emit_op, eval_args, materialize
 from .context import GroupChoice, ParseContext, PyList
+from .cube_checks import ROLES as MATMUL_ROLES
+from .cube_checks import check_matmul
+from .tile_layouts import LayoutRefused, tile_layout
 from .expr import binary, try_const
 
 M = MemorySpace
 ALIGNMENT = {M.Vec: 32, M.Mat: 32, M.ScaleLeft: 32, M.ScaleRight: 32, M.Left: 512, M.Right: 512,
              M.Acc: 64}
-DEFAULT_LAYOUT = {M.Mat: TileLayout.NZ, M.Left: TileLayout.NZ, M.Right: TileLayout.ZN,
-                  M.Acc: TileLayout.NZ, M.ScaleLeft: TileLayout.ZZ, M.ScaleRight: TileLayout.NN}
-ALLOWED_LAYOUTS = {
-    M.Left: {TileLayout.NZ, TileLayout.ZZ},
-    M.Right: {TileLayout.ZN, TileLayout.NZ},
-    M.Acc: {TileLayout.NZ, TileLayout.ND},
-    M.Mat: {TileLayout.NZ, TileLayout.ZN, TileLayout.ND, TileLayout.DN, TileLayout.ZZ,
-            TileLayout.NN},
-}
 
 
 def _name(v: Any) -> str:
@@ -69,6 +63,22 @@ def _const_int(ctx: ParseContext, v: Any, node: ast.AST, what: str) -> int:
     return c
 
 
+#: the keyword the real op builders name their last positional operand by, which a call may
+#: pass by name (`pl.insert(dst, src, offset=[0, 16])`)
+_LAST_OPERAND = {"load": "offsets", "store": "offsets", "load_tile": "tile_offsets",
+                 "store_tile": "tile_offsets", "insert": "offset", "set_validshape": "shape"}
+
+
+def _operands(ctx: ParseContext, node: ast.Call, op: str, count: int) -> tuple[list, dict]:
+    """The call's evaluated arguments, its last operand (the `count`-th) taken from its
+    keyword when it is not given by position."""
+    args, kw = eval_args(ctx, node)
+    name = _LAST_OPERAND[op]
+    if len(args) == count - 1 and name in kw:
+        args = [*args, kw.pop(name)]
+    return args, kw
+
+
 # ---------------------------------------------------------------- allocation (spec §2.5)
 
 
@@ -90,12 +100,10 @@ def lower_tile_type(ctx: ParseContext, tt: Any, node: ast.AST) -> TileType:
     if not isinstance(tt, DslTileType):
         raise ctx.error(ParserTypeError, f"expected a pl.TileType, got {tt!r}", node)
     space = tt.target_memory
-    layout = tt.layout if tt.layout is not None else DEFAULT_LAYOUT.get(space, TileLayout.ND)
-    allowed = ALLOWED_LAYOUTS.get(space)
-    if allowed is not None and layout not in allowed:
-        raise ctx.error(InvalidFormat, f"{space.value} tiles require layout in "
-                                       f"{{{', '.join(sorted(a.value for a in allowed))}}}, got "
-                                       f"{layout.value}", node)
+    try:
+        layout = tile_layout(space, tt.layout, tt.dtype, ctx.arch)
+    except LayoutRefused as e:  # the real TileType's ValueError, as its kernel parser wraps it
+        raise ctx.builder_error(str(e), node) from None
     fractal = tt.fractal
     if fractal is None:
         if space is M.Acc and tt.dtype in (DataType.FP32, DataType.INT32):
@@ -135,8 +143,10 @@ def make_tile(ctx: ParseContext, node: ast.Call, op: str) -> Any:
                                              f"tile type) but {len(args)} were given", node,
                         hint="pass addr and size as keywords, e.g. "
                              "pl.make_tile(tile_type, addr=0x0, size=1024)")
+    written_none = {kw.arg for kw in node.keywords
+                    if isinstance(kw.value, ast.Constant) and kw.value.value is None}
     placement = {key: _placement(ctx, node, key, kwargs[key]) for key in ("addr", "size")
-                 if kwargs.get(key) is not None}
+                 if kwargs.get(key) is not None or key in written_none}  # `size=None` too
     if "addr" not in placement:
         raise ctx.error(FinalRejectionError, "pl.make_tile() missing required keyword 'addr'",
                         node, hint="pl.make_tile(tile_type, addr=0x0): the user owns the "
@@ -162,27 +172,37 @@ def make_tile(ctx: ParseContext, node: ast.Call, op: str) -> Any:
 def make_tile_group(ctx: ParseContext, node: ast.Call, op: str) -> Any:
     args, kw = eval_args(ctx, node)
     if args:
-        raise ctx.error(ParserTypeError, "pl.make_tile_group takes keyword arguments only: "
-                                         "type=, addrs=, mutex_ids=, depth=", node)
+        raise ctx.error(ParserSyntaxError, "pl.make_tile_group() takes keyword args only "
+                                           "(type=, addrs=, mutex_ids=, depth=)", node)
     unknown = set(kw) - {"type", "addrs", "mutex_ids", "depth", "fwd_ids", "bwd_ids"}
     if unknown:
         raise ctx.error(ParserTypeError, f"make_tile_group: unknown argument(s) "
                                          f"{', '.join(sorted(unknown))}", node)
-    if "type" not in kw or not isinstance(kw["type"], DslTileType):
-        raise ctx.error(ParserTypeError, "make_tile_group: type= must be a pl.TileType", node)
+    for required in ("type", "addrs"):
+        if required not in kw:
+            raise ctx.error(ParserTypeError, f"pl.make_tile_group() missing required keyword "
+                                             f"'{required}'", node)
+    if not isinstance(kw["type"], DslTileType):
+        raise ctx.error(ParserTypeError, "pl.make_tile_group() 'type' must be a pl.TileType",
+                        node)
     t = lower_tile_type(ctx, kw["type"], node)
     ids = _mutex_ids(ctx, kw.get("mutex_ids"), node)
     depth = kw.get("depth")
     if depth is not None:
-        depth = _const_int(ctx, depth, node, "depth")
-        if depth <= 0:
-            raise ctx.error(ParserTypeError, "make_tile_group: depth must be positive", node)
+        k, depth_value = try_const(depth)
+        if not k or not isinstance(depth_value, int) or isinstance(depth_value, bool) or \
+                depth_value <= 0:
+            got = repr(depth_value) if k else "a runtime value"
+            raise ctx.error(ParserTypeError, f"make_tile_group() depth must be a positive "
+                                             f"compile-time integer, got {got}", node)
+        depth = depth_value
         if ids and depth != len(ids):
-            raise ctx.error(ParserTypeError, f"make_tile_group: depth {depth} does not match "
-                                             f"{len(ids)} mutex id entries", node)
+            raise ctx.error(ParserTypeError, f"make_tile_group() mutex_ids length {len(ids)} "
+                                             f"must equal depth {depth}", node)
     n = len(ids) if ids else depth
     if n is None:
-        raise ctx.error(ParserTypeError, "make_tile_group needs mutex_ids= or depth=", node)
+        raise ctx.error(ParserTypeError, "make_tile_group() depth is required when mutex_ids "
+                                         "is None or empty", node)
     addrs = _group_addrs(ctx, kw.get("addrs"), n, t, node)
     for a in addrs:
         check_address(ctx, t, a, node)
@@ -197,22 +217,28 @@ def make_tile_group(ctx: ParseContext, node: ast.Call, op: str) -> Any:
 
 
 def _mutex_ids(ctx: ParseContext, value: Any, node: ast.AST) -> tuple[tuple[int, ...], ...]:
-    if value is None:
+    """One tuple of mutex ids per tile, held to the real parser's rules (and words)."""
+    if value is not None and not isinstance(value, (list, tuple)):
+        raise ctx.error(ParserTypeError, "make_tile_group() mutex_ids must be a list, tuple, or "
+                                         "None", node)
+    if not value:  # None or empty: the group is sized by depth=
         return ()
-    if not isinstance(value, (list, tuple)) or not value:
-        raise ctx.error(ParserTypeError, "mutex_ids must be a non-empty list of ints 0..31 "
-                                         "(or of lists)", node)
     rows = [tuple(v) if isinstance(v, (list, tuple)) else (v,) for v in value]
-    widths = {len(r) for r in rows}
-    if len(widths) != 1:
-        raise ctx.error(ParserTypeError, "mutex_ids: every tile needs the same number of ids",
-                        node)
     for r in rows:
+        if not r:
+            raise ctx.error(ParserTypeError, "make_tile_group() mutex ID sequence for a tile must "
+                                             "not be empty", node)
         for i in r:
             if not isinstance(i, int) or isinstance(i, bool) or not 0 <= i <= 31:
-                raise ctx.error(ParserTypeError, f"mutex id {i!r} is not an int in 0..31", node)
+                raise ctx.error(ParserTypeError, f"mutex_ids must be ints in [0,31], got {i!r}",
+                                node)
         if len(set(r)) != len(r):
-            raise ctx.error(ParserTypeError, f"mutex ids {list(r)} repeat within one tile", node)
+            raise ctx.error(ParserTypeError, f"make_tile_group() mutex IDs for one tile must not "
+                                             f"contain duplicates: {r}", node)
+    for r in rows[1:]:
+        if len(r) != len(rows[0]):
+            raise ctx.error(ParserTypeError, f"all tiles in a tile group must have the same mutex "
+                                             f"ID count: {len(rows[0])} and {len(r)}", node)
     return tuple(rows)
 
 
@@ -233,15 +259,15 @@ def _group_addrs(ctx: ParseContext, value: Any, n: int, t: TileType,
                  node: ast.AST) -> list[int]:
     if isinstance(value, (list, tuple)):
         if len(value) != n:
-            raise ctx.error(ParserTypeError, f"make_tile_group: {len(value)} addrs for {n} "
-                                             f"tiles", node)
+            raise ctx.error(ParserTypeError, f"make_tile_group() addrs length {len(value)} must "
+                                             f"equal depth/len(mutex_ids) {n}", node)
         return [_const_int(ctx, a, node, "addrs entry") for a in value]
     base = _const_int(ctx, value, node, "addrs")
     return [base + i * t.nbytes for i in range(n)]
 
 
 def set_validshape(ctx: ParseContext, node: ast.Call, op: str) -> Any:
-    args, _ = eval_args(ctx, node)
+    args, _ = _operands(ctx, node, op, 2)
     if len(args) != 2:
         raise ctx.error(ParserTypeError, "pl.set_validshape(tile, [rows, cols])", node)
     target, shape = args
@@ -261,10 +287,14 @@ def _set_validshape(ctx: ParseContext, target: Any, shape: Any, node: ast.AST) -
         raise ctx.error(InvalidShape, f"pl.set_validshape needs [rows, cols], got {len(dims)} "
                                       f"values", node)
     tile_t = t.tile if isinstance(t, TileGroupType) else t
-    for d, full in zip(dims, tile_t.shape):
-        k, v = try_const(d)
-        if k and not 0 <= v <= full:
-            raise ctx.error(OutOfRange, f"valid shape {v} exceeds the tile's {full}", node)
+    for axis, d, full in zip(("row", "col"), dims, tile_t.shape):
+        k, v = try_const(d)  # (a runtime extent is the hardware's to hold to the shape)
+        if k and v <= 0:
+            raise ctx.builder_error(f"set_validshape {axis}={v} must be positive (got {v}). "
+                                    f"Valid shape dimensions must be >= 1.", node)
+        if k and v > full:
+            raise ctx.builder_error(f"set_validshape {axis}={v} exceeds tile {axis}={full}. "
+                                    f"Valid shape must be <= tile shape.", node)
     return emit_op(ctx, "block.set_validshape", [target, PyList(dims)], {}, node,
                    check_tiles=False)
 
@@ -365,7 +395,7 @@ def _mx_scale(ctx: ParseContext, t: TileType, src: Expr, node: ast.AST) -> str |
 
 
 def load(ctx: ParseContext, node: ast.Call, op: str) -> Any:
-    args, kw = eval_args(ctx, node)
+    args, kw = _operands(ctx, node, op, 3)
     if len(args) != 3:
         raise ctx.error(ParserTypeError, f"pl.{op}(dst_tile, src_tensor, offsets, order=None)",
                         node)
@@ -403,7 +433,7 @@ def load(ctx: ParseContext, node: ast.Call, op: str) -> Any:
 
 
 def store(ctx: ParseContext, node: ast.Call, op: str) -> Any:
-    args, kw = eval_args(ctx, node)
+    args, kw = _operands(ctx, node, op, 3)
     if len(args) not in (3, 4):
         raise ctx.error(ParserTypeError, f"pl.{op}(dst_tensor, src_tile, offsets, ...)", node)
     dst = _tensor(ctx, args[0], node, "store destination")
@@ -464,6 +494,9 @@ def move(ctx: ParseContext, node: ast.Call, op: str) -> Any:
         raise ctx.error(ParserTypeError, "pl.move(dst, src, offset=None, ...)", node)
     dst = _tile(ctx, args[0], node, "move destination")
     src = _tile(ctx, args[1], node, "move source")
+    offset = args[2] if len(args) == 3 else kw.get("offset")
+    if _move_is_insert(dst.type, src.type, offset, kw):
+        return _insert(ctx, node, dst, src, [0, 0] if offset is None else offset)
     path = (src.type.memory, dst.type.memory)
     if path not in MOVE_PATHS:
         supported = ", ".join(f"{a.value}->{b.value}" for a, b in MOVE_PATHS)
@@ -479,6 +512,7 @@ def move(ctx: ParseContext, node: ast.Call, op: str) -> Any:
     rest = list(args[2:]) if len(args) == 3 else ([offset] if offset is not None else [])
     if rest:
         rest = [PyList(int_items(ctx, rest[0], node, "move offset"))]
+    _check_move_shapes(ctx, dst.type, src.type, rest[0].items if rest else None, mode, node)
     if mode in (attrs.AccToVecMode.DualModeSplitM, attrs.AccToVecMode.DualModeSplitN):
         src = _align_dual_split(ctx, src, mode, node)
     scale = kw.get("scale")
@@ -488,6 +522,49 @@ def move(ctx: ParseContext, node: ast.Call, op: str) -> Any:
     return emit_op(ctx, "block.move", [dst, src, *rest],
                    {"acc_to_vec_mode": mode, "relu_pre_mode": kw.get("relu_pre_mode"),
                     "scale": scale}, node)
+
+
+def _check_move_shapes(ctx: ParseContext, dst: TileType, src: TileType, offset: list | None,
+                       mode: Any, node: ast.AST) -> None:
+    """The real TMOV builder's shape rules: without an offset equal shapes or a 2-D transpose;
+    with one, the destination a sub-rectangle of the source and the offset inside it (an Acc->Vec
+    split mode decides the shapes itself)."""
+    d, s = list(dst.shape), list(src.shape)
+    if mode is None and offset is None and d not in (s, s[::-1]):
+        raise ctx.builder_error(f"pl.move: dst tile shape {d} != src tile shape {s} — without "
+                                f"offset, move requires equal shapes or a 2D transpose "
+                                f"[M,N]->[N,M] (use offset= for sub-block extraction).", node)
+    if mode is None and offset is not None:
+        for axis, (a, b) in enumerate(zip(d, s)):
+            if a > b:
+                raise ctx.builder_error(f"pl.move: with offset, dst dim {axis} ({a}) exceeds src "
+                                        f"dim ({b}) — dst must be a sub-rectangle of src (dst "
+                                        f"shape={d}, src shape={s}).", node)
+    for i, (o, full) in enumerate(zip(offset or (), s)):
+        k, v = try_const(o)
+        if k and v >= full:
+            raise ctx.builder_error(f"move: offset[{i}] ({v}) exceeds source shape[{i}] ({full})",
+                                    node)
+
+
+_TRANSPOSED = {TileLayout.NZ: TileLayout.ZN, TileLayout.ZN: TileLayout.NZ,
+               TileLayout.NN: TileLayout.ZZ, TileLayout.ZZ: TileLayout.NN,
+               TileLayout.ND: TileLayout.DN, TileLayout.DN: TileLayout.ND}
+
+
+def _move_is_insert(dst: TileType, src: TileType, offset: Any, kw: dict) -> bool:
+    """The real `pl.move` is a TINSERT when it places a smaller tile into a larger one at an
+    offset (a transposed-layout pair compares the destination's shape reversed), or moves a Vec
+    tile into a same-sized transposed-layout Mat tile (TMOV cannot convert the layout); never
+    with the move-only keywords."""
+    if any(kw.get(k) is not None for k in ("acc_to_vec_mode", "relu_pre_mode", "scale")):
+        return False
+    transposed = _TRANSPOSED[dst.layout] is src.layout
+    dst_shape = dst.shape[::-1] if transposed else dst.shape
+    grows = offset is not None and all(d >= s for d, s in zip(dst_shape, src.shape)) and \
+        any(d > s for d, s in zip(dst_shape, src.shape))
+    return grows or (transposed and dst.shape == src.shape[::-1] and src.memory is M.Vec and
+                     dst.memory is M.Mat)
 
 
 def _align_dual_split(ctx: ParseContext, acc: Expr, mode: attrs.AccToVecMode,
@@ -516,18 +593,30 @@ def _align_dual_split(ctx: ParseContext, acc: Expr, mode: attrs.AccToVecMode,
 
 
 def insert(ctx: ParseContext, node: ast.Call, op: str) -> Any:
-    args, _ = eval_args(ctx, node)
+    args, _ = _operands(ctx, node, op, 3)
     if len(args) != 3:
         raise ctx.error(ParserTypeError, "pl.insert(dst, src, [row, col])", node)
     dst = _tile(ctx, args[0], node, "insert destination")
     src = _tile(ctx, args[1], node, "insert source")
+    return _insert(ctx, node, dst, src, args[2])
+
+
+def _insert(ctx: ParseContext, node: ast.Call, dst: Expr, src: Expr, offset: Any) -> Any:
     if (src.type.memory, dst.type.memory) not in ((M.Vec, M.Mat), (M.Acc, M.Mat), (M.Vec, M.Vec)):
         raise ctx.error(InvalidOperationError, f"insert: unsupported path "
                                                f"{src.type.memory.value}->{dst.type.memory.value}",
                         node)
-    off = int_items(ctx, args[2], node, "insert offset")
-    for o, full, part in zip(off, dst.type.shape, src.type.shape):
+    off = int_items(ctx, offset, node, "insert offset")
+    if len(off) != 2:
+        raise ctx.builder_error("offset must contain exactly 2 elements", node)
+    # an NZ source lands in a ZN destination transposed: its offset indexes the [cols, rows] view
+    view = dst.type.shape[::-1] if (src.type.layout, dst.type.layout) == (
+        TileLayout.NZ, TileLayout.ZN) else dst.type.shape
+    for i, (o, bound, full, part) in enumerate(zip(off, dst.type.shape, view, src.type.shape)):
         k, v = try_const(o)
+        if k and v >= bound:  # the real builder's own bound, in its words
+            raise ctx.builder_error(f"insert: offset[{i}] ({v}) exceeds source shape[{i}] "
+                                    f"({bound})", node)
         if k and not 0 <= v <= full - part:
             raise ctx.error(OutOfRange, f"insert offset {v} puts a {part}-wide tile outside the "
                                         f"{full}-wide destination", node)
@@ -621,30 +710,9 @@ def fillpad(ctx: ParseContext, node: ast.Call, op: str) -> Any:
     return emit_op(ctx, f"block.{name}", args, {}, node)
 
 
-_MM_SPACES = {"dst": M.Acc, "lhs": M.Left, "rhs": M.Right, "bias": M.Bias,
-              "scale_a": M.ScaleLeft, "scale_b": M.ScaleRight, "acc": M.Acc}
-_MM_ROLES = {
-    "matmul": ("dst", "lhs", "rhs", "bias"),
-    "matmul_acc": ("dst", "acc", "lhs", "rhs"),
-    "matmul_mx": ("dst", "lhs", "rhs", "scale_a", "scale_b"),
-    "matmul_mx_acc": ("dst", "acc", "lhs", "rhs", "scale_a", "scale_b"),
-}
-_MM_NAMES = {"dst": "dst_tile", "lhs": "lhs", "rhs": "rhs", "bias": "bias_tile",
-             "scale_a": "scale_a", "scale_b": "scale_b", "acc": "acc"}
-_MM_LABEL = {M.Acc: "L0C (Acc)", M.Left: "L0A (Left)", M.Right: "L0B (Right)",
-             M.Bias: "BT (Bias)", M.ScaleLeft: "ScaleLeft", M.ScaleRight: "ScaleRight"}
-
-
 def matmul(ctx: ParseContext, node: ast.Call, op: str) -> Any:
     args, kw = eval_args(ctx, node)
-    roles = _MM_ROLES[op]
-    for role, a in zip(roles, args):
-        t = getattr(a, "type", None)
-        want = _MM_SPACES[role]
-        if not isinstance(t, TileType) or t.memory is not want:
-            got = t.memory.value if isinstance(t, TileType) else repr(a)
-            raise ctx.error(InvalidOperationError, f"{op}: {_MM_NAMES[role]} must be in "
-                                                   f"{_MM_LABEL[want]}, got {got}", node)
+    check_matmul(ctx, node, op, args)
     phase = kw.get("phase")
     _check_enum(ctx, kw, "phase", attrs.AccPhase, node)
     name = op
@@ -720,6 +788,6 @@ HANDLERS = {
     **{n: expand for n in ("expand_max", "expand_min", "expand_mul", "expand_sub",
                            "expand_div")},
     "cast": cast, "fillpad": fillpad,
-    **{n: matmul for n in _MM_ROLES},
+    **{n: matmul for n in MATMUL_ROLES},
     "getval": getval, "setval": setval, "set_stride": set_stride, "reinterpret": reinterpret,
 }

@@ -200,7 +200,12 @@ class TileGeometry:
 
     @property
     def fractal_shape(self) -> tuple[int, int]:
-        return fractal_shape(self.layout, self.dtype.bits, self.fractal)
+        rows, cols = fractal_shape(self.layout, self.dtype.bits, self.fractal)
+        if self.rows == 1 and self.layout is TileLayout.NZ:
+            # a one-row NZ tile (a bias row in L1, as the docs keep it) is one contiguous row:
+            # its column blocks lie one row apart (pto-isa allows Rows == 1 for fractals)
+            return (1, cols)
+        return (rows, cols)
 
     def offsets(self, valid: tuple[int, int]) -> torch.Tensor:
         """Physical element offset of every logical element ([rows, cols] int64)."""

@@ -142,7 +142,7 @@ L1B = pl.TileType([32, 32], pl.DT_FP16, pl.MemorySpace.Mat)
 LEFT = pl.TileType([32, 32], pl.DT_FP16, pl.MemorySpace.Left)
 RIGHT = pl.TileType([32, 32], pl.DT_FP16, pl.MemorySpace.Right)
 ACC = pl.TileType([32, 32], pl.DT_FP32, pl.MemorySpace.Acc)
-BIAS_L1 = pl.TileType([1, 32], pl.DT_FP32, pl.MemorySpace.Mat, layout=pl.ND)
+BIAS_L1 = pl.TileType([1, 32], pl.DT_FP32, pl.MemorySpace.Mat)  # NZ, as the docs keep a bias in L1
 BIAS = pl.TileType([1, 32], pl.DT_FP32, pl.MemorySpace.Bias)
 
 
