@@ -370,38 +370,63 @@ def timeline_figure(trace: Any, cores: tuple[int, ...] | None = None,
                     arrows: bool = True) -> go.Figure:
     """The timeline of `trace` as a plotly figure (see the module docstring); `arrows=False`
     leaves out the flag and cross-core arrows."""
+    return go.Figure(timeline_plain(trace, cores, highlight, max_cores, budget, title, arrows))
+
+
+def timeline_plain(trace: Any, cores: tuple[int, ...] | None = None,
+                   highlight: tuple[str, int] | None = None,
+                   max_cores: int = DEFAULT_MAX_CORES, budget: int = SEGMENT_BUDGET,
+                   title: str | None = None, arrows: bool = True) -> dict:
+    """`timeline_figure` as a plain figure dict (`figures.figure_json` turns it into the
+    plotly mimetype's JSON without plotly's validation, the costly part of a big timeline)."""
     data = timeline_data(trace, cores, max_cores, budget, highlight, arrows=arrows)
     px = lane_px(len(data.lanes))
-    fig = go.Figure(data=timeline_traces(data, lane_px=px))
     head = title or f"{trace.meta.kernel}: {trace.duration_us:,.3f} us simulated"
     if data.notes:
         head += f"  <span style='font-size:11px;color:#6e7781'>({'; '.join(data.notes)})</span>"
-    style_timeline(fig, data.lanes, px, head)
-    return fig
+    layout = {"yaxis": _lane_axis(data.lanes), "height": _height(px, len(data.lanes)),
+              "xaxis": {"title": {"text": "time (us)"}, "showgrid": True,
+                        "gridcolor": "#eef1f4", "zeroline": False},
+              **_style(head)}
+    return {"data": timeline_traces(data, lane_px=px), "layout": layout}
 
 
-def style_timeline(fig: go.Figure, lanes: pd.DataFrame, px: float, title: str,
-                   row: int | None = None) -> None:
-    axis = {"tickvals": lanes["lane"].tolist(), "ticktext": lanes["label"].tolist(),
+def _lane_axis(lanes: pd.DataFrame) -> dict:
+    """The y axis of a timeline: one tick per lane, labelled, first lane on top."""
+    return {"tickvals": lanes["lane"].tolist(), "ticktext": lanes["label"].tolist(),
             "autorange": "reversed", "showgrid": True, "gridcolor": "#eef1f4",
             "zeroline": False, "tickfont": {"size": 10, "family": "monospace"},
             "automargin": True, "ticklabelposition": "outside", "ticks": "outside",
             "ticklen": 4, "tickcolor": "rgba(0,0,0,0)"}
+
+
+def _height(px: float, lanes: int) -> int:
+    return int(min(2400, 154 + px * max(3, lanes)))
+
+
+def _style(title: str) -> dict:
+    """The layout properties of every timeline (title, template, legend, hover)."""
+    return {"title": {"text": title, "font": {"size": 13}, "x": 0.01, "xanchor": "left",
+                      "y": 0.995, "yanchor": "top", "yref": "container"},
+            "template": "plotly_white", "hovermode": "closest", "dragmode": "zoom",
+            "margin": {"l": 10, "r": 10, "t": 74, "b": 40},
+            "legend": {"orientation": "h", "y": 1.0, "yanchor": "bottom", "x": 0,
+                       "xanchor": "left", "font": {"size": 11}, "itemclick": "toggle"},
+            "hoverlabel": {"font": {"family": "monospace", "size": 11}}}
+
+
+def style_timeline(fig: go.Figure, lanes: pd.DataFrame, px: float, title: str,
+                   row: int | None = None) -> None:
+    """Style a timeline drawn into `fig` (into subplot `row` when given; `timeline_plain`
+    styles a figure of its own)."""
     if row is None:
-        fig.update_yaxes(**axis)
+        fig.update_yaxes(**_lane_axis(lanes))
         fig.update_xaxes(title_text="time (us)", showgrid=True, gridcolor="#eef1f4",
                          zeroline=False)
-        fig.update_layout(height=int(min(2400, 154 + px * max(3, len(lanes)))))
+        fig.update_layout(height=_height(px, len(lanes)))
     else:
-        fig.update_yaxes(row=row, col=1, **axis)
-    fig.update_layout(
-        title={"text": title, "font": {"size": 13}, "x": 0.01, "xanchor": "left",
-               "y": 0.995, "yanchor": "top", "yref": "container"},
-        template="plotly_white", hovermode="closest", dragmode="zoom",
-        margin={"l": 10, "r": 10, "t": 74, "b": 40},
-        legend={"orientation": "h", "y": 1.0, "yanchor": "bottom", "x": 0, "xanchor": "left",
-                "font": {"size": 11}, "itemclick": "toggle"},
-        hoverlabel={"font": {"family": "monospace", "size": 11}})
+        fig.update_yaxes(row=row, col=1, **_lane_axis(lanes))
+    fig.update_layout(**_style(title))
 
 
 #: PipeUtilization columns as the tables label them: what is summed over cores says so
