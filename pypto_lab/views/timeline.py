@@ -197,38 +197,54 @@ def _bar_trace(seg: pd.DataFrame, name: str, color: str, width: float, row_kw: d
             "opacity": opacity, "line": {"color": color, "width": width}, **row_kw}
 
 
-def _lane_cells(seg: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(x edges, z, text, line) of one lane's hover row: cells alternate segment, gap,
-    segment, ...; a segment overlapping the next one is cut where the next starts."""
-    seg = seg.sort_values("t0", kind="mergesort")
-    t0, t1 = seg["t0"].to_numpy(dtype=float), seg["t1"].to_numpy(dtype=float)
+def _lane_cells(t0: np.ndarray, t1: np.ndarray, text: np.ndarray, line: np.ndarray
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(x edges, z, text, line) of one lane's hover row from its segments in start order:
+    cells alternate segment, gap, segment, ...; a segment overlapping the next one is cut
+    where the next starts."""
     end = np.minimum(t1, np.append(t0[1:], np.inf))
-    n = len(seg)
+    n = len(t0)
     edges = np.empty(2 * n)
     edges[0::2], edges[1::2] = t0, end
     z = np.full(2 * n - 1, np.nan)
     z[0::2] = 0.0
-    text = np.full(2 * n - 1, "", dtype=object)
-    text[0::2] = seg["text"].to_numpy()
-    line = np.full(2 * n - 1, np.nan)
-    line[0::2] = seg["line"].to_numpy(dtype=float)
-    return edges, z, text, line
+    cells = np.full(2 * n - 1, "", dtype=object)
+    cells[0::2] = text
+    lines = np.full(2 * n - 1, np.nan)
+    lines[0::2] = line
+    return edges, z, cells, lines
 
 
 def _hover_layers(parts: list[tuple[pd.DataFrame, tuple[float, float]]],
                   row_kw: dict) -> list[dict]:
     """Per lane and band (op/stall bars, mutex holds), a transparent one-row heatmap with
     one cell per segment: the hover (and click) target for every point of every segment."""
-    frames = [s.assign(_lo=lo, _hi=hi) for s, (lo, hi) in parts if len(s)]
-    if not frames:
+    parts = [(s, band) for s, band in parts if len(s)]
+    if not parts:
         return []
+
+    def column(name: str, dtype: Any = None) -> np.ndarray:
+        return np.concatenate([s[name].to_numpy(dtype=dtype) for s, _ in parts])
+
+    lane, t0, t1 = column("lane"), column("t0", float), column("t1", float)
+    lo = np.concatenate([np.full(len(s), band[0]) for s, band in parts])
+    hi = np.concatenate([np.full(len(s), band[1]) for s, band in parts])
+    # by lane and band, then start; stable (as grouping, then a stable sort by start); a
+    # segment without a lane has no row (as a group key, it would be dropped)
+    order = np.lexsort((t0, hi, lo, lane))
+    order = order[~pd.isna(lane[order])]
+    lane, lo, hi, t0, t1 = lane[order], lo[order], hi[order], t0[order], t1[order]
+    text, line = column("text")[order], column("line", float)[order]
+    new = np.flatnonzero((lane[1:] != lane[:-1]) | (lo[1:] != lo[:-1]) | (hi[1:] != hi[:-1]))
+    bounds = [0, *(new + 1).tolist(), len(lane)]
     out = []
-    for (lane, lo, hi), seg in pd.concat(frames).groupby(["lane", "_lo", "_hi"], sort=True):
-        edges, z, text, line = _lane_cells(seg)
+    for a, b in zip(bounds[:-1], bounds[1:]):
+        edges, z, cells, lines = _lane_cells(t0[a:b], t1[a:b], text[a:b], line[a:b])
         out.append({"type": "heatmap", "name": HOVER_NAME, "x": edges,
-                    "y": [lane + lo, lane + hi], "z": z[None, :], "text": text[None, :],
-                    "customdata": line[None, :], "hoverinfo": "text", "hoverongaps": False,
-                    "colorscale": _CLEAR, "showscale": False, "showlegend": False,
+                    "y": [lane[a] + lo[a], lane[a] + hi[a]], "z": z[None, :],
+                    "text": cells[None, :], "customdata": lines[None, :], "hoverinfo": "text",
+                    "hoverongaps": False, "colorscale": _CLEAR, "showscale": False,
+                    "showlegend": False,
                     "hoverlabel": {"bgcolor": "white", "bordercolor": "#8c959f",
                                    "font": {"color": "#1f2328"}}, **row_kw})
     return out
