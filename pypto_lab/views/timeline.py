@@ -7,11 +7,13 @@ still too many each lane is binned by pixel with the dominant kind per bin), `ad
 longest ones labelled, mutex hold intervals, set→wait flag arrows and cross-core signals, a halo
 over the events of a selected source line, and the sanitizer's findings: both instructions of a
 race outlined in red, crossed and joined by a dashed line whose hover names the finding kind and
-both lines) and `timeline_figure`. Hover, anywhere on a segment, shows op, IR op, source line,
-bytes, cycles: each lane has a transparent one-row heatmap whose cells are exactly its segments
-(gaps do not hover), drawn as one image however many segments; the cells' `customdata` is the
-source line, so a click selects it (`clicked_line`). Level-of-detail arithmetic lives in
-`timeline_lod`.
+both lines), `timeline_plain` (the figure as a plain dict of traces and layout: what the
+outputs send, turned into JSON by `figures.figure_json` without plotly's validation) and
+`timeline_figure` (the same as a `go.Figure`). Hover, anywhere on a segment, shows op, IR op,
+source line, bytes, cycles: each lane has a transparent one-row heatmap whose cells are exactly
+its segments (gaps do not hover), drawn as one image however many segments; the cells'
+`customdata` is the source line, so a click selects it (`clicked_line`). Level-of-detail
+arithmetic lives in `timeline_lod`.
 """
 from __future__ import annotations
 

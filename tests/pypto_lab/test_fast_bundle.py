@@ -9,8 +9,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 import pytest
-from test_timeline_findings import RACE_CELL
-from test_timeline_lod import _events, _trace, big_trace
+from timeline_traces import RACE_CELL, big_trace, events_frame, trace_of
 
 from pypto_lab.figures import figure_json
 from pypto_lab.views import timeline as tl
@@ -120,7 +119,7 @@ def test_hover_layers_equal_the_grouped_computation():
               "sync_ids": "mutex 3"}
              for o, ir, s in [("get_buf", "system.mutex_lock_dyn", 30),
                               ("rls_buf", "system.mutex_unlock_dyn", 70)]]
-    data = tl.timeline_data(_trace(_events(rows)))
+    data = tl.timeline_data(trace_of(events_frame(rows)))
     parts = [(data.segments, (-0.31, 0.31)), (data.stalls, (-0.31, 0.31)),
              (data.holds, (0.27, 0.45))]
     fast = tl._hover_layers(parts, {})
