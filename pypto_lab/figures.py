@@ -1,6 +1,8 @@
 """Plotly figures as notebook outputs and files, independent of plotly's global renderer.
 
-Owns the mimetype names, `figure_json` (a figure as the plain JSON the plotly mimetype carries),
+Owns the mimetype names, `figure_json` (a figure as the plain JSON the plotly mimetype carries;
+a figure given as a plain dict, `{"data": [trace dicts], "layout": {...}}` with the template
+named, skips plotly's validation and deep copies and gives what the validated figure would),
 `FigureOutput` (a figure plus a text summary with its own `_repr_mimebundle_`, so a terminal
 shows text and never opens a browser) and `export_trace` (Perfetto JSON, msprof JSON or a
 standalone figure page, `page.plotly_page`, chosen by the file extension). Files are written
@@ -8,7 +10,10 @@ atomically with the trace package's `write_text`, re-exported here for the repor
 """
 from __future__ import annotations
 
+import base64
+import functools
 import json
+import math
 import os
 from pathlib import Path
 from typing import Any
@@ -21,10 +26,115 @@ PYPTO_MIME = "application/vnd.pypto.cell+json"
 
 
 def figure_json(fig: Any) -> dict:
-    """A plotly figure as the plain JSON dict the plotly mimetype carries."""
+    """A plotly figure (a `go.Figure` or a plain dict, see the module docstring) as the plain
+    JSON dict the plotly mimetype carries."""
+    if isinstance(fig, dict):
+        return _plain_json(fig)
     import plotly.io as pio
 
     return json.loads(pio.to_json(fig, validate=False))
+
+
+def _plain_json(fig: dict) -> dict:
+    """What `json.loads(pio.to_json(go.Figure(fig)))` gives for a plain figure whose values
+    are already what plotly's validators keep (the timeline's builder): the named template
+    expanded, the numeric arrays that are dict values as plotly.js typed arrays (plotly's
+    `to_dict`), NaN and infinities as null and every value JSON-native (plotly's encoder and
+    a JSON round trip), built in one walk."""
+    out = _json_value(fig)
+    for trace in out.get("data", []):
+        trace.pop("uid", None)
+    layout = out.setdefault("layout", {})
+    if isinstance(layout.get("template"), str):
+        layout["template"] = json.loads(_template_json(layout["template"]))
+    return out
+
+
+#: dict keys whose values plotly never turns into typed arrays (`is_skipped_key`)
+_UNTYPED_KEYS = frozenset({"geojson", "layer", "layers", "range"})
+#: numpy dtype → plotly.js typed-array name (`plotlyjsShortTypes`)
+_TYPED = {"int8": "i1", "uint8": "u1", "int16": "i2", "uint16": "u2", "int32": "i4",
+          "uint32": "u4", "float32": "f4", "float64": "f8"}
+_NARROW = {"int64": ("int8", "int16", "int32"), "uint64": ("uint8", "uint16", "uint32")}
+
+
+def _json_value(value: Any, typed: bool = True) -> Any:
+    """`value` as JSON would bring it back (containers copied, strings shared); with `typed`,
+    numeric arrays that are dict values become typed-array specs on the way (not below a
+    key plotly skips)."""
+    if isinstance(value, dict):
+        if not typed:
+            return {_json_key(k): _json_value(v, False) for k, v in value.items()}
+        return {_json_key(k): _json_value(v, False) if k in _UNTYPED_KEYS else
+                _json_value(_typed_array(v)) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_value(v, typed) for v in value]
+    if isinstance(value, str) or value is None or value is True or value is False:
+        return value
+    if isinstance(value, float):  # (numpy's float64 too)
+        return float(value) if math.isfinite(value) else None
+    if isinstance(value, int):
+        return int(value)
+    import numpy as np
+
+    if isinstance(value, (np.ndarray, np.generic)) and value.dtype.kind != "M":
+        return _json_value(value.tolist())
+    return json.loads(json.dumps(value, cls=_encoder()))  # anything else: plotly's encoder
+
+
+def _json_key(key: Any) -> str:
+    if isinstance(key, str):
+        return key
+    return next(iter(json.loads(json.dumps({key: 0}))))
+
+
+def _typed_array(value: Any) -> Any:
+    """A dict value as plotly's `to_dict` leaves it: a numeric numpy array as a typed-array
+    spec (int64 narrowed to the smallest int type holding it), others unchanged."""
+    import numpy as np
+
+    if isinstance(value, (dict, list, tuple, str, int, float)) or value is None:
+        return value
+    if not isinstance(value, np.ndarray):
+        from _plotly_utils.utils import is_homogeneous_array, to_typed_array_spec
+
+        return to_typed_array_spec(value) if is_homogeneous_array(value) else value
+    if value.dtype.kind not in "iuf" or value.size == 0:
+        return value
+    dtype = str(value.dtype)
+    if dtype in _NARROW:
+        low, high = value.min(), value.max()
+        for narrow in _NARROW[dtype]:
+            info = np.iinfo(narrow)
+            if info.min <= low and high <= info.max:
+                value, dtype = value.astype(narrow), narrow
+                break
+        else:
+            return value
+    if dtype not in _TYPED:
+        return value
+    spec = {"dtype": _TYPED[dtype],
+            "bdata": base64.b64encode(np.ascontiguousarray(value)).decode("ascii")}
+    if value.ndim > 1:
+        spec["shape"] = str(value.shape)[1:-1]
+    return spec
+
+
+@functools.cache
+def _encoder() -> type:
+    from _plotly_utils.utils import PlotlyJSONEncoder
+
+    return PlotlyJSONEncoder
+
+
+@functools.cache
+def _template_json(name: str) -> str:
+    """The layout template `name` as JSON, as a validated figure's JSON carries it."""
+    import plotly.graph_objects as go
+    import plotly.io as pio
+
+    return json.dumps(json.loads(pio.to_json(go.Figure(layout={"template": name})))[
+        "layout"]["template"])
 
 
 def under_kernel() -> bool:

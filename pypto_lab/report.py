@@ -66,19 +66,18 @@ def _halo_data(result: Any, trace: Any, budget: int = 2000) -> dict[str, dict]:
 
 
 def _timeline_block(result: Any, div_id: str) -> str:
-    import plotly.graph_objects as go
-
-    fig = result.timeline_figure()
+    fig = result.timeline_plain()
     if fig is None:
         return ""
     from .views.timeline import lane_px, prepare
 
     lanes = len(prepare(result.trace, result.options.cores).lanes)
     width = max(3.0, lane_px(lanes) * 0.62) + 7
-    kind = next((t.type for t in fig.data if t.type in ("scatter", "scattergl")), "scatter")
+    kind = next((t["type"] for t in fig["data"] if t.get("type") in ("scatter", "scattergl")),
+                "scatter")
     halo = {"type": kind, "x": [], "y": [], "mode": "lines", "name": "selected line",
             "hoverinfo": "skip", "line": {"color": "#ffc400", "width": width}}
-    fig = go.Figure(data=[halo, *fig.data], layout=fig.layout)
+    fig = {**fig, "data": [halo, *fig["data"]]}
     lines = json.dumps(_halo_data(result, result.trace)).replace("</", "<\\/")
     return ("<h2>Timeline</h2>" + figure_slot(fig, div_id)
             + f"<script type='application/json' id='{div_id}-lines'>{lines}</script>")

@@ -113,7 +113,16 @@ class CellResult:
     def timeline_figure(self, cores: tuple[int, ...] | None = None,
                         highlight_line: int | None = None, **kw: Any) -> Any:
         """The per-pipe timeline of the last timed launch (None without one)."""
-        from .views.timeline import timeline_figure
+        import plotly.graph_objects as go
+
+        plain = self.timeline_plain(cores, highlight_line, **kw)
+        return None if plain is None else go.Figure(plain)
+
+    def timeline_plain(self, cores: tuple[int, ...] | None = None,
+                       highlight_line: int | None = None, **kw: Any) -> dict | None:
+        """`timeline_figure` as a plain figure dict (what the outputs send: `figure_json`
+        makes its JSON without plotly's validation)."""
+        from .views.timeline import timeline_plain
 
         trace = self.trace
         if trace is None or not len(trace.events):
@@ -122,7 +131,7 @@ class CellResult:
         if highlight_line:
             highlight = (self.kernels[0].file if self.kernels else self.source.file,
                          highlight_line)
-        return timeline_figure(trace, cores or self.options.cores, highlight, **kw)
+        return timeline_plain(trace, cores or self.options.cores, highlight, **kw)
 
     def blocks_figure(self) -> Any:
         from .views.blocks import blocks_figure
@@ -222,7 +231,7 @@ class CellResult:
         if self.options.interactive and under_kernel():
             bundle.update(self.workbench().widget_bundle())
         elif self.options.shows("timeline"):
-            fig = self.timeline_figure()
+            fig = self.timeline_plain()
             if fig is not None:
                 bundle[PLOTLY_MIME] = figure_json(fig)
         if include:

@@ -8,6 +8,7 @@ into `text/html` outputs that JupyterLab, VS Code and nbconvert show without run
 """
 from __future__ import annotations
 
+import functools
 import html
 import itertools
 import os
@@ -101,7 +102,8 @@ def code_block(text: str, lexer: Lexer, prefix: str, highlight_lines: Iterable[i
     `start`), the `highlight_lines` marked with class `sel`, an optional note per line (HTML).
     With `radios` each line is a `<label>` for the radio `{radios}-r{n}` (see `links`); with
     `pick_lines` each line carries `data-pypto-line` (the Workbench selects it on a click)."""
-    body = highlight(text, lexer, HtmlFormatter(nowrap=True, style="friendly"))
+    body = _highlighted(type(lexer), text) if not lexer.options else \
+        highlight(text, lexer, _formatter())
     marked = set(highlight_lines)
     notes = annotations or {}
     lines = []
@@ -115,6 +117,18 @@ def code_block(text: str, lexer: Lexer, prefix: str, highlight_lines: Iterable[i
                      f"{line}{note}</{tag}>")
     return (f"<div class='code hl' style='max-height:{max_height}px'><pre>"
             + "".join(lines) + "</pre></div>")
+
+
+@functools.cache
+def _formatter() -> HtmlFormatter:
+    return HtmlFormatter(nowrap=True, style="friendly")
+
+
+@functools.lru_cache(maxsize=64)
+def _highlighted(lexer: type[Lexer], text: str) -> str:
+    """`text` highlighted by a default `lexer`, kept: a result's views render the same code
+    more than once (its static HTML beside the workbench, both again on a re-run)."""
+    return highlight(text, lexer(), _formatter())
 
 
 def excerpt(text: str, lexer: Lexer, prefix: str, lines: Iterable[int], context: int = 1,

@@ -7,11 +7,13 @@ still too many each lane is binned by pixel with the dominant kind per bin), `ad
 longest ones labelled, mutex hold intervals, set→wait flag arrows and cross-core signals, a halo
 over the events of a selected source line, and the sanitizer's findings: both instructions of a
 race outlined in red, crossed and joined by a dashed line whose hover names the finding kind and
-both lines) and `timeline_figure`. Hover, anywhere on a segment, shows op, IR op, source line,
-bytes, cycles: each lane has a transparent one-row heatmap whose cells are exactly its segments
-(gaps do not hover), drawn as one image however many segments; the cells' `customdata` is the
-source line, so a click selects it (`clicked_line`). Level-of-detail arithmetic lives in
-`timeline_lod`.
+both lines), `timeline_plain` (the figure as a plain dict of traces and layout: what the
+outputs send, turned into JSON by `figures.figure_json` without plotly's validation) and
+`timeline_figure` (the same as a `go.Figure`). Hover, anywhere on a segment, shows op, IR op,
+source line, bytes, cycles: each lane has a transparent one-row heatmap whose cells are exactly
+its segments (gaps do not hover), drawn as one image however many segments; the cells'
+`customdata` is the source line, so a click selects it (`clicked_line`). Level-of-detail
+arithmetic lives in `timeline_lod`.
 """
 from __future__ import annotations
 
@@ -197,38 +199,54 @@ def _bar_trace(seg: pd.DataFrame, name: str, color: str, width: float, row_kw: d
             "opacity": opacity, "line": {"color": color, "width": width}, **row_kw}
 
 
-def _lane_cells(seg: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(x edges, z, text, line) of one lane's hover row: cells alternate segment, gap,
-    segment, ...; a segment overlapping the next one is cut where the next starts."""
-    seg = seg.sort_values("t0", kind="mergesort")
-    t0, t1 = seg["t0"].to_numpy(dtype=float), seg["t1"].to_numpy(dtype=float)
+def _lane_cells(t0: np.ndarray, t1: np.ndarray, text: np.ndarray, line: np.ndarray
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(x edges, z, text, line) of one lane's hover row from its segments in start order:
+    cells alternate segment, gap, segment, ...; a segment overlapping the next one is cut
+    where the next starts."""
     end = np.minimum(t1, np.append(t0[1:], np.inf))
-    n = len(seg)
+    n = len(t0)
     edges = np.empty(2 * n)
     edges[0::2], edges[1::2] = t0, end
     z = np.full(2 * n - 1, np.nan)
     z[0::2] = 0.0
-    text = np.full(2 * n - 1, "", dtype=object)
-    text[0::2] = seg["text"].to_numpy()
-    line = np.full(2 * n - 1, np.nan)
-    line[0::2] = seg["line"].to_numpy(dtype=float)
-    return edges, z, text, line
+    cells = np.full(2 * n - 1, "", dtype=object)
+    cells[0::2] = text
+    lines = np.full(2 * n - 1, np.nan)
+    lines[0::2] = line
+    return edges, z, cells, lines
 
 
 def _hover_layers(parts: list[tuple[pd.DataFrame, tuple[float, float]]],
                   row_kw: dict) -> list[dict]:
     """Per lane and band (op/stall bars, mutex holds), a transparent one-row heatmap with
     one cell per segment: the hover (and click) target for every point of every segment."""
-    frames = [s.assign(_lo=lo, _hi=hi) for s, (lo, hi) in parts if len(s)]
-    if not frames:
+    parts = [(s, band) for s, band in parts if len(s)]
+    if not parts:
         return []
+
+    def column(name: str, dtype: Any = None) -> np.ndarray:
+        return np.concatenate([s[name].to_numpy(dtype=dtype) for s, _ in parts])
+
+    lane, t0, t1 = column("lane"), column("t0", float), column("t1", float)
+    lo = np.concatenate([np.full(len(s), band[0]) for s, band in parts])
+    hi = np.concatenate([np.full(len(s), band[1]) for s, band in parts])
+    # by lane and band, then start; stable (as grouping, then a stable sort by start); a
+    # segment without a lane has no row (as a group key, it would be dropped)
+    order = np.lexsort((t0, hi, lo, lane))
+    order = order[~pd.isna(lane[order])]
+    lane, lo, hi, t0, t1 = lane[order], lo[order], hi[order], t0[order], t1[order]
+    text, line = column("text")[order], column("line", float)[order]
+    new = np.flatnonzero((lane[1:] != lane[:-1]) | (lo[1:] != lo[:-1]) | (hi[1:] != hi[:-1]))
+    bounds = [0, *(new + 1).tolist(), len(lane)]
     out = []
-    for (lane, lo, hi), seg in pd.concat(frames).groupby(["lane", "_lo", "_hi"], sort=True):
-        edges, z, text, line = _lane_cells(seg)
+    for a, b in zip(bounds[:-1], bounds[1:]):
+        edges, z, cells, lines = _lane_cells(t0[a:b], t1[a:b], text[a:b], line[a:b])
         out.append({"type": "heatmap", "name": HOVER_NAME, "x": edges,
-                    "y": [lane + lo, lane + hi], "z": z[None, :], "text": text[None, :],
-                    "customdata": line[None, :], "hoverinfo": "text", "hoverongaps": False,
-                    "colorscale": _CLEAR, "showscale": False, "showlegend": False,
+                    "y": [lane[a] + lo[a], lane[a] + hi[a]], "z": z[None, :],
+                    "text": cells[None, :], "customdata": lines[None, :], "hoverinfo": "text",
+                    "hoverongaps": False, "colorscale": _CLEAR, "showscale": False,
+                    "showlegend": False,
                     "hoverlabel": {"bgcolor": "white", "bordercolor": "#8c959f",
                                    "font": {"color": "#1f2328"}}, **row_kw})
     return out
@@ -370,38 +388,63 @@ def timeline_figure(trace: Any, cores: tuple[int, ...] | None = None,
                     arrows: bool = True) -> go.Figure:
     """The timeline of `trace` as a plotly figure (see the module docstring); `arrows=False`
     leaves out the flag and cross-core arrows."""
+    return go.Figure(timeline_plain(trace, cores, highlight, max_cores, budget, title, arrows))
+
+
+def timeline_plain(trace: Any, cores: tuple[int, ...] | None = None,
+                   highlight: tuple[str, int] | None = None,
+                   max_cores: int = DEFAULT_MAX_CORES, budget: int = SEGMENT_BUDGET,
+                   title: str | None = None, arrows: bool = True) -> dict:
+    """`timeline_figure` as a plain figure dict (`figures.figure_json` turns it into the
+    plotly mimetype's JSON without plotly's validation, the costly part of a big timeline)."""
     data = timeline_data(trace, cores, max_cores, budget, highlight, arrows=arrows)
     px = lane_px(len(data.lanes))
-    fig = go.Figure(data=timeline_traces(data, lane_px=px))
     head = title or f"{trace.meta.kernel}: {trace.duration_us:,.3f} us simulated"
     if data.notes:
         head += f"  <span style='font-size:11px;color:#6e7781'>({'; '.join(data.notes)})</span>"
-    style_timeline(fig, data.lanes, px, head)
-    return fig
+    layout = {"yaxis": _lane_axis(data.lanes), "height": _height(px, len(data.lanes)),
+              "xaxis": {"title": {"text": "time (us)"}, "showgrid": True,
+                        "gridcolor": "#eef1f4", "zeroline": False},
+              **_style(head)}
+    return {"data": timeline_traces(data, lane_px=px), "layout": layout}
 
 
-def style_timeline(fig: go.Figure, lanes: pd.DataFrame, px: float, title: str,
-                   row: int | None = None) -> None:
-    axis = {"tickvals": lanes["lane"].tolist(), "ticktext": lanes["label"].tolist(),
+def _lane_axis(lanes: pd.DataFrame) -> dict:
+    """The y axis of a timeline: one tick per lane, labelled, first lane on top."""
+    return {"tickvals": lanes["lane"].tolist(), "ticktext": lanes["label"].tolist(),
             "autorange": "reversed", "showgrid": True, "gridcolor": "#eef1f4",
             "zeroline": False, "tickfont": {"size": 10, "family": "monospace"},
             "automargin": True, "ticklabelposition": "outside", "ticks": "outside",
             "ticklen": 4, "tickcolor": "rgba(0,0,0,0)"}
+
+
+def _height(px: float, lanes: int) -> int:
+    return int(min(2400, 154 + px * max(3, lanes)))
+
+
+def _style(title: str) -> dict:
+    """The layout properties of every timeline (title, template, legend, hover)."""
+    return {"title": {"text": title, "font": {"size": 13}, "x": 0.01, "xanchor": "left",
+                      "y": 0.995, "yanchor": "top", "yref": "container"},
+            "template": "plotly_white", "hovermode": "closest", "dragmode": "zoom",
+            "margin": {"l": 10, "r": 10, "t": 74, "b": 40},
+            "legend": {"orientation": "h", "y": 1.0, "yanchor": "bottom", "x": 0,
+                       "xanchor": "left", "font": {"size": 11}, "itemclick": "toggle"},
+            "hoverlabel": {"font": {"family": "monospace", "size": 11}}}
+
+
+def style_timeline(fig: go.Figure, lanes: pd.DataFrame, px: float, title: str,
+                   row: int | None = None) -> None:
+    """Style a timeline drawn into `fig` (into subplot `row` when given; `timeline_plain`
+    styles a figure of its own)."""
     if row is None:
-        fig.update_yaxes(**axis)
+        fig.update_yaxes(**_lane_axis(lanes))
         fig.update_xaxes(title_text="time (us)", showgrid=True, gridcolor="#eef1f4",
                          zeroline=False)
-        fig.update_layout(height=int(min(2400, 154 + px * max(3, len(lanes)))))
+        fig.update_layout(height=_height(px, len(lanes)))
     else:
-        fig.update_yaxes(row=row, col=1, **axis)
-    fig.update_layout(
-        title={"text": title, "font": {"size": 13}, "x": 0.01, "xanchor": "left",
-               "y": 0.995, "yanchor": "top", "yref": "container"},
-        template="plotly_white", hovermode="closest", dragmode="zoom",
-        margin={"l": 10, "r": 10, "t": 74, "b": 40},
-        legend={"orientation": "h", "y": 1.0, "yanchor": "bottom", "x": 0, "xanchor": "left",
-                "font": {"size": 11}, "itemclick": "toggle"},
-        hoverlabel={"font": {"family": "monospace", "size": 11}})
+        fig.update_yaxes(row=row, col=1, **_lane_axis(lanes))
+    fig.update_layout(**_style(title))
 
 
 #: PipeUtilization columns as the tables label them: what is summed over cores says so

@@ -57,7 +57,8 @@ def categorize(frame: pd.DataFrame) -> np.ndarray:
 def lane_table(events: pd.DataFrame) -> pd.DataFrame:
     """One row per (launch, core instance, pipe) in display order: lane, key, unit, label."""
     cols = ["launch", "block", "core_kind", "subblock", "core", "pipe"]
-    lanes = events[cols].astype({"core_kind": str, "pipe": str}).drop_duplicates()
+    # (distinct rows first: a categorical's strings are distinct, so the same rows result)
+    lanes = events[cols].drop_duplicates().astype({"core_kind": str, "pipe": str})
     mix = set(events.loc[events["subblock"] > 0, "launch"].unique())
     rank = pipe_rank(sorted(lanes["pipe"].unique()))
     lanes = lanes.assign(_r=lanes["pipe"].map(rank), _k=(lanes["core_kind"] != "AIC"))
@@ -74,31 +75,36 @@ def lane_table(events: pd.DataFrame) -> pd.DataFrame:
     return lanes.drop(columns=["_r", "_k"]).reset_index(drop=True)
 
 
-def _thousands(values: pd.Series) -> pd.Series:
-    return values.map("{:,}".format)
+def texts(values: pd.Series) -> list[str]:
+    """Each value as `astype(str)` writes it, as a list (a categorical column: by category,
+    not value by value)."""
+    if isinstance(values.dtype, pd.CategoricalDtype):
+        names = np.array([str(c) for c in values.cat.categories] + ["nan"], dtype=object)
+        return names[values.cat.codes.to_numpy()].tolist()  # (code -1, a missing value: last)
+    return values.astype(str).tolist()
 
 
-def _us(values: Any) -> pd.Series:
-    return pd.Series(np.asarray(values, dtype=float)).map("{:,.3f}".format)
+def _us(values: Any) -> list[str]:
+    return [f"{v:,.3f}" for v in np.asarray(values, dtype=float).tolist()]
 
 
-def source_labels(f: pd.DataFrame) -> pd.Series:
+def source_labels(f: pd.DataFrame) -> list[str]:
     """Each event's source line as users know it: "Cell In[5], line 15" (`locations.where`)."""
-    files = f["file"].astype(str)
+    files = texts(f["file"])
     names = {}
-    for name in files.unique():
+    for name in dict.fromkeys(files):
         cell = cell_label(name)
         names[name] = f"{cell}, line " if cell else name.rsplit("/", 1)[-1] + ":"
-    return files.map(names).astype(str) + f["line"].astype(int).astype(str)
+    return [names[a] + str(b) for a, b in zip(files, f["line"].astype(int).tolist())]
 
 
-def _raw_text(f: pd.DataFrame) -> pd.Series:
-    text = ("<b>" + f["op"].astype(str) + "</b> " + f["ir_op"].astype(str)
-            + "<br>" + source_labels(f).to_numpy() + " · "
-            + _us(f["t1"] - f["t0"]).to_numpy() + " µs · " + _thousands(f["bytes"]) + " B<br>@"
-            + _us(f["t0"]).to_numpy() + "–" + _us(f["t1"]).to_numpy() + " µs")
-    ids = f["sync_ids"].astype(str)
-    return text + np.where(ids != "", "<br>" + ids, "")
+def _raw_text(f: pd.DataFrame) -> list[str]:
+    t0, t1 = f["t0"].to_numpy(dtype=float), f["t1"].to_numpy(dtype=float)
+    return [f"<b>{op}</b> {ir}<br>{where} · {d:,.3f} µs · {n:,} B<br>@{a:,.3f}–{b:,.3f} µs"
+            + (f"<br>{ids}" if ids else "")
+            for op, ir, where, d, n, a, b, ids in zip(
+                texts(f["op"]), texts(f["ir_op"]), source_labels(f), (t1 - t0).tolist(),
+                f["bytes"].tolist(), t0.tolist(), t1.tolist(), texts(f["sync_ids"]))]
 
 
 def _segments(f: pd.DataFrame, text: pd.Series) -> pd.DataFrame:
@@ -106,7 +112,7 @@ def _segments(f: pd.DataFrame, text: pd.Series) -> pd.DataFrame:
     return pd.DataFrame({"lane": f["lane"].to_numpy(), "cat": f["cat"].to_numpy(),
                          "t0": f["t0"].to_numpy(), "t1": f["t1"].to_numpy(),
                          "reason": np.asarray(reason), "line": f["line"].to_numpy(),
-                         "text": text.to_numpy()})
+                         "text": np.array(text, dtype=object)})
 
 
 def _grouped(f: pd.DataFrame, gid: np.ndarray) -> pd.DataFrame:
@@ -114,16 +120,17 @@ def _grouped(f: pd.DataFrame, gid: np.ndarray) -> pd.DataFrame:
                       "t0": f["t0"].to_numpy(), "t1": f["t1"].to_numpy(),
                       "busy": (f["t1"] - f["t0"]).to_numpy(),
                       "op": f["op"].astype(str).to_numpy(), "line": f["line"].to_numpy(),
-                      "where": source_labels(f).to_numpy(),
+                      "where": np.array(source_labels(f), dtype=object),
                       "reason": f["stall_reason"].astype(str).to_numpy()})
     agg = g.groupby("gid", sort=False).agg(
         lane=("lane", "first"), cat=("cat", "first"), t0=("t0", "min"), t1=("t1", "max"),
         busy=("busy", "sum"), count=("busy", "size"), op=("op", "first"),
         line=("line", "first"), where=("where", "first"), reason=("reason", "first"))
     text = ("<b>" + agg["op"] + "</b> ×" + agg["count"].astype(str) + " merged<br>busy "
-            + _us(agg["busy"]).to_numpy() + " of " + _us(agg["t1"] - agg["t0"]).to_numpy()
-            + " µs · from " + agg["where"] + "<br>@"
-            + _us(agg["t0"]).to_numpy() + "–" + _us(agg["t1"]).to_numpy() + " µs")
+            + np.array(_us(agg["busy"]), dtype=object) + " of "
+            + np.array(_us(agg["t1"] - agg["t0"]), dtype=object) + " µs · from " + agg["where"]
+            + "<br>@" + np.array(_us(agg["t0"]), dtype=object) + "–"
+            + np.array(_us(agg["t1"]), dtype=object) + " µs")
     return agg.assign(text=text)[["lane", "cat", "t0", "t1", "reason", "line", "text"]
                                  ].reset_index(drop=True)
 

@@ -20,7 +20,8 @@ def _html(body: str) -> str:
 
 
 def show_figure(out: Any, fig: Any, label: str) -> None:
-    """Replace the outputs of an `Output` widget with one plotly figure."""
+    """Replace the outputs of an `Output` widget with one plotly figure (a `go.Figure` or a
+    plain figure dict)."""
     from ..figures import PLOTLY_MIME, figure_json
 
     data = {"text/plain": f"<{label}>"}
@@ -103,7 +104,7 @@ def _timeline_panel(wb: Any) -> Any:
         UTILIZATION_FORMATS,
         core_choices,
         default_cores,
-        timeline_figure,
+        timeline_plain,
         utilization_table,
     )
     from .timeline_lod import lane_table
@@ -126,8 +127,8 @@ def _timeline_panel(wb: Any) -> Any:
 
     def refresh(*_: Any) -> None:
         highlight = (wb.kernel.file, wb.line) if wb.line and wb.kernel else None
-        fig = timeline_figure(trace, tuple(cores.value) or None, highlight,
-                              arrows=arrows.value)
+        fig = timeline_plain(trace, tuple(cores.value) or None, highlight,
+                             arrows=arrows.value)
         show_figure(out, fig, "timeline")
 
     cores.observe(refresh, "value")

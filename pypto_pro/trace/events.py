@@ -71,6 +71,9 @@ def _ints(name: str, column: object) -> np.ndarray:
 
 
 def _text(pd: ModuleType, column: object) -> pd.Categorical:
+    if isinstance(column, np.ndarray) and column.dtype == object and \
+            pd.api.types.infer_dtype(column, skipna=False) == "string":
+        return pd.Categorical(column)  # (strings only, as the stream engine's: nothing to fill)
     series = column if isinstance(column, pd.Series) else pd.Series(column, dtype=object)
     if isinstance(series.dtype, pd.CategoricalDtype):
         return pd.Categorical(series)

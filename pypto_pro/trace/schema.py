@@ -7,7 +7,7 @@ pandas DataFrame on first use.
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,19 +41,29 @@ class EventLog:
     tuple per row is the cheapest thing to append per instruction); `columns` transposes them
     when the Trace's DataFrame is built. A backend whose rows cost work of their own to make
     (the stream engine's, from its schedule) hands over their maker (`later`): many launches
-    are never looked at."""
+    are never looked at. A maker gives rows, or whole columns (name → values in `COLUMNS`
+    order; `{}`: none), which `columns` takes as they are: tens of thousands of row tuples
+    are slow to make and to take apart, and the garbage collector scans every one."""
 
-    __slots__ = ("_rows", "_later")
+    __slots__ = ("_rows", "_later", "_made")
 
     def __init__(self) -> None:
         self._rows: list[tuple] = []
-        self._later: list[Callable[[], Sequence[tuple]]] = []
+        self._later: list[Callable[[], Sequence[tuple] | Mapping[str, Sequence]]] = []
+        self._made: list[Sequence[tuple] | Mapping[str, Sequence]] = []  # after `_rows`
+
+    def _make(self) -> None:
+        while self._later:
+            self._made.append(self._later.pop(0)())
 
     @property
     def rows(self) -> list[tuple]:
         """The rows, those handed over to `later` made and appended first (in that order)."""
-        while self._later:
-            self._rows.extend(self._later.pop(0)())
+        if self._later or self._made:  # (the reference engine appends through this per row)
+            self._make()
+            for part in self._made:
+                self._rows.extend(_row_tuples(part) if isinstance(part, Mapping) else part)
+            self._made.clear()
         return self._rows
 
     def add(self, **row: Any) -> None:
@@ -63,24 +73,35 @@ class EventLog:
             raise ValueError(f"unknown event columns {sorted(unknown)}")
         self.rows.append(tuple(row.get(name, default) for name, default in _DEFAULTS.items()))
 
-    def later(self, make: Callable[[], Sequence[tuple]]) -> None:
-        """Append the rows `make()` gives when they are first read (in the order handed over)."""
+    def later(self, make: Callable[[], Sequence[tuple] | Mapping[str, Sequence]]) -> None:
+        """Append the rows (or columns) `make()` gives when they are first read (in the order
+        handed over)."""
         self._later.append(make)
 
     @property
-    def columns(self) -> dict[str, list]:
+    def columns(self) -> dict[str, Sequence]:
         """Column name → values, in `COLUMNS` order."""
-        rows = self.rows
-        if not rows:
-            return {name: [] for name in COLUMNS}
-        return dict(zip(COLUMNS, map(list, zip(*rows))))
+        self._make()
+        parts = [p if isinstance(p, Mapping) else dict(zip(COLUMNS, map(list, zip(*p))))
+                 for p in (self._rows, *self._made) if p]
+        if len(parts) == 1:
+            return {name: parts[0][name] for name in COLUMNS}
+        return {name: [v for p in parts for v in p[name]] for name in COLUMNS}
 
     def launches(self) -> set[int]:
-        """The launch numbers present."""
-        return {int(row[0]) for row in self.rows}  # "launch" is the first column
+        """The launch numbers present ("launch" is the first column)."""
+        self._make()
+        return {int(n) for p in (self._rows, *self._made) for n in set(
+            p.get("launch", ()) if isinstance(p, Mapping) else (row[0] for row in p))}
 
     def __len__(self) -> int:
-        return len(self.rows)
+        self._make()
+        return len(self._rows) + sum(len(p.get("launch", ())) if isinstance(p, Mapping)
+                                     else len(p) for p in self._made)
+
+
+def _row_tuples(columns: Mapping[str, Sequence]) -> Iterable[tuple]:
+    return zip(*(columns[n] for n in COLUMNS)) if columns else ()
 
 
 _DEFAULTS = {name: ("" if typ is str else (-1 if name == "flow_id" else 0))

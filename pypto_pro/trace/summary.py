@@ -228,10 +228,33 @@ def _safe_ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
     return np.divide(num, den, out=np.zeros_like(num, dtype=float), where=den > 0)
 
 
+class _Views:
+    """The views `summary_text` reads, computed from the events table (a `Trace` has the
+    same methods and computes each once)."""
+
+    def __init__(self, events: pd.DataFrame, launches: pd.DataFrame) -> None:
+        self.events, self.launches = events, launches
+
+    def waves(self) -> pd.DataFrame:
+        return waves(self.events)
+
+    def pipe_utilization(self) -> pd.DataFrame:
+        return pipe_utilization(self.events, self.launches)
+
+    def stalls(self) -> pd.DataFrame:
+        return stalls(self.events, self.launches)
+
+    def source_lines(self) -> pd.DataFrame:
+        return source_lines(self.events)
+
+
 def summary_text(meta: TraceMeta, events: pd.DataFrame, launches: pd.DataFrame,
-                 where: Callable[[str, int], str] | None = None) -> str:
+                 where: Callable[[str, int], str] | None = None,
+                 views: _Views | None = None) -> str:
     """A few lines for a terminal: what ran, how long, pipe use, stalls and the hottest lines
-    (named by `where(file, line)`; by default "<file name>:<line>")."""
+    (named by `where(file, line)`; by default "<file name>:<line>"); `views` gives the
+    events' views (by default computed here)."""
+    views = views or _Views(events, launches)
     n_launch = len(launches)
     cycles, us = int(launches["cycles"].sum()), float(launches["us"].sum())
     kinds = events["kind"].astype(str).value_counts()
@@ -241,19 +264,18 @@ def summary_text(meta: TraceMeta, events: pd.DataFrame, launches: pd.DataFrame,
         kernels = list(dict.fromkeys(launches["kernel"]))
         head = (f"{n_launch} launches of {', '.join(kernels)} on {meta.soc} via "
                 f"{meta.backend}")
-    n_waves = int(waves(events)["wave"].max()) + 1 if len(events) else 0
+    n_waves = int(views.waves()["wave"].max()) + 1 if len(events) else 0
     lines = [head,
              f"duration {cycles:,} cycles = {us:.3f} us @ {meta.clock_mhz:g} MHz, "
              f"{n_waves} wave(s), {len(events):,} events ("
              + ", ".join(f"{kinds.get(k, 0):,} {k}" for k in ("instr", "stall", "sync")) + ")"]
-    lines += _utilization_lines(events, launches)
-    lines += _stall_line(events, launches) + _hot_line(events, where or _file_line)
+    lines += _utilization_lines(views.pipe_utilization(), launches)
+    lines += _stall_line(views.stalls()) + _hot_line(views.source_lines(), where or _file_line)
     return "\n".join(lines)
 
 
-def _utilization_lines(events: pd.DataFrame, launches: pd.DataFrame) -> list[str]:
+def _utilization_lines(util: pd.DataFrame, launches: pd.DataFrame) -> list[str]:
     """Busy ratio per core kind and pipe over all launches (cores x duration as capacity)."""
-    util = pipe_utilization(events, launches)
     util["capacity"] = util["cores"] * util["launch"].map(launches["cycles"])
     total = (util.groupby(["core_kind", "pipe"], observed=True)
              .agg(busy_cycles=("busy_cycles", "sum"), capacity=("capacity", "sum"),
@@ -266,8 +288,8 @@ def _utilization_lines(events: pd.DataFrame, launches: pd.DataFrame) -> list[str
     return lines
 
 
-def _stall_line(events: pd.DataFrame, launches: pd.DataFrame) -> list[str]:
-    by_reason = stalls(events, launches).groupby("stall_reason", observed=True)["cycles"].sum()
+def _stall_line(stall_rows: pd.DataFrame) -> list[str]:
+    by_reason = stall_rows.groupby("stall_reason", observed=True)["cycles"].sum()
     by_reason = by_reason[by_reason > 0].sort_values(ascending=False)
     if by_reason.empty:
         return []
@@ -278,8 +300,8 @@ def _file_line(file: str, line: int) -> str:
     return f"{PurePath(file).name}:{line}"
 
 
-def _hot_line(events: pd.DataFrame, where: Callable[[str, int], str]) -> list[str]:
-    hot = source_lines(events).head(3)
+def _hot_line(lines: pd.DataFrame, where: Callable[[str, int], str]) -> list[str]:
+    hot = lines.head(3)
     if hot.empty:
         return []
     return ["  hot lines: " + ", ".join(

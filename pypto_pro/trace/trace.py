@@ -49,6 +49,7 @@ class Trace:
             self._frame = to_frame(events)
             self._known_metas = self._launch_metas(_launch_numbers(self._frame))
         self._launches: pd.DataFrame | None = None
+        self._memo: dict[str, pd.DataFrame] = {}  # views already computed (`_view`)
         #: the sanitizer's report when the launch ran sanitized (the backend sets it)
         self.sanitizer: SanitizerReport | None = None
 
@@ -139,9 +140,18 @@ class Trace:
         return float(self.launches()["us"].sum())
 
     # -- views -----------------------------------------------------------------------------
+    def _view(self, name: str, make: Callable[[], pd.DataFrame]) -> pd.DataFrame:
+        """View `name`, computed once (the events never change once built: a summary, the
+        workbench's tables and its text all read the same few views); each caller gets its
+        own copy to change."""
+        if name not in self._memo:
+            self._memo[name] = make()
+        return self._memo[name].copy()
+
     def block_detail(self) -> pd.DataFrame:
         """msprof-style per-block rows: one per core instance, span and per-pipe busy cycles."""
-        return _views().block_detail(self._events, self.launches())
+        return self._view("block_detail",
+                          lambda: _views().block_detail(self._events, self.launches()))
 
     def mix_block_detail(self) -> pd.DataFrame:
         """Mix kernels: one row per block with AIC, AIV0 and AIV1 durations side by side."""
@@ -149,15 +159,16 @@ class Trace:
 
     def pipe_utilization(self) -> pd.DataFrame:
         """Per core kind and pipe: busy cycles over all cores and ratio of their capacity."""
-        return _views().pipe_utilization(self._events, self.launches())
+        return self._view("pipe_utilization",
+                          lambda: _views().pipe_utilization(self._events, self.launches()))
 
     def stalls(self) -> pd.DataFrame:
         """Stall count and cycles by launch, core and stall reason."""
-        return _views().stalls(self._events, self.launches())
+        return self._view("stalls", lambda: _views().stalls(self._events, self.launches()))
 
     def waves(self) -> pd.DataFrame:
         """The wave each block ran in, with its span."""
-        return _views().waves(self._events)
+        return self._view("waves", lambda: _views().waves(self._events))
 
     def overlap(self, pipe_a: str, pipe_b: str, by: str = "core") -> pd.DataFrame:
         """Per launch and core: cycles and µs in which pipes `pipe_a` and `pipe_b` (e.g.
@@ -171,7 +182,7 @@ class Trace:
 
     def source_lines(self) -> pd.DataFrame:
         """Instructions and instruction cycles per source line, busiest first."""
-        return _views().source_lines(self._events)
+        return self._view("source_lines", lambda: _views().source_lines(self._events))
 
     def roofline(self, soc_peaks: Mapping[str, float] | None = None) -> Roofline:
         """Achieved HBM bytes/s and FLOP/s against `soc_peaks` (`hbm_bytes_per_s`,
@@ -186,7 +197,7 @@ class Trace:
     def summary(self, where: Callable[[str, int], str] | None = None) -> str:
         """A short text summary for terminals; `where(file, line)` names a source line (e.g.
         "Cell In[5], line 15"; by default "<file name>:<line>")."""
-        return _views().summary_text(self._meta, self._events, self.launches(), where)
+        return _views().summary_text(self._meta, self._events, self.launches(), where, self)
 
     # -- reprs -----------------------------------------------------------------------------
     def _headline(self) -> str:

@@ -5,24 +5,10 @@ from __future__ import annotations
 
 import pytest
 
+from timeline_traces import RACE_CELL
+
 from pypto_lab.figures import PLOTLY_MIME
 from pypto_lab.views.timeline import FINDING_NAME, timeline_data, timeline_figure
-
-#: `pl.load_tile` (cell line 9, pipe MTE2) races `pl.add` (cell line 10, pipe V): no sync
-RACE_CELL = '''%%pypto --launch "racy(x, z)" --sanitize --show run,timeline
-T16 = pl.TileType([64, 128], pl.DT_FP16)
-@pl.jit
-def racy(x: pl.Tensor[[pl.DYNAMIC, pl.DYNAMIC], pl.DT_FP16],
-         z: pl.Tensor[[pl.DYNAMIC, pl.DYNAMIC], pl.DT_FP16]):
-    with pl.section_vector():
-        a = pl.make_tile(T16, addr=0x0)
-        c = pl.make_tile(T16, addr=0x8000)
-        pl.load_tile(a, x, [0, 0])
-        pl.add(c, a, a)
-        pl.system.sync_src(set_pipe=pl.PipeType.V, wait_pipe=pl.PipeType.MTE3, event_id=0)
-        pl.system.sync_dst(set_pipe=pl.PipeType.V, wait_pipe=pl.PipeType.MTE3, event_id=0)
-        pl.store_tile(z, c, [0, 0])
-'''
 
 
 @pytest.fixture(scope="module")

@@ -6,47 +6,12 @@ from __future__ import annotations
 import json
 
 import numpy as np
-import pandas as pd
 import pytest
 
 from pypto_lab.figures import figure_json
 from pypto_lab.views import timeline as tl
 from pypto_lab.views.timeline_lod import level_of_detail, mutex_holds
-from pypto_pro.trace import Trace, TraceMeta
-
-
-def _events(rows: list[dict]) -> pd.DataFrame:
-    base = {"launch": 0, "core": 0, "core_kind": "AIV", "block": 0, "subblock": 0,
-            "pipe": "V", "kind": "instr", "op": "TADD", "ir_op": "block.add", "file": "k.py",
-            "line": 1, "start": 0, "end": 1, "bytes": 0, "flops": 0, "sync_ids": "",
-            "stall_reason": "", "flow_id": -1, "flow_role": ""}
-    return pd.DataFrame([{**base, **r} for r in rows])
-
-
-def _trace(events: pd.DataFrame, kernel_type: str = "aiv") -> Trace:
-    return Trace(events, TraceMeta("k", "sim", "Ascend950PR_9589", 1650.0, 1, kernel_type))
-
-
-def big_trace(n: int, cores: int = 8) -> Trace:
-    """`n` events: per core and round a load, an add, a store and a get/rls pair."""
-    per_core = n // cores // 5
-    r = np.arange(per_core, dtype=np.int64)
-    frames = []
-    for core in range(cores):
-        t = r * 1000 + core
-        for pipe, op, ir_op, kind, off, dur in (
-                ("MTE2", "TLOAD", "block.load", "instr", 0, 400),
-                ("V", "TADD", "block.add", "instr", 400, 50),
-                ("MTE3", "TSTORE", "block.store", "instr", 500, 300),
-                ("MTE2", "get_buf", "system.mutex_lock_dyn", "sync", 900, 1),
-                ("MTE2", "rls_buf", "system.mutex_unlock_dyn", "sync", 950, 1)):
-            frames.append(pd.DataFrame({
-                "launch": 0, "core": core, "core_kind": "AIV", "block": core, "subblock": 0,
-                "pipe": pipe, "kind": kind, "op": op, "ir_op": ir_op, "file": "k.py",
-                "line": 10, "start": t + off, "end": t + off + dur, "bytes": 32768,
-                "flops": 0, "sync_ids": "3" if kind == "sync" else "", "stall_reason": "",
-                "flow_id": -1, "flow_role": ""}))
-    return _trace(pd.concat(frames, ignore_index=True))
+from timeline_traces import big_trace, events_frame, trace_of
 
 
 def test_200k_events_fit_the_budgets():
@@ -66,9 +31,10 @@ def test_200k_events_fit_the_budgets():
 def test_every_point_of_a_segment_hovers_and_clicks_to_its_line():
     """The hover layer of a lane: one cell per segment spanning exactly its [t0, t1], gaps
     that do not hover, the source line as customdata, overlaps cut at the next start."""
-    events = _events([{"start": 0, "end": 100, "line": 7}, {"start": 150, "end": 160, "line": 8},
-                      {"start": 155, "end": 170, "line": 9}])
-    fig = tl.timeline_figure(_trace(events))
+    events = events_frame([{"start": 0, "end": 100, "line": 7},
+                           {"start": 150, "end": 160, "line": 8},
+                           {"start": 155, "end": 170, "line": 9}])
+    fig = tl.timeline_figure(trace_of(events))
     (layer,) = [t for t in fig.data if t.name == tl.HOVER_NAME]
     assert layer.type == "heatmap" and layer.hoverongaps is False
     us = 1 / 1650.0
@@ -85,7 +51,7 @@ def test_every_point_of_a_segment_hovers_and_clicks_to_its_line():
 
 
 def test_small_traces_are_drawn_raw():
-    events = _events([{"start": 0, "end": 10}, {"start": 20, "end": 30}])
+    events = events_frame([{"start": 0, "end": 10}, {"start": 20, "end": 30}])
     seg, lod = level_of_detail(
         events.assign(lane=0, cat="vector", t0=events["start"] * 1.0, t1=events["end"] * 1.0),
         budget=10, span=30.0)
@@ -95,7 +61,7 @@ def test_small_traces_are_drawn_raw():
 
 def test_merging_keeps_idle_gaps_visible():
     starts = np.r_[np.arange(0, 1000, 10), np.arange(50_000, 51_000, 10)]
-    events = _events([{"start": int(s), "end": int(s) + 10} for s in starts])
+    events = events_frame([{"start": int(s), "end": int(s) + 10} for s in starts])
     frame = events.assign(lane=0, cat="vector", t0=events["start"] * 1.0,
                           t1=events["end"] * 1.0)
     seg, lod = level_of_detail(frame, budget=20, span=51_000.0)
@@ -105,7 +71,7 @@ def test_merging_keeps_idle_gaps_visible():
 
 
 def test_mutex_holds_pair_lock_and_unlock_per_id():
-    events = _events([
+    events = events_frame([
         {"pipe": "MTE2", "kind": "sync", "op": "get_buf", "sync_ids": "0", "start": 0, "end": 1},
         {"pipe": "MTE2", "kind": "sync", "op": "get_buf", "sync_ids": "2", "start": 2, "end": 3},
         {"pipe": "MTE2", "kind": "sync", "op": "rls_buf", "sync_ids": "0", "start": 9, "end": 10},
@@ -118,7 +84,7 @@ def test_mutex_holds_pair_lock_and_unlock_per_id():
 
 
 def test_flag_and_cross_core_arrows_join_the_right_lanes():
-    events = _events([
+    events = events_frame([
         {"pipe": "MTE2", "kind": "sync", "op": "set_flag", "ir_op": "system.sync_src",
          "start": 10, "end": 11, "flow_id": 0, "flow_role": "set",
          "sync_ids": "flag MTE2->V #0"},
@@ -130,7 +96,7 @@ def test_flag_and_cross_core_arrows_join_the_right_lanes():
         {"pipe": "MTE2", "kind": "sync", "op": "wait_intra_block",
          "ir_op": "system.wait_cross_core", "start": 40, "end": 41,
          "sync_ids": "(pl.CrossCoreSyncMode.INTRA_BLOCK, 5)"}])
-    data = tl.timeline_data(_trace(events, "mix"))
+    data = tl.timeline_data(trace_of(events, "mix"))
     lanes = dict(zip(data.lanes["label"], data.lanes["lane"]))
     flag = data.arrows[data.arrows["kind"] == "flag"].iloc[0]
     assert (flag["y0"], flag["y1"]) == (lanes["b0 AIV · MTE2"], lanes["b0 AIV · V"])
@@ -148,7 +114,7 @@ def test_arrows_beyond_the_cap_are_sampled_over_the_run(monkeypatch):
                  {"pipe": "V", "kind": "sync", "op": "wait_flag", "start": 100 * i + 50,
                   "end": 100 * i + 51, "flow_id": i, "flow_role": "wait"}]
     monkeypatch.setattr(tl, "MAX_ARROWS", 10)
-    fig = tl.timeline_figure(_trace(_events(rows)))
+    fig = tl.timeline_figure(trace_of(events_frame(rows)))
     arrows = next(t for t in fig.data if t.name.startswith("set → wait flag"))
     assert arrows.name == "set → wait flag (10 of 50) · click to show"
     assert arrows.visible == "legendonly"  # many arrows start hidden: the legend shows them

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import copy
 from collections import Counter
-from itertools import repeat
 from typing import Any
 
 import numpy as np
@@ -178,26 +177,27 @@ def _rebind(arg: Any, rebind: dict[int, Any]) -> Any:
 
 
 class TraceRows:
-    """A scheduled launch's trace rows (`trace_rows`), made on the first `get` and kept."""
+    """A scheduled launch's trace rows (`trace_columns`), made on the first `get` and kept."""
 
-    __slots__ = ("_rec", "_sched", "_rows")
+    __slots__ = ("_rec", "_sched", "_columns")
 
     def __init__(self, rec: Any, sched: Any) -> None:
         self._rec, self._sched = rec, sched
-        self._rows: list[tuple] | None = None
+        self._columns: dict[str, Any] | None = None
 
-    def get(self) -> list[tuple]:
-        if self._rows is None:
-            self._rows = trace_rows(self._rec, self._sched)
+    def get(self) -> dict[str, Any]:
+        if self._columns is None:
+            self._columns = trace_columns(self._rec, self._sched)
             self._rec = self._sched = None
-        return self._rows
+        return self._columns
 
 
-def trace_rows(rec: Any, sched: Any) -> list[tuple]:
-    """The trace rows in `schema.COLUMNS` order, as `Core._event` makes them."""
+def trace_columns(rec: Any, sched: Any) -> dict[str, Any]:
+    """The trace rows as `schema.COLUMNS` name → array (the rows `Core._event` makes, a column
+    each: no tuple per row to make and take apart again)."""
     rows, table = sched.rows, rec.table_rows  # (the instruction table the scheduler ran)
     if not len(rows):
-        return []
+        return {}
     uid, pipe, rkind, instr, start, end, ids, reason, flow, role = rows.T
     n_instr = len(rec.instrs)
     instr = np.where(instr >= 0, instr, n_instr)  # the last entry: no instruction
@@ -231,12 +231,13 @@ def trace_rows(rec: Any, sched: Any) -> list[tuple]:
         ids_col[r] = text
     cores = _core_columns(rec, sched)
     core_id, kind, block, subblock = (cores[:, k][uid] for k in range(4))
-    return list(zip(repeat(0), core_id.tolist(), kind.tolist(), block.tolist(),
-                    subblock.tolist(), _PIPE_NAMES[pipe].tolist(), _KIND_NAMES[rkind].tolist(),
-                    op.tolist(), row_meta[:, 1].tolist(), row_meta[:, 2].tolist(),
-                    row_meta[:, 3].tolist(), start.tolist(), end.tolist(),
-                    row_costs[:, 0].tolist(), row_costs[:, 1].tolist(), ids_col.tolist(),
-                    _REASON_NAMES[reason].tolist(), flow.tolist(), _ROLE_NAMES[role].tolist()))
+    return {"launch": np.zeros(len(rows), dtype=np.int64), "core": core_id, "core_kind": kind,
+            "block": block, "subblock": subblock, "pipe": _PIPE_NAMES[pipe],
+            "kind": _KIND_NAMES[rkind], "op": op, "ir_op": row_meta[:, 1],
+            "file": row_meta[:, 2], "line": row_meta[:, 3], "start": start, "end": end,
+            "bytes": row_costs[:, 0], "flops": row_costs[:, 1], "sync_ids": ids_col,
+            "stall_reason": _REASON_NAMES[reason], "flow_id": flow,
+            "flow_role": _ROLE_NAMES[role]}
 
 
 def _formatted(rec: Any, code: int, i: int) -> str:

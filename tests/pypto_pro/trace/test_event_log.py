@@ -98,3 +98,28 @@ def test_simulator_rows_follow_the_schema_order() -> None:
     instr = events[events["kind"] == "instr"]
     assert set(instr["op"]) == {"TLOAD", "TADD", "TSTORE"}
     assert (instr.loc[instr["op"] == "TADD", "bytes"] > 0).all()
+
+
+def test_a_maker_may_hand_over_columns_kept_in_order_with_rows() -> None:
+    """A column block (the stream engine's) is taken as it is by `columns`; rows added before
+    and after it keep their places, and `rows` still gives every row as a tuple."""
+    import numpy as np
+
+    block = {name: np.array([7, 8]) if typ is int else np.array(["a", "b"], dtype=object)
+             for name, (typ, _) in COLUMNS.items()}
+    log = EventLog()
+    log.add(kind="instr", start=1, end=2)
+    log.later(lambda: block)
+    log.later(lambda: {})  # a launch with no rows
+    assert len(log) == 3 and log.launches() == {0, 7, 8}
+    assert log.columns["start"] == [1, 7, 8] and log.columns["kind"] == ["instr", "a", "b"]
+    only = EventLog()
+    only.later(lambda: block)
+    assert only.columns["start"] is block["start"]  # (no copy, no row tuples)
+    log.add(kind="sync", start=3, end=3)
+    rows = log.rows
+    assert [r[COLUMNS_INDEX["start"]] for r in rows] == [1, 7, 8, 3]
+    assert rows[1][COLUMNS_INDEX["kind"]] == "a" and len(log) == 4
+
+
+COLUMNS_INDEX = {name: i for i, name in enumerate(COLUMNS)}
