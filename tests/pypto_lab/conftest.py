@@ -118,6 +118,19 @@ def add_result(shell):
 
 
 @pytest.fixture(scope="session")
+def race_result(shell):
+    """The racing cell launched with the sanitizer (`timeline_traces.RACE_CELL`; shared,
+    read-only)."""
+    from IPython.utils.capture import capture_output
+    from timeline_traces import RACE_CELL
+
+    with capture_output():
+        res = shell.run_cell(RACE_CELL, store_history=True)
+    assert res.success, res.error_in_exec
+    return res.result
+
+
+@pytest.fixture(scope="session")
 def flash_result():
     """A mix kernel with flags and cross-core signals: the flash attention example."""
     import pypto_lab

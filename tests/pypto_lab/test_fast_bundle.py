@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 import pytest
-from timeline_traces import RACE_CELL, big_trace, events_frame, trace_of
+from timeline_traces import big_trace, events_frame, trace_of
 
 from pypto_lab.figures import figure_json
 from pypto_lab.views import timeline as tl
@@ -34,16 +34,6 @@ def _same(a, b, path="") -> None:
 def _validated(plain: dict) -> dict:
     """What the bundle sent before: plotly's figure built (validated) from the dict."""
     return figure_json(go.Figure(plain))
-
-
-@pytest.fixture(scope="module")
-def race_result(shell):
-    from IPython.utils.capture import capture_output
-
-    with capture_output():
-        res = shell.run_cell(RACE_CELL, store_history=True)
-    assert res.success, res.error_in_exec
-    return res.result
 
 
 @pytest.mark.parametrize("kw", [{}, {"highlight_line": 19}, {"cores": (0,), "arrows": False}])

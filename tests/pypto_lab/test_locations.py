@@ -1,5 +1,6 @@
 """Every view names a kernel line as "Cell In[n], line m": the sanitizer tab, timeline hovers,
-exported traces, diagnostics, the text summary's hot lines, also for a kernel defined in an earlier, plain cell."""
+exported traces, diagnostics, the text summary's hot lines, also for a kernel defined in an
+earlier, plain cell."""
 from __future__ import annotations
 
 import json

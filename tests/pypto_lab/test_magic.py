@@ -5,6 +5,7 @@ from __future__ import annotations
 import inspect
 
 import pytest
+import timeline_traces
 
 
 def test_cell_compiles_launches_and_binds_the_result(run, add_cell, shell):
@@ -244,20 +245,7 @@ def test_ipython_syntax_in_the_body_still_runs(run, add_cell, shell):
     assert out.result.success, out.error
 
 
-RACE_CELL = '''%%pypto --launch "racy(x, z)" --sanitize
-T16 = pl.TileType([64, 128], pl.DT_FP16)
-@pl.jit
-def racy(x: pl.Tensor[[pl.DYNAMIC, pl.DYNAMIC], pl.DT_FP16],
-         z: pl.Tensor[[pl.DYNAMIC, pl.DYNAMIC], pl.DT_FP16]):
-    with pl.section_vector():
-        a = pl.make_tile(T16, addr=0x0)
-        c = pl.make_tile(T16, addr=0x8000)
-        pl.load_tile(a, x, [0, 0])
-        pl.add(c, a, a)
-        pl.system.sync_src(set_pipe=pl.PipeType.V, wait_pipe=pl.PipeType.MTE3, event_id=0)
-        pl.system.sync_dst(set_pipe=pl.PipeType.V, wait_pipe=pl.PipeType.MTE3, event_id=0)
-        pl.store_tile(z, c, [0, 0])
-'''
+RACE_CELL = timeline_traces.RACE_CELL.replace(" --show run,timeline", "", 1)
 
 
 def test_sanitize_option_runs_the_sanitizer_and_shows_its_findings(run):

@@ -3,22 +3,8 @@ outlined, crossed and joined, with a hover naming the kind and both lines, in th
 the workbench widget and the HTML report; nothing extra when the launch was not sanitized."""
 from __future__ import annotations
 
-import pytest
-
-from timeline_traces import RACE_CELL
-
 from pypto_lab.figures import PLOTLY_MIME
 from pypto_lab.views.timeline import FINDING_NAME, timeline_data, timeline_figure
-
-
-@pytest.fixture(scope="module")
-def race_result(shell):
-    from IPython.utils.capture import capture_output
-
-    with capture_output():
-        res = shell.run_cell(RACE_CELL, store_history=True)
-    assert res.success, res.error_in_exec
-    return res.result
 
 
 def _finding_traces(fig_data: list) -> list[dict]:
