@@ -94,14 +94,13 @@ def test_refusals_name_what_binary_delivery_needs():
     with pytest.raises(TypeError, match="expects a @pl.jit kernel"):
         generate_binary_headers(choose_op.kernel_def.fn)
 
-    @pl.jit
-    def no_key(x: pl.Tensor[[16, 16], pl.DT_FP16], sizes: Sizes):
+    def loads(x: pl.Tensor[[16, 16], pl.DT_FP16], sizes: Sizes):
         a = pl.make_tile(ROW_T, addr=0x0000, size=512)
         with pl.section_vector():
             pl.load(a, x, [0, 0])
 
-    with pytest.raises(ValueError, match="requires a tiling_key schema.*'no_key'"):
-        generate_binary_headers(no_key)
+    with pytest.raises(ValueError, match="requires a tiling_key schema.*'loads'"):
+        generate_binary_headers(pl.jit(loads))
 
     class Never:
         Op = TilingKeyField(bits=1, values=[0, 1])
@@ -109,14 +108,8 @@ def test_refusals_name_what_binary_delivery_needs():
         def is_valid(self, key):
             return False
 
-    @pl.jit(tiling_key=Never)
-    def none_valid(x: pl.Tensor[[16, 16], pl.DT_FP16], sizes: Sizes):
-        a = pl.make_tile(ROW_T, addr=0x0000, size=512)
-        with pl.section_vector():
-            pl.load(a, x, [0, 0])
-
     with pytest.raises(ValueError, match="'Never' has no valid tilingkey combination"):
-        generate_binary_headers(none_valid)
+        generate_binary_headers(pl.jit(tiling_key=Never)(loads))
 
     @pl.jit(tiling_key=Choice)
     def no_tiling(x: pl.Tensor[[16, 16], pl.DT_FP16]):
