@@ -224,7 +224,7 @@ class Launch:
         memo = tile.last_ref
         if memo is not None and memo[0] is memory and memo[1] is valid:
             return memo[2]
-        ref = TileRef(memory, tile.geom, rows, cols)
+        ref = memory.ref(tile.geom, rows, cols)
         tile.last_ref = (memory, valid, ref)
         return ref
 
@@ -236,7 +236,7 @@ class Launch:
         if memo is not None and memo[1] is valid and len(memo[0]) == len(memories) and \
                 all(a is b for a, b in zip(memo[0], memories)):
             return memo[2]
-        refs = tuple(TileRef(m, tile.geom, *valid) for m in memories)
+        refs = tuple(m.ref(tile.geom, *valid) for m in memories)
         tile.last_pair = (memories, valid, refs)
         return refs
 

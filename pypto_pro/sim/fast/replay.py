@@ -17,7 +17,6 @@ the writes of the ops still running, in the order they would have finished.
 """
 from __future__ import annotations
 
-import copy
 from collections import Counter
 from typing import Any
 
@@ -170,9 +169,8 @@ def rebind(rec: Any, sched: Any) -> None:
 def _rebind(arg: Any, rebind: dict[int, Any]) -> Any:
     if isinstance(arg, tuple):
         return tuple(_rebind(a, rebind) for a in arg)
-    if isinstance(arg, TileRef) and id(arg.memory) in rebind:
-        arg = copy.copy(arg)
-        arg.memory = rebind[id(arg.memory)]
+    if isinstance(arg, TileRef) and id(arg.memory) in rebind:  # (the slot's own ref)
+        return rebind[id(arg.memory)].ref(arg.geometry, arg.valid_rows, arg.valid_cols)
     return arg
 
 

@@ -86,6 +86,10 @@ class _Placeholder:
     def __init__(self, kind: str) -> None:
         self.kind = kind
 
+    def ref(self, g: Any, rows: int, cols: int) -> TileRef:
+        """A TileRef here (`CoreMemory.ref`), until `replay.rebind` moves it to its slot."""
+        return TileRef(self, g, rows, cols)
+
 
 class _NoObserver:
     """What a recording core's `engine` shows the program: no sanitizer."""

@@ -123,6 +123,8 @@ class CoreMemory:
         self.track_init = True
         # (id(geometry), block) → (geometry, `_block_views`); the buffers only change in place
         self._views: dict[tuple, tuple[TileGeometry, BlockViews | None]] = {}
+        # (id(geometry), valid rows, valid cols) → the TileRef `ref` made for them
+        self._refs: dict[tuple[int, int, int], TileRef] = {}
         word = int.from_bytes(bytes(GARBAGE_PATTERN), "little", signed=True)
         for space in CORE_SPACES[kind]:
             size = soc.buffer_size(space)
@@ -154,6 +156,21 @@ class CoreMemory:
             self._views.clear()
         self._views[key] = (g, views)
         return views
+
+    def ref(self, g: TileGeometry, rows: int, cols: int) -> TileRef:
+        """The TileRef of a tile of geometry `g` (an interned object) with valid shape [rows,
+        cols] in this memory: one object per triple for as long as the memory lives (a pooled
+        memory serves launch after launch), so what ops keep per ref and per (GM window, ref)
+        (`kept`, `load_step`'s plans, views) serves every launch, not only the one that made
+        it. A ref someone moved (`__setattr__`) is not handed out again."""
+        key = (id(g), rows, cols)
+        ref = self._refs.get(key)
+        if ref is None or ref.geometry is not g or ref.memory is not self or \
+                ref.valid_rows != rows or ref.valid_cols != cols:
+            if len(self._refs) >= _VIEWS_MAX:
+                self._refs.clear()
+            ref = self._refs[key] = TileRef(self, g, rows, cols)
+        return ref
 
     def uninitialised_bytes(self, space: MemorySpace, start: int, end: int) -> torch.Tensor:
         """Addresses in [start, end) of `space` that no write has ever touched (int64)."""

@@ -171,6 +171,42 @@ def test_a_reused_memory_is_reset_where_it_was_written_only() -> None:
         assert not mem.initialised[space].any(), space
 
 
+def test_a_memory_hands_out_one_tile_ref_per_geometry_and_valid_shape() -> None:
+    """What ops keep per TileRef (plans, views) serves every launch on a pooled memory; a ref
+    whose memory, geometry or valid shape was changed is not handed out again."""
+    mem = CoreMemory(soc(), "aiv")
+    g = TileGeometry(16, 16, DataType.FP32, MemorySpace.Vec, addr=0)
+    ref = mem.ref(g, 16, 16)
+    assert mem.ref(g, 16, 16) is ref and mem.ref(g, 8, 16) is not ref
+    ref.valid_rows = 4  # (what a test or a rebinding may do to a made ref)
+    again = mem.ref(g, 16, 16)
+    assert again is not ref and again.valid == (16, 16)
+
+
+def test_a_new_recording_reuses_the_tile_refs_and_plans_of_the_last_launch() -> None:
+    """A launch recorded afresh (an edited kernel, the memo cleared) on pooled memories issues
+    the same TileRefs (the later waves' too, moved to their slots), so the product and copy
+    plans kept on them are made once; the values are a fresh launch's."""
+    from pypto_pro.sim.fast import memo
+
+    ex = load("matmul")
+    a, b, out = ex.make_inputs(512, 512, seed=0)  # more blocks than cores: two waves
+    issued: list[list[TileRef]] = []
+    with use_backend("sim"):
+        for _ in range(2):
+            memo.clear()
+            out.zero_()
+            ex.run(a, b, out)
+            torch.testing.assert_close(out, ex.reference(a, b), rtol=1e-3, atol=1e-3)
+            (compiled,) = ex.matmul_kernel.compiled_variants.values()
+            program = next(iter(sim_backend._programs(compiled).values()))
+            entry = getattr(program, memo.TIMED)
+            issued.append([x for i in entry.rec.instrs if i.kind == "op" for x in i.args
+                           if type(x) is TileRef])
+    first, second = issued
+    assert len(first) == len(second) and all(x is y for x, y in zip(first, second))
+
+
 def test_a_launch_imports_no_pandas_until_its_trace_is_read() -> None:
     script = (
         "import sys\n"
