@@ -98,26 +98,41 @@ class Comparison:
         return both
 
     def figure(self) -> Any:
-        from plotly.subplots import make_subplots
+        """Both timelines on one time axis, as a plotly `go.Figure` (`plain_figure`'s)."""
+        import plotly.graph_objects as go
 
-        from .views.timeline import add_timeline, lane_px, style_timeline, timeline_data
+        return go.Figure(self.plain_figure())
+
+    def plain_figure(self) -> dict:
+        """Both timelines as one plain figure dict: run A above run B, each its own y axis,
+        the x axes matched (what plotly's `make_subplots(rows=2, shared_xaxes=True)` lays
+        out), without building plotly objects (see `figures.figure_json`)."""
+        from .views.timeline import lane_axis, lane_px, timeline_data, timeline_style, \
+            timeline_traces
 
         datas = [timeline_data(t) if t is not None else None for t in self.traces]
         lanes = [max(1, len(d.lanes)) if d else 1 for d in datas]
-        fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.06,
-                            row_heights=[n / sum(lanes) for n in lanes])
         px = lane_px(sum(lanes))
         title = " vs ".join(f"<b>{lab}</b> {t.meta.kernel} {t.duration_us:,.3f} us"
                             for lab, t in zip(self.labels, self.traces) if t is not None)
+        spacing = 0.06
+        low = (1 - spacing) * lanes[1] / sum(lanes)  # the bottom row's share of the height
+        domains = ([low + spacing, 1.0], [0.0, low])
+        layout: dict[str, Any] = {
+            **timeline_style(title + " (shared time axis)"),
+            "height": int(min(2400, 200 + px * sum(lanes))),
+            "xaxis": {"anchor": "y", "domain": [0.0, 1.0], "matches": "x2",
+                      "showticklabels": False},
+            "xaxis2": {"anchor": "y2", "domain": [0.0, 1.0], "title": {"text": "time (us)"}}}
+        traces: list[dict] = []
         for row, (data, label) in enumerate(zip(datas, self.labels), start=1):
-            if data is None:
-                continue
-            add_timeline(fig, data, row=row, legend=row == 1, lane_px=px)
-            style_timeline(fig, data.lanes, px, title + " (shared time axis)", row=row)
-            fig.update_yaxes(title_text=f"<b>{label}</b>", title_standoff=4, row=row, col=1)
-        fig.update_xaxes(title_text="time (us)", row=2, col=1)
-        fig.update_layout(height=int(min(2400, 200 + px * sum(lanes))))
-        return fig
+            axis = {"anchor": f"x{row if row > 1 else ''}", "domain": domains[row - 1],
+                    "title": {"text": f"<b>{label}</b>", "standoff": 4}}
+            if data is not None:
+                traces += timeline_traces(data, row=row, legend=row == 1, lane_px=px)
+                axis = {**lane_axis(data.lanes), **axis}
+            layout[f"yaxis{row if row > 1 else ''}"] = axis
+        return {"data": traces, "layout": layout}
 
     def summary(self) -> str:
         head = self.headline()
@@ -163,7 +178,7 @@ class Comparison:
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict:
         bundle: dict[str, Any] = {"text/plain": self.summary(), "text/html": self.to_html()}
         if all(t is not None for t in self.traces):
-            fig = self.figure()
+            fig = self.plain_figure()
             if under_kernel():
                 bundle.update(widget_view(bundle["text/html"], fig))
             else:

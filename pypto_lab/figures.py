@@ -160,16 +160,26 @@ def widget_view(children_html: str, figure: Any) -> dict:
 
 
 class FigureOutput:
-    """A plotly figure shown through the plotly mimetype, with a text fallback."""
+    """A plotly figure shown through the plotly mimetype, with a text fallback. Given as a
+    plain figure dict (what the outputs send, see `figure_json`) or a `go.Figure`; `figure`
+    is a `go.Figure` either way, built on first use."""
 
     def __init__(self, figure: Any, text: str) -> None:
-        self.figure = figure
+        self.plain = figure
         self.text = text
+
+    @property
+    def figure(self) -> Any:
+        if isinstance(self.plain, dict):
+            import plotly.graph_objects as go
+
+            self.plain = go.Figure(self.plain)
+        return self.plain
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict:
         bundle: dict[str, Any] = {"text/plain": self.text}
-        if self.figure is not None:
-            bundle[PLOTLY_MIME] = figure_json(self.figure)
+        if self.plain is not None:
+            bundle[PLOTLY_MIME] = figure_json(self.plain)
         return bundle
 
     def __repr__(self) -> str:
@@ -189,9 +199,9 @@ def export_trace(trace: Any, path: str | os.PathLike[str], fig: Any = None) -> P
         _relabel_file(target)
     elif name.endswith((".html", ".htm")):
         if fig is None:
-            from .views.timeline import timeline_figure
+            from .views.timeline import timeline_plain
 
-            fig = timeline_figure(trace)
+            fig = timeline_plain(trace)
         from .page import figure_slot, plotly_page
 
         write_text(target, plotly_page(f"timeline: {trace.meta.kernel}",

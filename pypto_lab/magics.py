@@ -176,7 +176,7 @@ class PyptoMagics(Magics):
         """Show the per-pipe timeline of a result, a Trace or a kernel's last launch."""
         from .comparison import trace_of
         from .figures import FigureOutput, export_trace
-        from .views.timeline import timeline_figure
+        from .views.timeline import timeline_plain
 
         args = parse_argstring(self.pypto_trace, line)
         target = self._lookup(args.name)
@@ -186,7 +186,7 @@ class PyptoMagics(Magics):
         file = target.kernels[0].file if getattr(target, "kernels", None) else None
         highlight = (file or str(trace.events["file"].iloc[0]), args.line) if args.line else None
         try:
-            fig = timeline_figure(trace, parse_cores(args.cores), highlight)
+            fig = timeline_plain(trace, parse_cores(args.cores), highlight)
         except OptionError as e:
             raise UsageError(str(e)) from None
         if args.export:

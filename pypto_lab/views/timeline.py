@@ -2,19 +2,18 @@
 
 Owns `timeline_data` (events → lanes and drawable segments, with level of detail: beyond the
 segment budget, consecutive same-kind events of a lane closer than a pixel merge, and if that is
-still too many each lane is binned by pixel with the dominant kind per bin), `add_timeline`
-(the plotly traces: `Scattergl` thick line segments per op kind, stalls shaded per reason and the
-longest ones labelled, mutex hold intervals, set→wait flag arrows and cross-core signals, a halo
-over the events of a selected source line, and the sanitizer's findings: both instructions of a
-race outlined in red, crossed and joined by a dashed line whose hover names the finding kind and
-both lines), `timeline_plain` (the figure as a plain dict of traces and layout: what the
-outputs send, turned into JSON by `figures.figure_json` without plotly's validation) and
-`timeline_figure` (the same as a `go.Figure`). Hover, anywhere on a segment, shows op, IR op,
-source line, bytes, cycles: each lane has a transparent one-row heatmap whose cells are exactly
-its segments (gaps do not hover), drawn as one image however many segments; the cells'
-`customdata` is the source line, so a click selects it (`clicked_line`). Level-of-detail
-arithmetic lives in `timeline_lod`.
-"""
+still too many each lane is binned by pixel with the dominant kind per bin), `timeline_traces`
+(the plotly traces, as dicts: `Scattergl` thick line segments per op kind, stalls shaded per
+reason and the longest ones labelled, mutex hold intervals, set→wait flag arrows and cross-core
+signals, a halo over the events of a selected source line, and the sanitizer's findings: both
+instructions of a race outlined in red, crossed and joined by a dashed line whose hover names
+the finding kind and both lines), `timeline_plain` (the figure as a plain dict of traces and
+layout: what the outputs send, turned into JSON by `figures.figure_json` without plotly's
+validation) and `timeline_figure` (the same as a `go.Figure`). Hover, anywhere on a segment,
+shows op, IR op, source line, bytes, cycles: each lane has a transparent one-row heatmap whose
+cells are exactly its segments (gaps do not hover), drawn as one image however many segments;
+the cells' `customdata` is the source line, so a click selects it (`clicked_line`). Level-of-
+detail arithmetic lives in `timeline_lod`."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -262,12 +261,6 @@ def clicked_line(trace: Any, point_index: Any) -> int | None:
     return int(value) if np.isfinite(value) and value > 0 else None
 
 
-def add_timeline(fig: go.Figure, data: TimelineData, row: int | None = None,
-                 legend: bool = True, lane_px: float = 20.0) -> None:
-    """Draw `data` into `fig` (into subplot `row` when given)."""
-    fig.add_traces(timeline_traces(data, row, legend, lane_px))
-
-
 def timeline_traces(data: TimelineData, row: int | None = None, legend: bool = True,
                     lane_px: float = 20.0) -> list[dict]:
     """The plotly traces (as dicts) drawing `data`: halo, stalls, syncs, op kinds, mutex
@@ -402,14 +395,14 @@ def timeline_plain(trace: Any, cores: tuple[int, ...] | None = None,
     head = title or f"{trace.meta.kernel}: {trace.duration_us:,.3f} us simulated"
     if data.notes:
         head += f"  <span style='font-size:11px;color:#6e7781'>({'; '.join(data.notes)})</span>"
-    layout = {"yaxis": _lane_axis(data.lanes), "height": _height(px, len(data.lanes)),
+    layout = {"yaxis": lane_axis(data.lanes), "height": _height(px, len(data.lanes)),
               "xaxis": {"title": {"text": "time (us)"}, "showgrid": True,
                         "gridcolor": "#eef1f4", "zeroline": False},
-              **_style(head)}
+              **timeline_style(head)}
     return {"data": timeline_traces(data, lane_px=px), "layout": layout}
 
 
-def _lane_axis(lanes: pd.DataFrame) -> dict:
+def lane_axis(lanes: pd.DataFrame) -> dict:
     """The y axis of a timeline: one tick per lane, labelled, first lane on top."""
     return {"tickvals": lanes["lane"].tolist(), "ticktext": lanes["label"].tolist(),
             "autorange": "reversed", "showgrid": True, "gridcolor": "#eef1f4",
@@ -422,7 +415,7 @@ def _height(px: float, lanes: int) -> int:
     return int(min(2400, 154 + px * max(3, lanes)))
 
 
-def _style(title: str) -> dict:
+def timeline_style(title: str) -> dict:
     """The layout properties of every timeline (title, template, legend, hover)."""
     return {"title": {"text": title, "font": {"size": 13}, "x": 0.01, "xanchor": "left",
                       "y": 0.995, "yanchor": "top", "yref": "container"},
@@ -431,20 +424,6 @@ def _style(title: str) -> dict:
             "legend": {"orientation": "h", "y": 1.0, "yanchor": "bottom", "x": 0,
                        "xanchor": "left", "font": {"size": 11}, "itemclick": "toggle"},
             "hoverlabel": {"font": {"family": "monospace", "size": 11}}}
-
-
-def style_timeline(fig: go.Figure, lanes: pd.DataFrame, px: float, title: str,
-                   row: int | None = None) -> None:
-    """Style a timeline drawn into `fig` (into subplot `row` when given; `timeline_plain`
-    styles a figure of its own)."""
-    if row is None:
-        fig.update_yaxes(**_lane_axis(lanes))
-        fig.update_xaxes(title_text="time (us)", showgrid=True, gridcolor="#eef1f4",
-                         zeroline=False)
-        fig.update_layout(height=_height(px, len(lanes)))
-    else:
-        fig.update_yaxes(row=row, col=1, **_lane_axis(lanes))
-    fig.update_layout(**_style(title))
 
 
 #: PipeUtilization columns as the tables label them: what is summed over cores says so

@@ -53,6 +53,21 @@ def test_the_timeline_json_equals_plotlys_for_a_mix_kernel_and_a_race(flash_resu
     assert tl.FINDING_NAME in {t.get("name") for t in race_result.timeline_plain()["data"]}
 
 
+def test_the_comparison_and_trace_outputs_send_plotlys_json(add_result, flash_result):
+    """`%pypto_compare` and `%pypto_trace` send their figures as plain dicts: the JSON plotly
+    gives for the same figure built as plotly objects; `FigureOutput.figure` is still one."""
+    import pypto_lab
+    from pypto_lab.figures import PLOTLY_MIME, FigureOutput
+
+    cmp = pypto_lab.compare(add_result, flash_result)
+    plain = cmp.plain_figure()
+    _same(figure_json(plain), _validated(plain))
+    assert plain["layout"]["xaxis"]["matches"] == "x2"  # one time axis for both runs
+    out = FigureOutput(add_result.timeline_plain(), "text")
+    _same(out._repr_mimebundle_()[PLOTLY_MIME], _validated(add_result.timeline_plain()))
+    assert isinstance(out.figure, go.Figure) and out.figure is out.figure
+
+
 def test_the_timeline_json_equals_plotlys_with_merged_segments():
     plain = tl.timeline_plain(big_trace(40_000), cores=tuple(range(8)))
     assert "merged" in plain["layout"]["title"]["text"] or "binned" in plain["layout"][
