@@ -110,7 +110,7 @@ def test_package_data_and_pytest_config() -> None:
     assert {"include/*.h", "include/**/*.h", "soc/*.toml"} <= set(data)
     pytest_cfg = tool["pytest"]["ini_options"]
     assert pytest_cfg["testpaths"] == ["tests"]
-    assert {m.split(":")[0] for m in pytest_cfg["markers"]} == {"slow", "browser"}
+    assert {m.split(":")[0] for m in pytest_cfg["markers"]} == {"slow", "browser", "serial"}
 
 
 @pytest.mark.parametrize("script", ["dev", ".ci/run"])

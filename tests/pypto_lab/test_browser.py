@@ -37,7 +37,7 @@ SETTINGS = {"apputils-extension/notification": {"fetchNews": "false", "checkForU
 ALL_RAN = ("() => { const p = [...document.querySelectorAll('.jp-CodeCell .jp-InputArea-prompt')];"
            " return p.length > 0 && p.every(e => /\\[\\d+\\]/.test(e.textContent)); }")
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.serial]
 
 
 def _free_port() -> int:

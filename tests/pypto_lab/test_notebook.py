@@ -33,9 +33,8 @@ def _outputs(nb, index):
     return nb.cells[index].outputs
 
 
-def test_runs_without_errors_in_under_a_minute(executed):
-    nb, seconds = executed
-    assert seconds < 60, seconds
+def test_runs_without_errors(executed):
+    nb, _ = executed
     for cell in nb.cells:
         if cell.cell_type == "code":
             assert all(o.output_type != "error" for o in cell.outputs), cell.source[:60]

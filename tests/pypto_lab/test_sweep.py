@@ -107,6 +107,7 @@ def test_thread_pool_executor_gives_the_same_table(local_result):
     pd.testing.assert_frame_equal(_kernel_table(r), _kernel_table(local_result))
 
 
+@pytest.mark.serial  # (a cluster's start-up waits on real time)
 def test_dask_local_cluster_gives_the_same_table(local_result):
     distributed = pytest.importorskip("distributed")
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
@@ -117,6 +118,7 @@ def test_dask_local_cluster_gives_the_same_table(local_result):
     pd.testing.assert_frame_equal(_kernel_table(r), _kernel_table(local_result))
 
 
+@pytest.mark.serial  # (a cluster's start-up waits on real time)
 def test_ray_local_cluster_gives_the_same_table(local_result):
     ray = pytest.importorskip("ray")
     _start_ray(ray)
