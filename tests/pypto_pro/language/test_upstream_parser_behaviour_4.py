@@ -1,0 +1,119 @@
+"""Yet more behaviour of the real PyPTO Pro frontend (its parser, type resolver and op builders),
+written as our own kernels checked on the simulator and the native backend. Covered: a constant
+division by zero (left to run time, where it fails at its line; a float one gives ±inf), dict
+displays (refused in the real parser's two ways; a constant one indexed at once folds), a
+constant tile-group index out of range (a type error).
+"""
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from dual_backend import HAS_CXX, on_backend, sim_and_native
+from kernel_source import assert_refused
+
+import pypto_pro.language as pl
+from pypto_pro.errors import ParserTypeError, SimulationError, UnsupportedFeatureError
+
+BACKENDS = ("sim", "native") if HAS_CXX else ("sim",)
+
+# ---------------------------------------------------------------- constant division by zero
+
+
+@pl.jit
+def constant_divisions(out: pl.Tensor[[4], pl.DT_FP32], n: pl.DT_INT32):
+    with pl.section_vector():
+        pl.setval(out, 0, 1 / 0)  # not folded: FP32 1.0 / 0.0 at run time
+        pl.setval(out, 1, -1.0 / 0)
+        pl.setval(out, 2, 7 / 2)  # folded
+        if n > 3:
+            pl.setval(out, 3, 1 // 0)  # an integer division by zero, when it runs
+
+
+@pl.jit
+def constant_remainder(out: pl.Tensor[[1], pl.DT_INT32], n: pl.DT_INT32):
+    with pl.section_vector():
+        if n > 3:
+            pl.setval(out, 0, 7 % 0)
+
+
+def test_a_constant_float_division_by_zero_gives_infinity():
+    def run():
+        out = torch.zeros(4)
+        constant_divisions(out, 1)
+        return out
+
+    assert sim_and_native(run).tolist() == [math.inf, -math.inf, 3.5, 0.0]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("kernel,out,marker", [
+    (constant_divisions, torch.zeros(4), "1 // 0"), (constant_remainder,
+                                                      torch.zeros(1, dtype=torch.int32), "7 % 0"),
+])
+def test_a_constant_integer_division_by_zero_fails_at_its_line_when_it_runs(backend, kernel, out,
+                                                                            marker):
+    from kernel_source import line_of
+
+    with pytest.raises(SimulationError, match="division by zero in scalar code") as info:
+        on_backend(backend, lambda: kernel(out, 5))
+    assert info.value.span.line == line_of(kernel, marker)
+
+
+# ---------------------------------------------------------------- dict displays
+
+
+@pytest.mark.parametrize("name,body,error,fragment", [
+    ("constant_dict", "d = {'a': 1}", ParserTypeError,
+     "Unsupported closure variable type: dict"),
+    ("runtime_dict", "d = {'a': n}", UnsupportedFeatureError,
+     "Unsupported expression type: Dict"),
+    ("dict_argument", "pl.setval(out, 0, first({1: 2}))", ParserTypeError,
+     "Unsupported closure variable type: dict"),
+    ("missing_key", "pl.setval(out, 0, {1: 2}[3])", ParserTypeError,
+     "Unsupported closure variable type: dict"),
+    ("unpacked_dict", "d = {**{1: 2}}", UnsupportedFeatureError,
+     "Unsupported expression type: Dict"),
+    ("string_item", "pl.setval(out, 0, {1: 'x'}[1])", ParserTypeError,
+     "Unsupported closure variable type: str"),
+])
+def test_a_dict_display_is_refused_as_the_real_parser_refuses_it(tmp_path, name, body, error,
+                                                                 fragment):
+    assert_refused(error, fragment, tmp_path, name,
+                   "out: pl.Tensor[[4], pl.DT_INT32], n: pl.DT_INT32",
+                   f"with pl.section_vector():\n    {body}\n",
+                   prelude="def first(v):\n    return v\n")
+
+
+@pl.jit
+def dict_lookup(out: pl.Tensor[[1], pl.DT_INT32]):
+    with pl.section_vector():
+        pl.setval(out, 0, {"rows": 16, "cols": 32}["cols"] + 1)  # Python folds it whole
+
+
+def test_a_constant_dict_indexed_at_once_folds():
+    def run():
+        out = torch.zeros(1, dtype=torch.int32)
+        dict_lookup(out)
+        return out
+
+    assert sim_and_native(run).tolist() == [33]
+
+
+# ---------------------------------------------------------------- tile-group indices
+
+
+@pytest.mark.parametrize("index,fragment", [
+    ("3", "tile group index 3 is out of range for a 2-tile group"),
+    ("-1", "tile group index -1 is out of range for a 2-tile group"),
+    ("1.0", "tile group index must be an integer scalar, but got"),
+])
+def test_a_bad_constant_tile_group_index_is_a_type_error(tmp_path, index, fragment):
+    assert_refused(ParserTypeError, fragment, tmp_path, "group_index",
+                   "out: pl.Tensor[[16, 32], pl.DT_FP16]", f"""
+        g = pl.make_tile_group(type=pl.TileType([16, 32], pl.DT_FP16), addrs=[0, 0x400],
+                               depth=2)
+        with pl.section_vector():
+            pl.store(out, g[{index}], [0, 0])
+     """)
