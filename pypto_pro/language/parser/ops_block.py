@@ -63,22 +63,6 @@ def _const_int(ctx: ParseContext, v: Any, node: ast.AST, what: str) -> int:
     return c
 
 
-#: the keyword the real op builders name their last positional operand by, which a call may
-#: pass by name (`pl.insert(dst, src, offset=[0, 16])`)
-_LAST_OPERAND = {"load": "offsets", "store": "offsets", "load_tile": "tile_offsets",
-                 "store_tile": "tile_offsets", "insert": "offset", "set_validshape": "shape"}
-
-
-def _operands(ctx: ParseContext, node: ast.Call, op: str, count: int) -> tuple[list, dict]:
-    """The call's evaluated arguments, its last operand (the `count`-th) taken from its
-    keyword when it is not given by position."""
-    args, kw = eval_args(ctx, node)
-    name = _LAST_OPERAND[op]
-    if len(args) == count - 1 and name in kw:
-        args = [*args, kw.pop(name)]
-    return args, kw
-
-
 # ---------------------------------------------------------------- allocation (spec §2.5)
 
 
@@ -267,7 +251,7 @@ def _group_addrs(ctx: ParseContext, value: Any, n: int, t: TileType,
 
 
 def set_validshape(ctx: ParseContext, node: ast.Call, op: str) -> Any:
-    args, _ = _operands(ctx, node, op, 2)
+    args, _ = eval_args(ctx, node)
     if len(args) != 2:
         raise ctx.error(ParserTypeError, "pl.set_validshape(tile, [rows, cols])", node)
     target, shape = args
@@ -395,7 +379,7 @@ def _mx_scale(ctx: ParseContext, t: TileType, src: Expr, node: ast.AST) -> str |
 
 
 def load(ctx: ParseContext, node: ast.Call, op: str) -> Any:
-    args, kw = _operands(ctx, node, op, 3)
+    args, kw = eval_args(ctx, node)
     if len(args) != 3:
         raise ctx.error(ParserTypeError, f"pl.{op}(dst_tile, src_tensor, offsets, order=None)",
                         node)
@@ -433,7 +417,7 @@ def load(ctx: ParseContext, node: ast.Call, op: str) -> Any:
 
 
 def store(ctx: ParseContext, node: ast.Call, op: str) -> Any:
-    args, kw = _operands(ctx, node, op, 3)
+    args, kw = eval_args(ctx, node)
     if len(args) not in (3, 4):
         raise ctx.error(ParserTypeError, f"pl.{op}(dst_tensor, src_tile, offsets, ...)", node)
     dst = _tensor(ctx, args[0], node, "store destination")
@@ -593,7 +577,7 @@ def _align_dual_split(ctx: ParseContext, acc: Expr, mode: attrs.AccToVecMode,
 
 
 def insert(ctx: ParseContext, node: ast.Call, op: str) -> Any:
-    args, _ = _operands(ctx, node, op, 3)
+    args, _ = eval_args(ctx, node)
     if len(args) != 3:
         raise ctx.error(ParserTypeError, "pl.insert(dst, src, [row, col])", node)
     dst = _tile(ctx, args[0], node, "insert destination")

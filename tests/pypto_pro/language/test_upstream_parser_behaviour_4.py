@@ -117,3 +117,64 @@ def test_a_bad_constant_tile_group_index_is_a_type_error(tmp_path, index, fragme
         with pl.section_vector():
             pl.store(out, g[{index}], [0, 0])
      """)
+
+
+# ---------------------------------------------------------------- the real parameter names
+
+
+@pytest.mark.parametrize("op,text", [
+    ("insert", "(dst_tile, src_tile, offset)"),
+    ("load", "(dst_tile, src_tensor, offsets, *, order=None)"),
+    ("store_tile", "(dst_tensor, src_tile, tile_offsets, *, relu_pre_mode=None, scale=None, "
+                   "order=None, atomic=pl.AtomicType.AtomicNone, phase=None)"),
+    ("matmul", "(dst_tile, lhs_tile, rhs_tile, bias_tile=None, *, phase=None)"),
+    ("add", "(out, lhs, rhs)"),
+    ("mrgsort2", "(src0, src1, dst, tmp, *args, exhausted=False)"),
+    ("getval", "(container, offset)"),
+])
+def test_an_op_shows_the_real_parameter_names(op, text):
+    import inspect
+
+    assert str(inspect.signature(getattr(pl, op))) == text
+    assert getattr(pl, op).__doc__.startswith(f"pl.{op}{text}")
+
+
+VEC = pl.TileType(shape=[16, 32], dtype=pl.DT_FP32, target_memory=pl.MemorySpace.Vec)
+
+
+@pl.jit
+def keyword_operands(x: pl.Tensor[[16, 64], pl.DT_FP32], y: pl.Tensor[[16, 64], pl.DT_FP32]):
+    g = pl.make_tile_group(type=VEC, addrs=[0x0, 0x800], mutex_ids=[0, 1])  # auto_mutex syncs
+    with pl.section_vector():
+        t = g.next()
+        u = g.next()
+        pl.load(out=t, tensor=x, offsets=[0, 0])  # the op builder's names
+        pl.load(u, src_tensor=x, offsets=[0, 32])  # the declaration's
+        pl.add(out=u, lhs=u, rhs=t)
+        pl.setval(container=u, offset=0, value=pl.getval(container=t, offset=1))
+        pl.store(dst_tensor=y, src_tile=t, offsets=[0, 0])
+        pl.store_tile(y, u, tile_offsets=[0, 1])
+
+
+def test_operands_passed_by_their_real_names():
+    x = torch.randn(16, 64)
+
+    def run():
+        y = torch.zeros(16, 64)
+        keyword_operands(x, y)
+        return y
+
+    expected = x.clone()
+    expected[:, 32:] += x[:, :32]
+    expected[0, 32] = x[0, 1]
+    assert torch.equal(sim_and_native(run), expected)
+
+
+def test_an_operand_given_twice_is_a_type_error(tmp_path):
+    assert_refused(ParserTypeError, "pl.insert() got multiple values for argument 'src_tile'",
+                   tmp_path, "twice", "x: pl.Tensor[[16, 32], pl.DT_FP16]", """
+        a = pl.make_tile(pl.TileType([16, 32], pl.DT_FP16, pl.MemorySpace.Mat), addr=0)
+        b = pl.make_tile(pl.TileType([16, 32], pl.DT_FP16), addr=0)
+        with pl.section_vector():
+            pl.insert(a, b, [0, 0], src_tile=b)
+     """)
