@@ -2,7 +2,9 @@
 written as our own kernels checked on the simulator and the native backend. Covered: a constant
 division by zero (left to run time, where it fails at its line; a float one gives ±inf), dict
 displays (refused in the real parser's two ways; a constant one indexed at once folds), a
-constant tile-group index out of range (a type error).
+constant tile-group index out of range (a type error), the real parameter names of the ops
+(shown by `inspect.signature`, accepted as keywords), the real load / store / move builder checks
+(dtypes, `order`, store phase / atomic enums, fixpipe quantisation limits).
 """
 from __future__ import annotations
 
@@ -178,3 +180,52 @@ def test_an_operand_given_twice_is_a_type_error(tmp_path):
         with pl.section_vector():
             pl.insert(a, b, [0, 0], src_tile=b)
      """)
+
+
+# ---------------------------------------------------------------- the real load / store builders
+
+_ACC = "pl.make_tile(pl.TileType([16, 16], pl.DT_FP32, pl.MemorySpace.Acc), addr=0)"
+_SCALING = "pl.make_tile(pl.TileType([1, 16], pl.DT_INT64, pl.MemorySpace.Scaling), addr=0)"
+
+
+@pytest.mark.parametrize("name,section,body,fragment", [
+    ("bool_tensor", "vector", "pl.load(pl.make_tile(pl.TileType([16, 32], pl.DT_UINT8), addr=0), "
+                              "flags, [0, 0])",
+     "load: unsupported src tensor dtype bool, supported: b8/b16/b32/b64"),
+    ("int4_tile", "vector", "pl.store_tile(y, pl.make_tile(pl.TileType([16, 64], pl.DT_INT4), "
+                            "addr=0), [0, 0])",
+     "store_tile: unsupported src tile dtype int4, supported: b8/b16/b32/b64"),
+    ("descending_store", "vector", "pl.store(y, pl.make_tile(pl.TileType([16, 16], pl.DT_FP32), "
+                                   "addr=0), [0, 0], order=[1, 0])",
+     "store: order must be ascending, got [1, 0]"),
+    ("repeated_axis", "vector", "pl.load(pl.make_tile(pl.TileType([16, 16], pl.DT_FP32), "
+                                "addr=0), y, [0, 0], order=[1, 1])",
+     "load: order axes must be unique, got [1, 1]"),
+    ("axis_past_rank", "vector", "pl.load(pl.make_tile(pl.TileType([16, 16], pl.DT_FP32), "
+                                 "addr=0), y, [0, 0], order=[0, 5])",
+     "load: order axis 5 is out of range for Tensor rank 2"),
+    ("phase_of_another_enum", "cube", f"pl.store(y, {_ACC}, [0, 0], phase=pl.AccPhase.Final)",
+     "store: invalid phase value pl.AccPhase.Final, expected STPhase"),
+    ("atomic_of_another_enum", "cube", f"pl.store(y, {_ACC}, [0, 0], atomic=pl.STPhase.Final)",
+     "store: invalid atomic value pl.STPhase.Final, expected AtomicType"),
+    ("quant_to_uint8", "cube", f"pl.store(u8, {_ACC}, [0, 0], scale=0.5)",
+     "store: scale quantization to UINT8 is not supported"),
+    ("quant_to_bf16", "cube", f"pl.store_tile(bf, {_ACC}, [0, 0], scale=0.5)",
+     "store_tile: scale quantization from fp32 to BF16 is not supported"),
+    ("move_quant_to_uint8", "cube",
+     f"pl.move(pl.make_tile(pl.TileType([16, 16], pl.DT_UINT8), addr=0), {_ACC}, scale=0.5)",
+     "move: scale quantization to UINT8 is not supported"),
+    ("channel_scale_with_relu", "cube",
+     f"pl.store(y, {_ACC}, [0, 0], scale={_SCALING}, relu_pre_mode=pl.ReluPreMode.NormalRelu)",
+     "scale (per-channel) cannot be used together with relu_pre_mode"),
+    ("channel_scale_with_phase", "cube",
+     f"pl.store(y, {_ACC}, [0, 0], scale={_SCALING}, phase=pl.STPhase.Final)",
+     "scale (per-channel) cannot be combined with phase"),
+])
+def test_the_real_load_and_store_builder_checks(tmp_path, name, section, body, fragment):
+    from pypto_pro.errors import ParserSyntaxError
+
+    assert_refused(ParserSyntaxError, fragment, tmp_path, name,
+                   "y: pl.Tensor[[64, 64], pl.DT_FP32], flags: pl.Tensor[[16, 32], pl.DT_BOOL], "
+                   "u8: pl.Tensor[[64, 64], pl.DT_UINT8], bf: pl.Tensor[[64, 64], pl.DT_BF16]",
+                   f"with pl.section_{section}():\n    {body}\n")
