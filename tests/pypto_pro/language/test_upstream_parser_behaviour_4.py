@@ -4,7 +4,9 @@ division by zero (left to run time, where it fails at its line; a float one give
 displays (refused in the real parser's two ways; a constant one indexed at once folds), a
 constant tile-group index out of range (a type error), the real parameter names of the ops
 (shown by `inspect.signature`, accepted as keywords), the real load / store / move builder checks
-(dtypes, `order`, store phase / atomic enums, fixpipe quantisation limits).
+(dtypes, `order`, store phase / atomic enums, fixpipe quantisation limits), a struct assigned to
+another name (an alias, as the real code generator binds it), annotated parameters of inlined
+helpers (the real lenient check: kind and dtype family, shapes not compared).
 """
 from __future__ import annotations
 
@@ -229,3 +231,37 @@ def test_the_real_load_and_store_builder_checks(tmp_path, name, section, body, f
                    "y: pl.Tensor[[64, 64], pl.DT_FP32], flags: pl.Tensor[[16, 32], pl.DT_BOOL], "
                    "u8: pl.Tensor[[64, 64], pl.DT_UINT8], bf: pl.Tensor[[64, 64], pl.DT_BF16]",
                    f"with pl.section_{section}():\n    {body}\n")
+
+
+# ---------------------------------------------------------------- struct assignment
+
+
+def _bump(s):
+    s.hi = s.hi + 10
+
+
+@pl.jit
+def struct_aliases(out: pl.Tensor[[6], pl.DT_INT32], n: pl.DT_INT32):
+    with pl.section_vector():
+        cfg = pl.struct("Cfg", lo=1, hi=n)
+        a = cfg  # the real code generator binds `a` to cfg's C++ name: one struct
+        a.lo = 7
+        a.hi = a.hi + 1
+        _bump(a)  # a helper's parameter is the caller's struct too
+        pl.setval(out, 0, cfg.lo)
+        pl.setval(out, 1, cfg.hi)
+        pl.setval(out, 2, a.lo)
+        pl.setval(out, 3, a.hi)
+        b = a
+        b.lo = b.lo * 2
+        pl.setval(out, 4, cfg.lo)
+        pl.setval(out, 5, b.lo)
+
+
+def test_assigning_a_struct_to_a_name_aliases_it():
+    def run():
+        out = torch.zeros(6, dtype=torch.int32)
+        struct_aliases(out, 5)
+        return out
+
+    assert sim_and_native(run).tolist() == [7, 16, 7, 16, 14, 14]
