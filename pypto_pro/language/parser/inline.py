@@ -16,8 +16,10 @@ from typing import Any, Callable
 from ...errors import (
     InvalidOperationError, ParserSyntaxError, ParserTypeError, UnsupportedFeatureError,
 )
+from ...ir.dtype import DataType
 from ...ir.nodes import SectionStmt
-from ...ir.types import SectionKind
+from ...ir.types import ScalarType, SectionKind, TensorType, TileType
+from ..types import TensorSpec, TileSpec
 from . import returns
 from .context import FunctionFrame, ParseContext, assigned_names, span_of
 
@@ -59,6 +61,44 @@ def function_env(fn: Callable) -> ChainMap:
     return ChainMap(closure, fn.__globals__)
 
 
+def annotation_value(fn: Callable, annotation: ast.expr | None) -> Any:
+    """A helper's parameter / return annotation's value (a pl.DT_*, pl.Tile[...],
+    pl.Tensor[...]) in the helper's own scope, its closure first (as the real type resolver
+    lets a closure name win); None when there is none or it names no value there."""
+    if annotation is None:
+        return None
+    try:
+        return eval(compile(ast.Expression(annotation), "<annotation>", "eval"),  # noqa: S307
+                    {}, function_env(fn))
+    except Exception:  # noqa: BLE001 - a string or unresolvable annotation is not checked
+        return None
+
+
+def _kind_and_dtype(t: Any) -> tuple[str, DataType] | None:
+    if isinstance(t, DataType):
+        return "scalar", t
+    if isinstance(t, ScalarType):
+        return "scalar", t.dtype
+    if isinstance(t, (TileSpec, TileType)):
+        return "tile", t.dtype
+    if isinstance(t, (TensorSpec, TensorType)):
+        return "tensor", t.dtype
+    return None
+
+
+def annotation_fits(wanted: Any, actual: Any) -> bool:
+    """The real frontend's lenient rule: same kind of value, dtypes of one family."""
+    w, a = _kind_and_dtype(wanted), _kind_and_dtype(actual)
+    if w is None or a is None:
+        return True
+    return w[0] == a[0] and w[1].family == a[1].family
+
+
+def describe_kind(t: Any) -> str:
+    kd = _kind_and_dtype(t)
+    return f"a {kd[0]} of {kd[1]}" if kd else repr(t)
+
+
 def bind_params(ctx: ParseContext, fdef: ast.FunctionDef, fn: Callable, args: list,
                 kwargs: dict, node: ast.AST) -> dict[str, Any]:
     a = fdef.args
@@ -91,6 +131,25 @@ def check_inline_call(ctx: ParseContext, fdef: ast.FunctionDef, fn: Callable,
     if not least <= given <= most:
         raise ctx.error(ParserTypeError, f"Function '{name}' expects {least} to {most} "
                                          f"positional argument(s), got {given}", node)
+
+
+def _check_annotations(ctx: ParseContext, fdef: ast.FunctionDef, fn: Callable,
+                       bound: dict[str, Any], node: ast.AST) -> None:
+    """Each argument of an inlined helper fits its parameter's annotation as the real parser
+    checks it: the same kind of value (scalar, tile, tensor), dtypes of one family; shapes are
+    not compared."""
+    from .expr import scalar_type
+
+    for a in fdef.args.args:
+        wanted = annotation_value(fn, a.annotation)
+        value = bound.get(a.arg)
+        actual = getattr(value, "type", None) or scalar_type(value)
+        if wanted is not None and actual is not None and not annotation_fits(wanted, actual):
+            raise ctx.error(ParserTypeError, f"Parameter '{a.arg}' annotated as "
+                                             f"{describe_kind(wanted)} but called/returned "
+                                             f"with {describe_kind(actual)}", node,
+                            hint="Make the annotation match the actual argument/return type, "
+                                 "or remove it.")
 
 
 def _returns(fdef: ast.FunctionDef) -> list[ast.Return]:
@@ -130,6 +189,8 @@ def inline_helper(ctx: ParseContext, fn: Callable, node: ast.Call) -> Any:
         raise ctx.error(UnsupportedFeatureError, f"cannot read the source of helper "
                                                  f"'{fn.__name__}' to inline it", node) from None
     check_inline_call(ctx, fdef, fn, node)
+    bound = bind_params(ctx, fdef, fn, args, kwargs, node)
+    _check_annotations(ctx, fdef, fn, bound, node)
     if len(ctx.frames) > 64:
         raise ctx.error(InvalidOperationError, f"helper '{fn.__name__}' recurses too deeply "
                                                f"(recursion cannot be inlined)", node)
@@ -139,7 +200,7 @@ def inline_helper(ctx: ParseContext, fn: Callable, node: ast.Call) -> Any:
     frame = FunctionFrame(file, function_env(fn), in_helper=True,
                           mutable=frozenset(n for n, c in assigned_names(body).items()
                                             if c > 1))
-    frame.scope.update(bind_params(ctx, fdef, fn, args, kwargs, node))
+    frame.scope.update(bound)
     ctx.frames.append(frame)
     try:
         parse_body(ctx, body)

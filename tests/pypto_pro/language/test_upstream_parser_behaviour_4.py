@@ -265,3 +265,54 @@ def test_assigning_a_struct_to_a_name_aliases_it():
         return out
 
     assert sim_and_native(run).tolist() == [7, 16, 7, 16, 14, 14]
+
+
+# ---------------------------------------------------------------- annotated helper parameters
+
+ROWS = 16
+
+
+def _first_plus(t: pl.Tile[[ROWS, 32], pl.DT_FP32], k: pl.DT_INT64, o: pl.Tensor[[4], pl.DT_FP32]):
+    pl.setval(o, 0, pl.getval(t, 0) + k)
+
+
+@pl.jit
+def annotated_helper(x: pl.Tensor[[32, 32], pl.DT_FP32], out: pl.Tensor[[4], pl.DT_FP32],
+                     n: pl.DT_INT32):
+    g = pl.make_tile_group(type=pl.TileType([32, 32], pl.DT_FP32), addrs=[0x0], mutex_ids=[0])
+    with pl.section_vector():
+        ROWS = 7  # noqa: N806, F841 (a kernel local: the annotation reads the helper's ROWS)
+        t = g.next()
+        pl.load(t, x, [0, 0])
+        _first_plus(t, n, out)  # another shape, an INT32 for INT64: the real check passes
+
+
+def test_an_annotated_helper_parameter_takes_a_value_of_its_kind_and_family():
+    x = torch.randn(32, 32)
+
+    def run():
+        out = torch.zeros(4)
+        annotated_helper(x, out, 3)
+        return out
+
+    assert sim_and_native(run).tolist() == [(x[0, 0] + 3).item(), 0.0, 0.0, 0.0]
+
+
+@pytest.mark.parametrize("call,fragment", [
+    ("first_plus(x, n, out)", "Parameter 't' annotated as a tile of pl.DT_FP32 but "
+                              "called/returned with a tensor of pl.DT_FP32"),
+    ("first_plus(t, 1.5, out)", "Parameter 'k' annotated as a scalar of pl.DT_INT64 but "
+                                "called/returned with a scalar of pl.DT_FP32"),
+    ("first_plus(ti, n, out)", "Parameter 't' annotated as a tile of pl.DT_FP32 but "
+                               "called/returned with a tile of pl.DT_INT32"),
+])
+def test_a_helper_argument_of_another_kind_or_family_is_refused(tmp_path, call, fragment):
+    assert_refused(ParserTypeError, fragment, tmp_path, "annotated",
+                   "x: pl.Tensor[[16, 32], pl.DT_FP32], out: pl.Tensor[[4], pl.DT_FP32], "
+                   "n: pl.DT_INT32", f"""
+        t = pl.make_tile(pl.TileType([16, 32], pl.DT_FP32), addr=0)
+        ti = pl.make_tile(pl.TileType([16, 32], pl.DT_INT32), addr=0x800)
+        with pl.section_vector():
+            {call}
+     """, prelude="def first_plus(t: pl.Tile[[16, 32], pl.DT_FP32], k: pl.DT_INT64, o):\n"
+                  "    pl.setval(o, 0, pl.getval(t, 0) + k)\n")
