@@ -17,9 +17,9 @@ from ...errors import (
     InvalidOperationError, ParserSyntaxError, ParserTypeError, UnsupportedFeatureError,
 )
 from ...ir.dtype import DataType
-from ...ir.nodes import SectionStmt
+from ...ir.nodes import ConstInt, SectionStmt
 from ...ir.types import ScalarType, SectionKind, TensorType, TileType
-from ..types import TensorSpec, TileSpec
+from ..types import DYNAMIC, STATIC, TensorSpec, TileSpec
 from . import returns
 from .context import FunctionFrame, ParseContext, assigned_names, span_of
 
@@ -29,7 +29,8 @@ _AST_CACHE: dict[Any, tuple[ast.FunctionDef, str]] = {}
 def function_ast(fn: Callable) -> tuple[ast.FunctionDef, str]:
     """The function's AST with line/column numbers of the real file (or notebook cell)."""
     code = fn.__code__
-    key = (code, code.co_firstlineno)
+    key = (code, code.co_filename, code.co_firstlineno)  # (equal code objects may come from
+    # two files: code equality ignores the file, and the annotations, which may differ)
     if key in _AST_CACHE:
         return _AST_CACHE[key]
     file = inspect.getsourcefile(fn) or code.co_filename
@@ -144,12 +145,44 @@ def _check_annotations(ctx: ParseContext, fdef: ast.FunctionDef, fn: Callable,
         wanted = annotation_value(fn, a.annotation)
         value = bound.get(a.arg)
         actual = getattr(value, "type", None) or scalar_type(value)
-        if wanted is not None and actual is not None and not annotation_fits(wanted, actual):
+        if isinstance(wanted, TensorSpec) and any(d is DYNAMIC or d is STATIC or d is Ellipsis
+                                                  for d in wanted.dims):
+            _check_policy(ctx, a.arg, wanted, actual, node)
+        elif wanted is not None and actual is not None and not annotation_fits(wanted, actual):
             raise ctx.error(ParserTypeError, f"Parameter '{a.arg}' annotated as "
                                              f"{describe_kind(wanted)} but called/returned "
                                              f"with {describe_kind(actual)}", node,
                             hint="Make the annotation match the actual argument/return type, "
                                  "or remove it.")
+
+
+def _check_policy(ctx: ParseContext, name: str, wanted: TensorSpec, actual: Any,
+                  node: ast.AST) -> None:
+    """A helper's tensor parameter annotated with DYNAMIC / STATIC / `...` is checked strictly,
+    as the real parser's policy check: a tensor of that very dtype and rank (at least the
+    explicit axes, with `...`), fixed axes equal, STATIC and `...` axes constant."""
+    from .ops_block import real_dtype_name
+
+    def refused(message: str) -> Exception:
+        return ctx.error(ParserTypeError, f"Helper parameter '{name}' {message}", node)
+
+    if not isinstance(actual, TensorType):
+        raise refused("policy annotation requires a Tensor argument")
+    if actual.dtype is not wanted.dtype:
+        raise refused(f"dtype mismatch: expected {real_dtype_name(wanted.dtype)}, got "
+                      f"{real_dtype_name(actual.dtype)}")
+    rank = len(actual.shape)
+    if rank < wanted.explicit_rank or (rank > wanted.explicit_rank and not wanted.has_ellipsis):
+        raise refused(f"rank does not match {list(wanted.dims)}")
+    for axis, dim in enumerate(actual.shape):
+        const = dim.value if isinstance(dim, ConstInt) else None
+        want = wanted.dims[axis] if axis < wanted.explicit_rank else Ellipsis
+        if isinstance(want, int) and const != want:
+            raise refused(f"axis {axis} must equal {want}")
+        if want is STATIC and const is None:
+            raise refused(f"STATIC axis {axis} requires a constant caller dimension")
+        if want is Ellipsis and const is None:
+            raise refused(f"ellipsis axis {axis} requires a constant caller dimension")
 
 
 def _returns(fdef: ast.FunctionDef) -> list[ast.Return]:

@@ -6,7 +6,8 @@ constant tile-group index out of range (a type error), the real parameter names 
 (shown by `inspect.signature`, accepted as keywords), the real load / store / move builder checks
 (dtypes, `order`, store phase / atomic enums, fixpipe quantisation limits), a struct assigned to
 another name (an alias, as the real code generator binds it), annotated parameters of inlined
-helpers (the real lenient check: kind and dtype family, shapes not compared).
+helpers (the real lenient check: kind and dtype family, shapes not compared; a tensor annotation
+with DYNAMIC / STATIC / `...` checked strictly), an MX matmul short of operands.
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import math
 import pytest
 import torch
 from dual_backend import HAS_CXX, on_backend, sim_and_native
-from kernel_source import assert_refused
+from kernel_source import assert_refused, compile_source
 
 import pypto_pro.language as pl
 from pypto_pro.errors import ParserTypeError, SimulationError, UnsupportedFeatureError
@@ -326,3 +327,52 @@ def test_an_mx_matmul_short_of_operands_is_an_arity_error(tmp_path, call):
         with pl.section_cube():
             {call}
      """)
+
+
+@pl.jit
+def policy_helper(x: pl.Tensor[[pl.DYNAMIC, 32], pl.DT_FP32], out: pl.Tensor[[2], pl.DT_INT32]):
+    with pl.section_vector():
+        pl.setval(out, 0, _rows(x))
+        pl.setval(out, 1, _rows(out))
+
+
+def _rows(t: pl.Tensor[[pl.DYNAMIC, ...], pl.DT_INT32] | pl.Tensor):  # not a policy: lenient
+    return t.shape[0]
+
+
+def test_a_helper_tensor_annotation_without_a_policy_is_lenient():
+    def run():
+        out = torch.zeros(2, dtype=torch.int32)
+        policy_helper(torch.zeros(5, 32), out)
+        return out
+
+    assert sim_and_native(run).tolist() == [5, 2]
+
+
+@pytest.mark.parametrize("annotation,argument,fragment", [
+    ("pl.Tensor[[pl.DYNAMIC, 32], pl.DT_FP32]", "x", None),
+    ("pl.Tensor[[pl.DYNAMIC, 32], pl.DT_FP16]", "x", "dtype mismatch: expected fp16, got fp32"),
+    ("pl.Tensor[[pl.DYNAMIC, 16], pl.DT_FP32]", "x", "axis 1 must equal 16"),
+    ("pl.Tensor[[pl.STATIC, 32], pl.DT_FP32]", "x", "STATIC axis 0 requires a constant"),
+    ("pl.Tensor[[pl.DYNAMIC], pl.DT_FP32]", "x", "rank does not match"),
+    ("pl.Tensor[[16, ...], pl.DT_FP32]", "w", "ellipsis axis 1 requires a constant"),
+    ("pl.Tensor[[pl.DYNAMIC, ...], pl.DT_FP32]", "s", None),
+    ("pl.Tensor[[pl.DYNAMIC, 32], pl.DT_FP32]", "t",
+     "policy annotation requires a Tensor argument"),
+])
+def test_a_helper_tensor_annotation_with_a_shape_policy_is_strict(tmp_path, annotation,
+                                                                   argument, fragment):
+    params = ("x: pl.Tensor[[pl.DYNAMIC, 32], pl.DT_FP32], w: pl.Tensor[[16, pl.DYNAMIC], "
+              "pl.DT_FP32], s: pl.Tensor[[16, 32, 4], pl.DT_FP32], out: pl.Tensor[[1], "
+              "pl.DT_INT32]")
+    body = f"""
+        t = pl.make_tile(pl.TileType([16, 32], pl.DT_FP32), addr=0)
+        with pl.section_vector():
+            pl.setval(out, 0, first_rows({argument}))
+     """
+    prelude = f"def first_rows(a: {annotation}):\n    return 1\n"
+    if fragment is None:
+        compile_source(tmp_path, "policy", params, body, prelude=prelude)
+    else:
+        assert_refused(ParserTypeError, f"Helper parameter 'a' {fragment}", tmp_path, "policy",
+                       params, body, prelude=prelude)
