@@ -7,7 +7,8 @@ constant tile-group index out of range (a type error), the real parameter names 
 (dtypes, `order`, store phase / atomic enums, fixpipe quantisation limits), a struct assigned to
 another name (an alias, as the real code generator binds it), annotated parameters of inlined
 helpers (the real lenient check: kind and dtype family, shapes not compared; a tensor annotation
-with DYNAMIC / STATIC / `...` checked strictly), an MX matmul short of operands.
+with DYNAMIC / STATIC / `...` checked strictly), an MX matmul short of operands, annotated
+assignments (a bare annotation or a non-name target refused; the annotation itself not read).
 """
 from __future__ import annotations
 
@@ -376,3 +377,38 @@ def test_a_helper_tensor_annotation_with_a_shape_policy_is_strict(tmp_path, anno
     else:
         assert_refused(ParserTypeError, f"Helper parameter 'a' {fragment}", tmp_path, "policy",
                        params, body, prelude=prelude)
+
+
+# ---------------------------------------------------------------- annotated assignments
+
+
+@pytest.mark.parametrize("statement,error,fragment", [
+    ("k: pl.DT_INT32", UnsupportedFeatureError, "Annotated assignment with no value is not "
+                                                "supported"),
+    ("cfg.lo: int = 3", "syntax", "Only simple variable assignments supported"),
+])
+def test_annotated_assignments_the_real_parser_refuses(tmp_path, statement, error, fragment):
+    from pypto_pro.errors import ParserSyntaxError
+
+    assert_refused(ParserSyntaxError if error == "syntax" else error, fragment, tmp_path,
+                   "annotated_assignment", "out: pl.Tensor[[1], pl.DT_INT32]", f"""
+        with pl.section_vector():
+            cfg = pl.struct("Cfg", lo=1)
+            {statement}
+     """)
+
+
+@pl.jit
+def annotated_local(out: pl.Tensor[[1], pl.DT_INT32], n: pl.DT_INT32):
+    with pl.section_vector():
+        k: pl.DT_INT32 = n * 2  # the annotation is not read
+        pl.setval(out, 0, k)
+
+
+def test_an_annotated_assignment_binds_its_value():
+    def run():
+        out = torch.zeros(1, dtype=torch.int32)
+        annotated_local(out, 21)
+        return out
+
+    assert sim_and_native(run).tolist() == [42]
