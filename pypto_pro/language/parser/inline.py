@@ -259,7 +259,9 @@ def inline_vector_function(ctx: ParseContext, fn: Callable, node: ast.Call) -> A
     frame = FunctionFrame(file, function_env(fn), in_helper=True,
                           mutable=frozenset(n for n, c in assigned_names(fdef.body).items()
                                             if c > 1))
-    frame.scope.update(bind_params(ctx, fdef, fn, args, kwargs, node))
+    bound = bind_params(ctx, fdef, fn, args, kwargs, node)
+    _check_annotations(ctx, fdef, fn, bound, node)  # (as an inlined helper's)
+    frame.scope.update(bound)
     returns = _returns(fdef)
     if returns:  # at the `return` itself, as the real parser reports it
         first = min(returns, key=lambda r: (r.lineno, r.col_offset))

@@ -412,3 +412,14 @@ def test_an_annotated_assignment_binds_its_value():
         return out
 
     assert sim_and_native(run).tolist() == [42]
+
+
+def test_a_vector_function_argument_of_another_family_is_refused(tmp_path):
+    assert_refused(ParserTypeError, "Parameter 't' annotated as a tile of pl.DT_FP32 but "
+                                    "called/returned with a tile of pl.DT_INT32", tmp_path,
+                   "vf_annotated", "out: pl.Tensor[[1], pl.DT_INT32]", """
+        ti = pl.make_tile(pl.TileType([16, 32], pl.DT_INT32), addr=0)
+        with pl.section_vector():
+            touch(ti)
+     """, prelude="@pl.vector_function\ndef touch(t: pl.Tile[[16, 32], pl.DT_FP32]):\n"
+                  "    pass\n")
