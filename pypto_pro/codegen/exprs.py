@@ -135,6 +135,10 @@ class Exprs:
             lhs, rhs = (self._as_float(x, s, e) for x, s in ((e.lhs, lhs), (e.rhs, rhs)))
         elif e.op in (BinOp.FloorDiv, BinOp.FloorMod):
             lhs, rhs = (self._as_result(x, s, e) for x, s in ((e.lhs, lhs), (e.rhs, rhs)))
+            dt = dtype_of(e)
+            if isinstance(e.rhs, ConstInt) and e.rhs.value == 0 and dt is not None and \
+                    not dt.is_float:  # (prelude.py: a fault at this line in a host build)
+                rhs = f"PYPTO_ZERO_DIVISOR({ctype(dt)})"
         return f"{lhs} {text} {rhs}", prec
 
     def _operand(self, e: Expr, prec: int, strict: bool, right: bool) -> str:

@@ -5,7 +5,9 @@ spec §1.4. The helpers give scalar code integer powers, typed min / max / abs a
 deq word of a run-time FP32 scale (`//` and `%` are C++'s own operators, as in the real
 generated code). They are defined once, outside the target guards, so both targets (and the
 native CPU build) share them. getval / setval go through `PYPTO_TILE_ELEM` / `PYPTO_GM_ELEM`
-and every GM window is announced by `PYPTO_GM_CHECK`, and SuperScalar-buffer words are reached
+and every GM window is announced by `PYPTO_GM_CHECK`, an integer `/` or `%` by the constant 0
+(left to run time, as the real parser leaves it) divides by `PYPTO_ZERO_DIVISOR`, and
+SuperScalar-buffer words are reached
 through `PYPTO_SSBUF`: plain element access, nothing and a `__ssbuf__` pointer unless the build
 defines them (the native headers check the bounds and map the buffer).
 """
@@ -82,6 +84,10 @@ __aicore__ inline uint64_t pypto_deq_word(float scale, bool signed_out)
 #ifndef PYPTO_GM_CHECK
 #define PYPTO_GM_CHECK(tensor, ...)
 #endif
+// ---- the constant 0 as the divisor of an integer / or % (a host build faults at its line) ----
+#ifndef PYPTO_ZERO_DIVISOR
+#define PYPTO_ZERO_DIVISOR(T) static_cast<T>(0)
+#endif
 // ---- the SuperScalar buffer at a byte offset, as 32-bit words (a host build maps it) ----
 #ifndef PYPTO_SSBUF
 #define PYPTO_SSBUF(offset, bytes) reinterpret_cast<__ssbuf__ uint32_t*>((uint64_t)(offset))
@@ -90,4 +96,5 @@ __aicore__ inline uint64_t pypto_deq_word(float scale, bool signed_out)
 
 #: helper function names (reserved: never used for variables)
 HELPER_NAMES = ("pypto_pow", "pypto_min", "pypto_max", "pypto_abs", "pypto_deq_word",
-                "PYPTO_TILE_ELEM", "PYPTO_GM_ELEM", "PYPTO_GM_CHECK", "PYPTO_SSBUF")
+                "PYPTO_TILE_ELEM", "PYPTO_GM_ELEM", "PYPTO_GM_CHECK", "PYPTO_SSBUF",
+                "PYPTO_ZERO_DIVISOR")

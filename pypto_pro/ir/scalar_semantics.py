@@ -9,6 +9,7 @@ Imports only the IR.
 """
 from __future__ import annotations
 
+import math
 import operator
 from collections.abc import Callable
 from typing import Any
@@ -16,10 +17,20 @@ from typing import Any
 from .nodes import BinOp
 
 
+def float_div(a: float, b: float) -> float:
+    """IEEE-754 `a / b`, as the generated C++ divides floats: a zero divisor gives ±inf (nan
+    for 0 / 0 or nan / 0), where Python's `/` would raise."""
+    if b != 0:
+        return a / b
+    if a != a or a == 0:
+        return math.nan
+    return math.copysign(math.inf, a) * math.copysign(1.0, b)
+
+
 def c_div(a: Any, b: Any) -> Any:
     """C++ `a / b`: truncation toward zero for integers, float division otherwise."""
     if isinstance(a, float) or isinstance(b, float):
-        return a / b
+        return float_div(a, b)
     q = abs(a) // abs(b)
     return q if (a < 0) == (b < 0) else -q
 
@@ -32,7 +43,7 @@ def c_mod(a: int, b: int) -> int:
 #: runtime meaning of every binary operator that both integers and floats accept
 RUNTIME_BINOPS: dict[BinOp, Callable[[Any, Any], Any]] = {
     BinOp.Add: operator.add, BinOp.Sub: operator.sub, BinOp.Mul: operator.mul,
-    BinOp.FloorDiv: c_div, BinOp.FloorMod: c_mod, BinOp.FloatDiv: operator.truediv,
+    BinOp.FloorDiv: c_div, BinOp.FloorMod: c_mod, BinOp.FloatDiv: float_div,
     BinOp.Pow: operator.pow, BinOp.Min: min, BinOp.Max: max,
     BinOp.Eq: operator.eq, BinOp.Ne: operator.ne, BinOp.Lt: operator.lt, BinOp.Le: operator.le,
     BinOp.Gt: operator.gt, BinOp.Ge: operator.ge, BinOp.BitAnd: operator.and_,

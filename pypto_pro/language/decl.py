@@ -4,7 +4,8 @@ A declaration does nothing when called from Python (it raises `DSLDeclarationErr
 kernel the parser recognises it by identity and dispatches on its `op` name. Namespaces group
 declarations (`pl.system`, `pl.simt`, `pl.mutex`, `vf`). Each declaration documents itself from
 the op registry (`pypto_pro.ir.ops`, read on first use): `inspect.signature(pl.add)` is
-`(dst, src0, src1, /, **options)` and `pl.add?` says which operands are read and written, the
+the real declaration's `(out, lhs, rhs)` (`signatures.py`; for an op it does not declare, one
+from the registry's operand roles) and `pl.add?` says which operands are read and written, the
 pipe the op runs on and its IR op.
 """
 from __future__ import annotations
@@ -34,7 +35,9 @@ class Declaration:
 
     @property
     def __signature__(self) -> inspect.Signature:
-        return _op_signature(_spec(self.op))
+        from .signatures import signature
+
+        return signature(self.op) or _op_signature(_spec(self.op))
 
     def __repr__(self) -> str:
         return f"<DSL declaration {self.qualname}>"
@@ -93,12 +96,15 @@ def _op_signature(spec: Any) -> inspect.Signature:
 def _op_doc(decl: Declaration) -> str:
     """The docstring of a declaration, from its registry entry."""
     spec = _spec(decl.op)
-    head = (f"{decl.qualname}{_op_signature(spec)}\n\n"
+    head = (f"{decl.qualname}{decl.__signature__}\n\n"
             "PyPTO Pro DSL op (usable only inside a kernel).")
     if spec is None:
         return head
     lines = [head, f"IR op `{spec.name}` ({spec.family}).", "", "Parameters", "----------"]
-    names = _names(spec)
+    real = [p.name for p in decl.__signature__.parameters.values()
+            if p.kind is _P.POSITIONAL_OR_KEYWORD]
+    names = [(real[i] if i < len(real) else name, role)
+             for i, (name, role) in enumerate(_names(spec))]
     for name, role in names:
         what = "a value (offsets, a scalar, ...)" if role == "value" else f"operand {role}"
         lines.append(f"{name} : {what}" + ("" if spec.accesses_data or role == "value" else

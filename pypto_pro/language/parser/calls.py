@@ -23,6 +23,7 @@ from ...ir.nodes import Call, EvalStmt, Expr, IfStmt, Select, Stmt, UnOp, Var
 from ...ir.types import NoneType, TensorType, TileGroupType, TileType
 from ..decl import Declaration
 from ..markers import kind_of
+from ..signatures import bind_keywords
 from .context import GroupChoice, ParseContext, PyList
 from .expr import eval_expr, is_const, to_expr, try_const, unary
 from .values import BoundMethod, Fallback
@@ -303,6 +304,10 @@ def dispatch(ctx: ParseContext, op: str, qualname: str, node: ast.Call) -> Any:
 
     if ctx.section == "simt" and (op in ops_block.HANDLERS or opreg.block_op_for(op)):
         raise _block_op_in_simt(ctx, qualname, node)
+    node, twice = bind_keywords(op, node)  # operands passed by their real names
+    if twice is not None:
+        raise ctx.error(ParserTypeError, f"{qualname}() got multiple values for argument "
+                                         f"'{twice}'", node)
     outer, ctx.op_call = ctx.op_call, node  # its kwargs get the enum guard (eval_args)
     try:
         for table in (ops_block.HANDLERS, ops_system.HANDLERS, ops_misc.HANDLERS):

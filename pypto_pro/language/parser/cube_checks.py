@@ -55,7 +55,7 @@ def check_matmul(ctx: ParseContext, node: ast.Call, op: str, args: list[Any]) ->
     for role, v in roles.items():
         if role in _SPACE:
             _space(ctx, node, op, _NAME[role], v, _SPACE[role])
-    if op.startswith("matmul_mx"):
+    if op.startswith("matmul_mx") and len(roles) == len(ROLES[op]):  # (else: the arity error)
         _check_mx(ctx, node, op, roles)
 
 

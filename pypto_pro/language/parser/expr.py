@@ -13,7 +13,7 @@ import operator
 from typing import Any
 
 from ...errors import (
-    InvalidOperationError, ParserSyntaxError, ParserTypeError, PyptoError,
+    ParserSyntaxError, ParserTypeError, PyptoError,
     UnsupportedFeatureError,
 )
 from ...ir.dtype import DataType, promote_scalar
@@ -114,8 +114,8 @@ def binary(ctx: ParseContext, op: BinOp, a: Any, b: Any, node: ast.AST) -> Any:
         try:
             return _PYFUNC[op](va, vb)
         except ZeroDivisionError:
-            raise ctx.error(InvalidOperationError, "division by zero in a constant expression",
-                            node) from None
+            pass  # not folded, as in the real parser: the division happens (and fails) at run
+            # time, in the generated C++ (a float division gives ±inf)
         except (TypeError, ValueError, OverflowError) as e:
             raise ctx.error(ParserTypeError, f"operator '{op.value}' cannot be applied to "
                                              f"{va!r} and {vb!r}: {e}", node) from None
@@ -474,13 +474,51 @@ def _tuple(ctx: ParseContext, node: ast.Tuple | ast.List) -> Any:
 
 
 def _dict(ctx: ParseContext, node: ast.Dict) -> Any:
-    out = {}
+    """A dict display is refused as the real parser refuses it: it has no IR form, so the real
+    parser retries it as Python, which only succeeds when every key and value is known while
+    parsing; the dict it then gets is no value a kernel can hold."""
+    _const_dict(ctx, node)
+    raise _dict_refused(ctx, node)
+
+
+def _const_dict(ctx: ParseContext, node: ast.Dict) -> dict:
+    """The dict of a display whose keys and values are all known while parsing (what the real
+    parser's retry as Python computes); else its refusal of the display."""
+    out: dict = {}
     for k, v in zip(node.keys, node.values):
-        if k is None:
-            raise ctx.error(UnsupportedFeatureError, "'**' in dict displays is not supported",
-                            node)
-        out[eval_expr(ctx, k)] = eval_expr(ctx, v)
+        try:
+            known = k is not None
+            if known:
+                key, value = eval_expr(ctx, k), eval_expr(ctx, v)
+                known = is_const(key) and is_const(value)
+        except PyptoError:
+            known = False
+        if not known:
+            raise ctx.error(UnsupportedFeatureError, "Unsupported expression type: Dict", node,
+                            hint="Use supported expressions like variables, constants, "
+                                 "operations, or function calls")
+        out[key] = value
     return out
+
+
+def _dict_refused(ctx: ParseContext, node: ast.AST, kind: str = "dict") -> PyptoError:
+    return ctx.error(ParserTypeError, f"Unsupported closure variable type: {kind}", node,
+                     hint="Closure variables must be int, float, bool, list, tuple, or IR "
+                          "expressions")
+
+
+def _dict_item(ctx: ParseContext, node: ast.Subscript) -> Any:
+    """`{...}[key]` on constants: the real parser's retry of the whole subscript as Python
+    gives the item (a value a kernel can hold, or the same refusal)."""
+    table = _const_dict(ctx, node.value)
+    ok, key = try_const(eval_expr(ctx, node.slice))
+    try:
+        item = table[key] if ok else table[object()]
+    except (KeyError, TypeError):
+        raise _dict_refused(ctx, node.value) from None
+    if not isinstance(item, (bool, int, float, tuple, list)):
+        raise _dict_refused(ctx, node, type(item).__name__)
+    return item
 
 
 def _attribute(ctx: ParseContext, node: ast.Attribute) -> Any:
@@ -497,6 +535,8 @@ def get_attribute(ctx: ParseContext, base: Any, attr: str, node: ast.AST) -> Any
 def _subscript(ctx: ParseContext, node: ast.Subscript) -> Any:
     from .values import attribute_of, subscript_of, tensor_shape_dim
 
+    if isinstance(node.value, ast.Dict):
+        return _dict_item(ctx, node)
     if isinstance(node.value, ast.Attribute) and node.value.attr == "shape":
         owner = eval_expr(ctx, node.value.value)  # `tensor.shape[axis]`: the axis rules
         if isinstance(owner, Expr) and isinstance(owner.type, TensorType):

@@ -16,8 +16,10 @@ from typing import Any, Callable
 from ...errors import (
     InvalidOperationError, ParserSyntaxError, ParserTypeError, UnsupportedFeatureError,
 )
-from ...ir.nodes import SectionStmt
-from ...ir.types import SectionKind
+from ...ir.dtype import DataType
+from ...ir.nodes import ConstInt, SectionStmt
+from ...ir.types import ScalarType, SectionKind, TensorType, TileType
+from ..types import DYNAMIC, STATIC, TensorSpec, TileSpec
 from . import returns
 from .context import FunctionFrame, ParseContext, assigned_names, span_of
 
@@ -27,7 +29,8 @@ _AST_CACHE: dict[Any, tuple[ast.FunctionDef, str]] = {}
 def function_ast(fn: Callable) -> tuple[ast.FunctionDef, str]:
     """The function's AST with line/column numbers of the real file (or notebook cell)."""
     code = fn.__code__
-    key = (code, code.co_firstlineno)
+    key = (code, code.co_filename, code.co_firstlineno)  # (equal code objects may come from
+    # two files: code equality ignores the file, and the annotations, which may differ)
     if key in _AST_CACHE:
         return _AST_CACHE[key]
     file = inspect.getsourcefile(fn) or code.co_filename
@@ -57,6 +60,44 @@ def function_env(fn: Callable) -> ChainMap:
             except ValueError:
                 pass
     return ChainMap(closure, fn.__globals__)
+
+
+def annotation_value(fn: Callable, annotation: ast.expr | None) -> Any:
+    """A helper's parameter / return annotation's value (a pl.DT_*, pl.Tile[...],
+    pl.Tensor[...]) in the helper's own scope, its closure first (as the real type resolver
+    lets a closure name win); None when there is none or it names no value there."""
+    if annotation is None:
+        return None
+    try:
+        return eval(compile(ast.Expression(annotation), "<annotation>", "eval"),  # noqa: S307
+                    {}, function_env(fn))
+    except Exception:  # noqa: BLE001 - a string or unresolvable annotation is not checked
+        return None
+
+
+def _kind_and_dtype(t: Any) -> tuple[str, DataType] | None:
+    if isinstance(t, DataType):
+        return "scalar", t
+    if isinstance(t, ScalarType):
+        return "scalar", t.dtype
+    if isinstance(t, (TileSpec, TileType)):
+        return "tile", t.dtype
+    if isinstance(t, (TensorSpec, TensorType)):
+        return "tensor", t.dtype
+    return None
+
+
+def annotation_fits(wanted: Any, actual: Any) -> bool:
+    """The real frontend's lenient rule: same kind of value, dtypes of one family."""
+    w, a = _kind_and_dtype(wanted), _kind_and_dtype(actual)
+    if w is None or a is None:
+        return True
+    return w[0] == a[0] and w[1].family == a[1].family
+
+
+def describe_kind(t: Any) -> str:
+    kd = _kind_and_dtype(t)
+    return f"a {kd[0]} of {kd[1]}" if kd else repr(t)
 
 
 def bind_params(ctx: ParseContext, fdef: ast.FunctionDef, fn: Callable, args: list,
@@ -91,6 +132,57 @@ def check_inline_call(ctx: ParseContext, fdef: ast.FunctionDef, fn: Callable,
     if not least <= given <= most:
         raise ctx.error(ParserTypeError, f"Function '{name}' expects {least} to {most} "
                                          f"positional argument(s), got {given}", node)
+
+
+def _check_annotations(ctx: ParseContext, fdef: ast.FunctionDef, fn: Callable,
+                       bound: dict[str, Any], node: ast.AST) -> None:
+    """Each argument of an inlined helper fits its parameter's annotation as the real parser
+    checks it: the same kind of value (scalar, tile, tensor), dtypes of one family; shapes are
+    not compared."""
+    from .expr import scalar_type
+
+    for a in fdef.args.args:
+        wanted = annotation_value(fn, a.annotation)
+        value = bound.get(a.arg)
+        actual = getattr(value, "type", None) or scalar_type(value)
+        if isinstance(wanted, TensorSpec) and any(d is DYNAMIC or d is STATIC or d is Ellipsis
+                                                  for d in wanted.dims):
+            _check_policy(ctx, a.arg, wanted, actual, node)
+        elif wanted is not None and actual is not None and not annotation_fits(wanted, actual):
+            raise ctx.error(ParserTypeError, f"Parameter '{a.arg}' annotated as "
+                                             f"{describe_kind(wanted)} but called/returned "
+                                             f"with {describe_kind(actual)}", node,
+                            hint="Make the annotation match the actual argument/return type, "
+                                 "or remove it.")
+
+
+def _check_policy(ctx: ParseContext, name: str, wanted: TensorSpec, actual: Any,
+                  node: ast.AST) -> None:
+    """A helper's tensor parameter annotated with DYNAMIC / STATIC / `...` is checked strictly,
+    as the real parser's policy check: a tensor of that very dtype and rank (at least the
+    explicit axes, with `...`), fixed axes equal, STATIC and `...` axes constant."""
+    from .ops_block import real_dtype_name
+
+    def refused(message: str) -> Exception:
+        return ctx.error(ParserTypeError, f"Helper parameter '{name}' {message}", node)
+
+    if not isinstance(actual, TensorType):
+        raise refused("policy annotation requires a Tensor argument")
+    if actual.dtype is not wanted.dtype:
+        raise refused(f"dtype mismatch: expected {real_dtype_name(wanted.dtype)}, got "
+                      f"{real_dtype_name(actual.dtype)}")
+    rank = len(actual.shape)
+    if rank < wanted.explicit_rank or (rank > wanted.explicit_rank and not wanted.has_ellipsis):
+        raise refused(f"rank does not match {list(wanted.dims)}")
+    for axis, dim in enumerate(actual.shape):
+        const = dim.value if isinstance(dim, ConstInt) else None
+        want = wanted.dims[axis] if axis < wanted.explicit_rank else Ellipsis
+        if isinstance(want, int) and const != want:
+            raise refused(f"axis {axis} must equal {want}")
+        if want is STATIC and const is None:
+            raise refused(f"STATIC axis {axis} requires a constant caller dimension")
+        if want is Ellipsis and const is None:
+            raise refused(f"ellipsis axis {axis} requires a constant caller dimension")
 
 
 def _returns(fdef: ast.FunctionDef) -> list[ast.Return]:
@@ -130,6 +222,8 @@ def inline_helper(ctx: ParseContext, fn: Callable, node: ast.Call) -> Any:
         raise ctx.error(UnsupportedFeatureError, f"cannot read the source of helper "
                                                  f"'{fn.__name__}' to inline it", node) from None
     check_inline_call(ctx, fdef, fn, node)
+    bound = bind_params(ctx, fdef, fn, args, kwargs, node)
+    _check_annotations(ctx, fdef, fn, bound, node)
     if len(ctx.frames) > 64:
         raise ctx.error(InvalidOperationError, f"helper '{fn.__name__}' recurses too deeply "
                                                f"(recursion cannot be inlined)", node)
@@ -139,7 +233,7 @@ def inline_helper(ctx: ParseContext, fn: Callable, node: ast.Call) -> Any:
     frame = FunctionFrame(file, function_env(fn), in_helper=True,
                           mutable=frozenset(n for n, c in assigned_names(body).items()
                                             if c > 1))
-    frame.scope.update(bind_params(ctx, fdef, fn, args, kwargs, node))
+    frame.scope.update(bound)
     ctx.frames.append(frame)
     try:
         parse_body(ctx, body)
@@ -165,7 +259,9 @@ def inline_vector_function(ctx: ParseContext, fn: Callable, node: ast.Call) -> A
     frame = FunctionFrame(file, function_env(fn), in_helper=True,
                           mutable=frozenset(n for n, c in assigned_names(fdef.body).items()
                                             if c > 1))
-    frame.scope.update(bind_params(ctx, fdef, fn, args, kwargs, node))
+    bound = bind_params(ctx, fdef, fn, args, kwargs, node)
+    _check_annotations(ctx, fdef, fn, bound, node)  # (as an inlined helper's)
+    frame.scope.update(bound)
     returns = _returns(fdef)
     if returns:  # at the `return` itself, as the real parser reports it
         first = min(returns, key=lambda r: (r.lineno, r.col_offset))

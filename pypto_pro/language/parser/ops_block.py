@@ -6,6 +6,7 @@ validates at parse time (memory spaces, alignment, layouts, static offsets) and 
 from __future__ import annotations
 
 import ast
+import enum
 from dataclasses import replace
 from typing import Any
 
@@ -61,22 +62,6 @@ def _const_int(ctx: ParseContext, v: Any, node: ast.AST, what: str) -> int:
         raise ctx.error(ParserTypeError, f"{what} must be a compile-time int, got {got}", node,
                         hint="tile placement is fixed at compile time")
     return c
-
-
-#: the keyword the real op builders name their last positional operand by, which a call may
-#: pass by name (`pl.insert(dst, src, offset=[0, 16])`)
-_LAST_OPERAND = {"load": "offsets", "store": "offsets", "load_tile": "tile_offsets",
-                 "store_tile": "tile_offsets", "insert": "offset", "set_validshape": "shape"}
-
-
-def _operands(ctx: ParseContext, node: ast.Call, op: str, count: int) -> tuple[list, dict]:
-    """The call's evaluated arguments, its last operand (the `count`-th) taken from its
-    keyword when it is not given by position."""
-    args, kw = eval_args(ctx, node)
-    name = _LAST_OPERAND[op]
-    if len(args) == count - 1 and name in kw:
-        args = [*args, kw.pop(name)]
-    return args, kw
 
 
 # ---------------------------------------------------------------- allocation (spec §2.5)
@@ -267,7 +252,7 @@ def _group_addrs(ctx: ParseContext, value: Any, n: int, t: TileType,
 
 
 def set_validshape(ctx: ParseContext, node: ast.Call, op: str) -> Any:
-    args, _ = _operands(ctx, node, op, 2)
+    args, _ = eval_args(ctx, node)
     if len(args) != 2:
         raise ctx.error(ParserTypeError, "pl.set_validshape(tile, [rows, cols])", node)
     target, shape = args
@@ -355,17 +340,58 @@ def _order_dims(ctx: ParseContext, order: Any, rank: int, node: ast.AST, op: str
         return default, False
     items = order.items if isinstance(order, PyList) else order
     o = list(items) if isinstance(items, (list, tuple)) else [items]
-    if len(o) != 2 or any(type(x) is not int for x in o) or o[0] == o[1] or \
-            not all(0 <= x < rank for x in o):
+    if len(o) != 2 or any(type(x) is not int for x in o):
         raise ctx.error(ParserTypeError, f"{op}: 'order' must be a compile-time integer list "
                                          f"naming two distinct tensor axes of the "
                                          f"rank-{rank} tensor (absolute indices in [0, {rank}))"
                                          f", got {o}", node,
                         hint="e.g. order=[1, 0] for a transposed 2-D load, order=[1, 3] for "
                              "axes 1 and 3 of a 4-D tensor")
-    if op.startswith("store") and o[0] > o[1]:
-        raise ctx.error(ParserTypeError, f"{op}: order must be ascending, got {o}", node)
+    dims = sorted(o)  # the real `_validate_tile_dims` checks the axes, then a store their order
+    if dims[0] == dims[1]:
+        raise ctx.builder_error(f"{op}: order axes must be unique, got {dims}", node)
+    bad = next((d for d in dims if not 0 <= d < rank), None)
+    if bad is not None:
+        raise ctx.builder_error(f"{op}: order axis {bad} is out of range for Tensor rank "
+                                f"{rank}", node)
+    if op.startswith("store") and o != dims:
+        raise ctx.builder_error(f"{op}: order must be ascending, got {o}", node)
     return o, o[0] > o[1]
+
+
+#: element types the real load / store builders take ("b8/b16/b32/b64")
+_MOVABLE = frozenset(DataType) - {DataType.BOOL, DataType.INT4, DataType.UINT4, DataType.FP4,
+                                  DataType.HF4, DataType.INDEX}
+
+
+def real_dtype_name(dt: DataType) -> str:
+    """A dtype as the real frontend's messages print it (`fp16`, `bfloat16`, ...)."""
+    return "bfloat16" if dt is DataType.BF16 else dt.value.lower()
+
+
+def _check_movable(ctx: ParseContext, op: str, operands: tuple, node: ast.AST) -> None:
+    """The real builders' dtype check of a load's / store's tile and tensor: (role, value)."""
+    for role, v in operands:
+        if v.type.dtype not in _MOVABLE:
+            raise ctx.builder_error(f"{op}: unsupported {role} dtype "
+                                    f"{real_dtype_name(v.type.dtype)}, supported: "
+                                    f"b8/b16/b32/b64", node)
+
+
+def _check_fixpipe_quant(ctx: ParseContext, op: str, src: DataType, dst: DataType,
+                         node: ast.AST) -> None:
+    """The quantisations the fixpipe cannot produce (the real `_check_scale_dst_supported`,
+    for a store or move with a scale): no unsigned requantisation, no scaled BF16 output."""
+    if dst is DataType.UINT8:
+        raise ctx.builder_error(f"{op}: scale quantization to UINT8 is not supported — the "
+                                f"hardware fixpipe has no unsigned requantization path. Use an "
+                                f"INT8 output, or quantize in the Vector (UB) domain.", node)
+    if dst is DataType.BF16 and src in (DataType.FP32, DataType.INT32):
+        raise ctx.builder_error(f"{op}: scale quantization from {real_dtype_name(src)} to BF16 "
+                                f"is not supported — the fixpipe only dequantizes INT32→FP16 "
+                                f"and only truncates FP32→BF16 without a scale. Write FP16 "
+                                f"output, or drop the scale and truncate in the Vector (UB) "
+                                f"domain.", node)
 
 
 def _tile_offsets(ctx: ParseContext, offs: list, dims: list[int], t: TileType,
@@ -395,7 +421,7 @@ def _mx_scale(ctx: ParseContext, t: TileType, src: Expr, node: ast.AST) -> str |
 
 
 def load(ctx: ParseContext, node: ast.Call, op: str) -> Any:
-    args, kw = _operands(ctx, node, op, 3)
+    args, kw = eval_args(ctx, node)
     if len(args) != 3:
         raise ctx.error(ParserTypeError, f"pl.{op}(dst_tile, src_tensor, offsets, order=None)",
                         node)
@@ -414,6 +440,7 @@ def load(ctx: ParseContext, node: ast.Call, op: str) -> Any:
                         f"section: the {core}", node,
                         hint=f"declare {_name(dst)} with pl.MemorySpace.{home.value}, or load "
                              f"it in a pl.section_{'cube' if home is M.Vec else 'vector'}()")
+    _check_movable(ctx, op, (("dst tile", dst), ("src tensor", src)), node)
     rank = src.type.rank
     mx = _mx_scale(ctx, t, src, node)
     default = [rank - 3, rank - 2] if mx else [rank - 2, rank - 1] if rank >= 2 else [0, 0]
@@ -433,7 +460,7 @@ def load(ctx: ParseContext, node: ast.Call, op: str) -> Any:
 
 
 def store(ctx: ParseContext, node: ast.Call, op: str) -> Any:
-    args, kw = _operands(ctx, node, op, 3)
+    args, kw = eval_args(ctx, node)
     if len(args) not in (3, 4):
         raise ctx.error(ParserTypeError, f"pl.{op}(dst_tensor, src_tile, offsets, ...)", node)
     dst = _tensor(ctx, args[0], node, "store destination")
@@ -442,6 +469,12 @@ def store(ctx: ParseContext, node: ast.Call, op: str) -> Any:
     if t.memory not in (M.Vec, M.Acc):
         raise ctx.error(InvalidOperationError, f"store: source must be a Vec or Acc tile, got "
                                                f"{t.memory.value}", node)
+    _check_movable(ctx, op, (("dst tensor", dst), ("src tile", src)), node)
+    for key, kind in (("phase", attrs.STPhase), ("atomic", attrs.AtomicType)):
+        v = kw.get(key)  # (a number is refused by the enum guard before the builder runs)
+        if v is not None and not isinstance(v, kind) and isinstance(v, enum.Enum):
+            raise ctx.builder_error(f"{op}: invalid {key} value {v!r}, expected "
+                                    f"{kind.__name__}", node)
     rank = dst.type.rank
     dims, transpose = _order_dims(ctx, kw.get("order"), rank, node, op,
                                   [rank - 2, rank - 1] if rank >= 2 else [0, 0])
@@ -456,10 +489,14 @@ def store(ctx: ParseContext, node: ast.Call, op: str) -> Any:
                                                                   "phase")):
         raise ctx.error(InvalidOperationError, "store: scale/relu/phase apply to Acc tiles "
                                                "(fixpipe) only", node)
+    if scale is not None:
+        _check_fixpipe_quant(ctx, op, t.dtype, dst.type.dtype, node)
     if isinstance(getattr(scale, "type", None), TileType):
-        if kw.get("relu_pre_mode") is not None or kw.get("phase") is not None:
-            raise ctx.error(InvalidOperationError, "store: a per-channel scale tile cannot be "
-                                                   "combined with relu or phase", node)
+        if kw.get("relu_pre_mode") is not None:
+            raise ctx.builder_error("scale (per-channel) cannot be used together with "
+                                    "relu_pre_mode", node)
+        if kw.get("phase") is not None:
+            raise ctx.builder_error("scale (per-channel) cannot be combined with phase", node)
         opname, extra, scale = "block.store_fp", [scale], None
     kwargs = {"relu_pre_mode": kw.get("relu_pre_mode"), "atomic": kw.get("atomic"),
               "phase": kw.get("phase"), "scale": scale, "is_transpose": transpose or None,
@@ -516,7 +553,12 @@ def move(ctx: ParseContext, node: ast.Call, op: str) -> Any:
     if mode in (attrs.AccToVecMode.DualModeSplitM, attrs.AccToVecMode.DualModeSplitN):
         src = _align_dual_split(ctx, src, mode, node)
     scale = kw.get("scale")
+    if scale is not None:
+        _check_fixpipe_quant(ctx, "move", src.type.dtype, dst.type.dtype, node)
     if isinstance(getattr(scale, "type", None), TileType):
+        if mode in (attrs.AccToVecMode.DualModeSplitM, attrs.AccToVecMode.DualModeSplitN):
+            raise ctx.builder_error("scale (per-channel) only supports single-mode "
+                                    "acc_to_vec_mode", node)
         return emit_op(ctx, "block.move_fp", [dst, src, scale, *rest],
                        {"acc_to_vec_mode": mode, "relu_pre_mode": kw.get("relu_pre_mode")}, node)
     return emit_op(ctx, "block.move", [dst, src, *rest],
@@ -593,7 +635,7 @@ def _align_dual_split(ctx: ParseContext, acc: Expr, mode: attrs.AccToVecMode,
 
 
 def insert(ctx: ParseContext, node: ast.Call, op: str) -> Any:
-    args, _ = _operands(ctx, node, op, 3)
+    args, _ = eval_args(ctx, node)
     if len(args) != 3:
         raise ctx.error(ParserTypeError, "pl.insert(dst, src, [row, col])", node)
     dst = _tile(ctx, args[0], node, "insert destination")

@@ -12,7 +12,7 @@ from dataclasses import replace
 from typing import Any
 
 from ...errors import InvalidOperationError, OutOfRange, ParserTypeError, UnsupportedFeatureError
-from ...ir.dtype import DataType, promote_scalar
+from ...ir.dtype import promote_scalar
 from ...ir.mutator import Mutator
 from ...ir.nodes import (
     Call, Cast, ConstBool, ConstFloat, ConstInt, EvalStmt, Expr, Function, FunctionType,
@@ -21,10 +21,12 @@ from ...ir.nodes import (
 from ...ir.types import NoneType, ScalarType, TensorType, TileType
 from ..markers import kind_of
 from .calls import emit_op, eval_args, materialize
-from ..types import TensorSpec, TileSpec
 from .context import FunctionFrame, ParseContext, PyList, assigned_names, span_of
 from .expr import eval_expr, to_expr
-from .inline import bind_params, function_ast, function_env
+from .inline import (
+    annotation_fits, annotation_value, bind_params, describe_kind, function_ast,
+    function_env,
+)
 from .values import linear_offset
 
 
@@ -141,10 +143,11 @@ def _instantiate(ctx: ParseContext, fn, exprs: list[Expr], node: ast.AST,
         ctx.simt_stack.pop()
         ctx.frames.pop()
     ret = None if entry else _return_type(ctx, frame, fdef, body)
-    returns = _annotation(fn, fdef.returns)
-    if ret is not None and returns is not None and not _compatible(returns, ret):
+    returns = annotation_value(fn, fdef.returns)
+    if ret is not None and returns is not None and not annotation_fits(returns, ret):
         raise ctx.error(ParserTypeError, f"return of '{fn.__name__}' annotated as "
-                                         f"{_describe(returns)} but returns {_describe(ret)}",
+                                         f"{describe_kind(returns)} but returns "
+                                         f"{describe_kind(ret)}",
                         span_of(frame.simt_returns[-1][1], file),
                         hint="make the annotation match the returned value, or remove it")
     if ret is not None:
@@ -162,50 +165,13 @@ def _check_signature(ctx: ParseContext, fn, fdef: ast.FunctionDef, exprs: list[E
     """Each argument must fit its parameter's annotation as the real frontend checks it (same
     kind of value, dtypes of the same int / float family; shapes may differ)."""
     for a, e in zip(fdef.args.args, exprs):
-        wanted = _annotation(fn, a.annotation)
-        if wanted is not None and not _compatible(wanted, e.type):
+        wanted = annotation_value(fn, a.annotation)
+        if wanted is not None and not annotation_fits(wanted, e.type):
             raise ctx.error(ParserTypeError, f"SIMT parameter '{a.arg}' of '{fn.__name__}' "
-                                             f"annotated as {_describe(wanted)} but called "
-                                             f"with {_describe(e.type)}", node,
+                                             f"annotated as {describe_kind(wanted)} but called "
+                                             f"with {describe_kind(e.type)}", node,
                             hint="make the argument match the parameter's type (pl.astype "
                                  "converts a scalar), or remove the annotation")
-
-
-def _annotation(fn, annotation: ast.expr | None) -> Any:
-    """A SIMT parameter / return annotation's value (a pl.DT_*, pl.Tile[...], pl.Tensor[...]);
-    None when there is none or it names no value here."""
-    if annotation is None:
-        return None
-    try:
-        return eval(compile(ast.Expression(annotation), "<annotation>", "eval"),  # noqa: S307
-                    {}, function_env(fn))
-    except Exception:  # noqa: BLE001 - a string or unresolvable annotation is not checked
-        return None
-
-
-def _kind_and_dtype(t: Any) -> tuple[str, DataType] | None:
-    if isinstance(t, DataType):
-        return "scalar", t
-    if isinstance(t, ScalarType):
-        return "scalar", t.dtype
-    if isinstance(t, (TileSpec, TileType)):
-        return "tile", t.dtype
-    if isinstance(t, (TensorSpec, TensorType)):
-        return "tensor", t.dtype
-    return None
-
-
-def _compatible(wanted: Any, actual: Any) -> bool:
-    """The real frontend's lenient rule: same kind of value, dtypes of one family."""
-    w, a = _kind_and_dtype(wanted), _kind_and_dtype(actual)
-    if w is None or a is None:
-        return True
-    return w[0] == a[0] and w[1].family == a[1].family
-
-
-def _describe(t: Any) -> str:
-    kd = _kind_and_dtype(t)
-    return f"a {kd[0]} of {kd[1]}" if kd else repr(t)
 
 
 def simt_return(ctx: ParseContext, node: ast.Return) -> None:

@@ -65,8 +65,16 @@ def _block(ctx: ParseContext, stmts: list[ast.stmt], span) -> Any:
 
 
 def _assign(ctx: ParseContext, node: ast.Assign | ast.AnnAssign) -> None:
-    if node.value is None:
-        return  # a bare annotation declares nothing
+    if isinstance(node, ast.AnnAssign):  # the real parser's checks; the annotation itself
+        # is not read (the real one reads it only when it names a pl.MemRef)
+        if not isinstance(node.target, ast.Name):
+            raise ctx.error(ParserSyntaxError, "Only simple variable assignments supported",
+                            node.target, hint="Use a simple variable name for assignment "
+                                              "targets")
+        if node.value is None:
+            raise ctx.error(UnsupportedFeatureError, "Annotated assignment with no value is "
+                                                     "not supported", node,
+                            hint="Provide a value for the assignment")
     targets = node.targets if isinstance(node, ast.Assign) else [node.target]
     outer, ctx.assign_target = ctx.assign_target, targets[0] if len(targets) == 1 else None
     try:  # the Reg API types some results by their target (ops_vf)

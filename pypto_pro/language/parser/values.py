@@ -200,12 +200,15 @@ def group_slot(ctx: ParseContext, group: Expr, index: Any, node: ast.AST) -> Exp
     k, i = try_const(index)
     if (k and (not isinstance(i, int) or isinstance(i, bool))) or (not k and not (
             isinstance(getattr(index, "type", None), ScalarType) and index.type.dtype.is_int)):
-        raise ctx.error(ParserTypeError, "a tile group index must be an integer scalar: g[i]",
-                        node)
+        got = getattr(index, "type", None) or type(i).__name__
+        raise ctx.error(ParserTypeError, f"tile group index must be an integer scalar, but got "
+                                         f"{got}", node,
+                        hint="Use an integer scalar expression, for example g[0] or g[i]")
     if k:
-        if not 0 <= i < t.depth:
-            raise ctx.error(OutOfRange, f"tile group index {i} out of range 0..{t.depth - 1}",
-                            node)
+        if not 0 <= i < t.depth:  # the real frontend's words and class (no wrap-around)
+            raise ctx.error(ParserTypeError, f"tile group index {i} is out of range for a "
+                                             f"{t.depth}-tile group", node,
+                            hint=f"Valid indices are in [0, {t.depth})")
         return Call("tile_group.get", (group, ConstInt(i)), (), t.slot_type(i), ctx.span(node))
     return Call("tile_group.get", (group, to_expr(ctx, index, node)), (), t.slot_type(None),
                 ctx.span(node))

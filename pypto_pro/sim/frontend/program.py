@@ -252,7 +252,7 @@ class _Compiler:
         if isinstance(e.rhs, (ConstInt, ConstFloat, ConstBool)) and rounded is None and not (
                 e.rhs.value == 0 and e.op in _DIVISIONS):
             return _binary_const(op, lhs, e.rhs.value, dt)
-        if e.op in _DIVISIONS:
+        if e.op in _DIVISIONS and not (dt is not None and dt.is_float):  # (floats: ±inf/nan)
             def div(fr: Frame) -> Any:
                 rhs = b(fr)
                 if rhs == 0:

@@ -1,5 +1,6 @@
-"""`pl` ops document themselves from the op registry: a signature with one named parameter per
-operand, and a docstring saying which operands are read and written, the IR op and the pipe."""
+"""`pl` ops document themselves: the real declaration's signature (for an op it does not declare,
+one named parameter per operand of the op registry), and a docstring saying which operands are
+read and written, the IR op and the pipe."""
 from __future__ import annotations
 
 import inspect
@@ -12,17 +13,17 @@ from pypto_pro.errors import DSLDeclarationError
 
 def test_a_vector_op_names_its_output_first_and_its_pipe():
     sig = inspect.signature(pl.add)
-    assert list(sig.parameters) == ["dst", "src0", "src1", "options"]
-    assert all(p.kind is p.POSITIONAL_ONLY for p in list(sig.parameters.values())[:3])
+    assert list(sig.parameters) == ["out", "lhs", "rhs"]
+    assert all(p.kind is p.POSITIONAL_OR_KEYWORD for p in sig.parameters.values())
     doc = pl.add.__doc__
-    assert doc.startswith("pl.add(dst, src0, src1, /, **options)")
-    assert "dst : operand written" in doc and "src0 : operand read" in doc
+    assert doc.startswith("pl.add(out, lhs, rhs)")
+    assert "out : operand written" in doc and "lhs : operand read" in doc
     assert "IR op `block.add`" in doc and "Runs on pipe V." in doc
 
 
 @pytest.mark.parametrize("op,expected", [
-    (pl.load, ["dst", "src", "arg", "options"]),           # offsets are a value, not a tile
-    (pl.matmul_acc, ["dst", "src0", "src1", "src2", "options"]),
+    (pl.load, ["dst_tile", "src_tensor", "offsets", "order"]),  # as the real declaration
+    (pl.matmul_acc, ["dst_tile", "acc_tile", "lhs_tile", "rhs_tile", "phase"]),
     (pl.system.sync_src, ["args", "options"]),             # keyword options only
 ])
 def test_signatures_follow_the_operand_roles(op, expected):

@@ -350,8 +350,18 @@ inline std::mutex& atomic_mutex()
     return m;
 }
 
+//! the divisor of an integer `/` or `%` written as the constant 0 (`PYPTO_ZERO_DIVISOR`): the
+//! simulator's run-time fault at that line, where the C++ compiler would turn the undefined
+//! division into a trap at some other place
+template <typename T>
+[[noreturn]] inline T zero_divisor(int line)
+{
+    raise_fault(FaultKind::Sync, line, "division by zero in scalar code");
+}
+
 }  // namespace pypto_native
 
+#define PYPTO_ZERO_DIVISOR(T) (::pypto_native::zero_divisor<T>(__LINE__))
 //! bounds-checked forms of the element access and window hooks of kernel.cpp (see prelude.py)
 #define PYPTO_GM_ELEM(ptr, k) \
     (::pypto_native::gm_element((ptr), static_cast<int64_t>(k), __LINE__))
