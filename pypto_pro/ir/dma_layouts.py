@@ -80,10 +80,11 @@ def shape_refusal(t: TileType) -> str | None:
     rows, cols = t.shape
     size = t.dtype.bits // 8
     layout = t.layout
-    if not layout.is_fractal:
-        axis, extent = ("row", cols) if layout is TileLayout.ND else ("column", rows)
+    if not layout.is_fractal:  # (a one-column tile is column-major, as `tile_layout` spells it)
+        column = layout is TileLayout.DN or cols == 1
+        axis, extent = ("column", rows) if column else ("row", cols)
         if extent * size % 32:
-            return (f"the {axis} of a {layout.value} tile must span whole 32-byte blocks: "
+            return (f"the {axis} of a {tile_layout(t)} tile must span whole 32-byte blocks: "
                     f"{extent} x {size} B is not a multiple of 32")
         return None
     row_major = layout.slayout == "row"

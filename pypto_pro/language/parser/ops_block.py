@@ -367,6 +367,15 @@ def _order_dims(ctx: ParseContext, order: Any, rank: int, node: ast.AST, op: str
     return o, o[0] > o[1]
 
 
+def _check_rank(ctx: ParseContext, op: str, rank: int, order: Any, node: ast.AST) -> None:
+    """A 2-D tile over a 1-D tensor: the real builder's default order, the last two axes, is
+    [-1, 0] there, which it refuses in these words (1-D tensors are read and written by
+    element: `getval` / `setval`, `t[i]`)."""
+    if rank < 2 and order is None:
+        raise ctx.builder_error(f"{op}: order axis -1 is out of range for Tensor rank {rank}",
+                                node)
+
+
 def _tile_offsets(ctx: ParseContext, offs: list, dims: list[int], t: TileType,
                   node: ast.AST) -> list:
     """load_tile / store_tile: tile indices times the tile's extent, the real
@@ -415,7 +424,8 @@ def load(ctx: ParseContext, node: ast.Call, op: str) -> Any:
                              f"it in a pl.section_{'cube' if home is M.Vec else 'vector'}()")
     rank = src.type.rank
     mx = _mx_scale(ctx, t, src, node)
-    default = [rank - 3, rank - 2] if mx else [rank - 2, rank - 1] if rank >= 2 else [0, 0]
+    _check_rank(ctx, op, rank, kw.get("order"), node)
+    default = [rank - 3, rank - 2] if mx else [rank - 2, rank - 1]
     dims, transpose = _order_dims(ctx, kw.get("order"), rank, node, op, default)
     if mx and (rank - 1 in dims or max(dims) != rank - 2):
         raise ctx.error(UnsupportedFeatureError, f"load: an MX scale load along tensor axes "
@@ -442,8 +452,8 @@ def store(ctx: ParseContext, node: ast.Call, op: str) -> Any:
         raise ctx.error(InvalidOperationError, f"store: source must be a Vec or Acc tile, got "
                                                f"{t.memory.value}", node)
     rank = dst.type.rank
-    dims, transpose = _order_dims(ctx, kw.get("order"), rank, node, op,
-                                  [rank - 2, rank - 1] if rank >= 2 else [0, 0])
+    _check_rank(ctx, op, rank, kw.get("order"), node)
+    dims, transpose = _order_dims(ctx, kw.get("order"), rank, node, op, [rank - 2, rank - 1])
     offs = _offsets(ctx, args[2], rank, node)
     if op == "store_tile":
         offs = _tile_offsets(ctx, offs, dims, t, node)

@@ -198,9 +198,14 @@ def test_tail_loop_over_a_dynamic_tensor(name, m, n):
 # ---------------------------------------------------------------- order: N-D tensors
 
 
-def nd_copy(shape, tile, dtype, at, order, store_at, out_shape, via_tile: bool = False):
+def nd_copy(shape, tile, dtype, at, order, store_at, out_shape, via_tile: bool = False,
+            dynamic: bool = False):
     """One Vec tile over tensor axes `order` (ascending), the other axes fixed by the offsets;
-    stored into `out` with the same order (load_tile / store_tile when `via_tile`)."""
+    stored into `out` with the same order (load_tile / store_tile when `via_tile`); the
+    tensors' dims DYNAMIC when `dynamic`."""
+    if dynamic:
+        shape, out_shape = [pl.DYNAMIC] * len(shape), [pl.DYNAMIC] * len(out_shape)
+
     @pl.jit(auto_mutex=True)
     def k(a: pl.Tensor[shape, dtype], out: pl.Tensor[out_shape, dtype]):
         tt = pl.TileType(shape=tile, dtype=dtype, target_memory=pl.MemorySpace.Vec)
@@ -231,7 +236,7 @@ def _window(x: torch.Tensor, at, order, tile, via_tile: bool) -> tuple:
 
 ND_CASES = {  # name: (shape, tile, load at, order, store at, out shape)
     "3d-default": ([3, 16, 16], [8, 16], [2, 8, 0], None, [1, 0, 0], [2, 8, 16]),
-    "3d-01": ([16, 3, 8], [8, 3], [8, 0, 2], [0, 1], [0, 0, 5], [8, 3, 8]),
+    "3d-01": ([16, 8, 4], [8, 8], [8, 0, 2], [0, 1], [0, 0, 3], [8, 8, 4]),
     "3d-02": ([16, 3, 8], [4, 8], [4, 1, 0], [0, 2], [0, 2, 0], [4, 3, 8]),
     "3d-12": ([3, 8, 16], [8, 16], [1, 0, 0], [1, 2], [0, 0, 0], [1, 8, 16]),
     "4d-13-bsnd": ([2, 16, 3, 16], [8, 16], [1, 8, 2, 0], [1, 3], [0, 0, 1, 0], [1, 8, 2, 16]),
@@ -245,26 +250,35 @@ ND_CASES = {  # name: (shape, tile, load at, order, store at, out shape)
 }
 
 
-@pytest.mark.parametrize("via_tile", [False, True], ids=["load", "load_tile"])
-@pytest.mark.parametrize("case", list(ND_CASES))
-def test_order_on_n_d_tensors(case, via_tile):
+def _tile_index_form(case: str) -> bool:
+    """Whether the case's windows sit at whole tile multiples (a load_tile form exists)."""
+    shape, tile, at, order, store_at, _ = ND_CASES[case]
+    axes = order or [len(shape) - 2, len(shape) - 1]
+    return not any(o[a] % tile[sorted(axes).index(a)] for o in (at, store_at) for a in axes)
+
+
+ND_PARAMS = [(c, via, dyn) for c in ND_CASES for via in (False, True) for dyn in (False, True)
+             if (not via or _tile_index_form(c)) and
+             (not dyn or c in ("3d-02", "4d-13-bsnd", "5d-14"))]
+
+
+@pytest.mark.parametrize("case,via_tile,dynamic", ND_PARAMS, ids=[
+    f"{c}-{'load_tile' if v else 'load'}{'-dynamic' if d else ''}" for c, v, d in ND_PARAMS])
+def test_order_on_n_d_tensors(case, via_tile, dynamic):
     shape, tile, at, order, store_at, out_shape = ND_CASES[case]
-    if via_tile:  # the tile-index form of the same windows (whole multiples only)
+    if via_tile:  # the tile-index form of the same windows
         axes = order or [len(shape) - 2, len(shape) - 1]
-        if any(at[a] % tile[sorted(axes).index(a)] or store_at[a] % tile[sorted(axes).index(a)]
-               for a in axes):
-            pytest.skip("the window is not at a tile multiple")
         at = [o // tile[sorted(axes).index(a)] if a in axes else o for a, o in enumerate(at)]
         store_at = [o // tile[sorted(axes).index(a)] if a in axes else o
                     for a, o in enumerate(store_at)]
     dt, tdt = DTYPES["fp32"]
-    k = nd_copy(shape, tile, dt, at, order, store_at, out_shape, via_tile)
+    k = nd_copy(shape, tile, dt, at, order, store_at, out_shape, via_tile, dynamic)
     a = rand(tuple(shape), tdt, 5)
     axes = order or [len(shape) - 2, len(shape) - 1]
     want = torch.zeros(out_shape)
     want[_window(want, store_at, axes, tile, via_tile)] = a[_window(a, at, axes, tile, via_tile)]
     check(lambda: _launch(k, a, torch.zeros(out_shape)), want,
-          case == "4d-13-bsnd" and not via_tile)
+          case == "4d-13-bsnd" and not via_tile and not dynamic)
 
 
 # ---------------------------------------------------------------- transposed (DN) loads
@@ -583,12 +597,11 @@ def acc_store(m, k, n, out_dtype, how: str):
     return kern
 
 
-@pytest.mark.parametrize("how", ["plain", "relu", "scale", "atomic", "tile"])
-@pytest.mark.parametrize("name", ["fp32", "fp16", "bf16"])
+@pytest.mark.parametrize("name,how", [  # (a scaled FP32 -> BF16 store the real one refuses)
+    (n, h) for n in ("fp32", "fp16", "bf16") for h in ("plain", "relu", "scale", "atomic", "tile")
+    if (n, h) != ("bf16", "scale")])
 def test_acc_stores(name, how):
     dt, tdt = DTYPES[name]
-    if how == "scale" and name == "bf16":
-        pytest.skip("the real frontend refuses a scaled FP32 → BF16 store (test below)")
     m, k, n = 16, 32, 16
     kern = acc_store(m, k, n, dt, how)
     a = (rand((m, k), torch.int8, 17) % 5).to(torch.float16)
@@ -1117,4 +1130,119 @@ def test_moves_the_real_frontend_refuses(src, dst, tmp_path):
         d = pl.make_tile(pl.TileType(shape=[16, 16], dtype={dtype}, target_memory={space[dst]}),
                          addr=0x8000)
         pl.move(d, s)
+        """)
+
+
+# ---------------------------------------------------------------- more store forms
+
+
+def column_store(rows, cols):
+    """A row reduction's [rows, 1] column vector (a DN Vec tile) stored to a [rows, 1] tensor."""
+    @pl.jit(auto_mutex=True)
+    def kern(x: pl.Tensor[[rows, cols], pl.DT_FP32], out: pl.Tensor[[rows, 1], pl.DT_FP32]):
+        tt = pl.TileType(shape=[rows, cols], dtype=pl.DT_FP32, target_memory=pl.MemorySpace.Vec)
+        col = pl.TileType(shape=[rows, 1], dtype=pl.DT_FP32, target_memory=pl.MemorySpace.Vec,
+                          layout=pl.DN)
+        with pl.section_vector():
+            t = pl.make_tile_group(type=tt, addrs=0x0, mutex_ids=[0]).current()
+            tmp = pl.make_tile_group(type=tt, addrs=0x4000, mutex_ids=[1]).current()
+            red = pl.make_tile_group(type=col, addrs=0x8000, mutex_ids=[2]).current()
+            pl.load(t, x, [0, 0])
+            pl.maximum(red, t, tmp, dim=0)
+            pl.store(out, red, [0, 0])
+    return kern
+
+
+def test_dn_column_vector_store():
+    kern = column_store(16, 32)
+    x = rand((16, 32), torch.float32, 35)
+    check(lambda: _launch(kern, x, torch.zeros(16, 1)), x.amax(1, keepdim=True), False)
+
+
+def runtime_offsets(dtype):
+    """Offsets that are kernel arguments (runtime scalars) for both the load and the store."""
+    @pl.jit(auto_mutex=True)
+    def kern(a: pl.Tensor[[32, 64], dtype], out: pl.Tensor[[32, 64], dtype], r: pl.DT_INT32,
+             c: pl.DT_INT32):
+        tt = pl.TileType(shape=[8, 32], dtype=dtype, target_memory=pl.MemorySpace.Vec)
+        ring = pl.make_tile_group(type=tt, addrs=0x0, mutex_ids=[0])
+        with pl.section_vector():
+            t = ring.current()
+            pl.load(t, a, [r, c])
+            pl.store(out, t, [c // 2, r])
+    return kern
+
+
+def test_runtime_offsets():
+    kern = runtime_offsets(pl.DT_FP32)
+    a = rand((32, 64), torch.float32, 36)
+    want = torch.zeros(32, 64)
+    want[8:16, 5:37] = a[5:13, 16:48]
+
+    def run():
+        out = torch.zeros(32, 64)
+        kern(a, out, 5, 16)
+        return out
+    check(run, want, False)
+
+
+def per_channel_store(m, k, n):
+    """A per-channel scale (the docs' store_fp path): INT64 deq words loaded into an ND Mat
+    tile, moved to Scaling, and the Acc stored to FP16 with each column's scale."""
+    @pl.jit(auto_mutex=True)
+    def kern(a: pl.Tensor[[m, k], pl.DT_FP16], b: pl.Tensor[[k, n], pl.DT_FP16],
+             deq: pl.Tensor[[1, n], pl.DT_INT64], out: pl.Tensor[[m, n], pl.DT_FP16]):
+        with pl.section_cube():
+            ca = pl.make_tile_group(type=_mat([m, k], pl.DT_FP16), addrs=0x0,
+                                    mutex_ids=[0]).current()
+            cb = pl.make_tile_group(type=_mat([k, n], pl.DT_FP16), addrs=0x8000,
+                                    mutex_ids=[1]).current()
+            cd = pl.make_tile(_mat([1, n], pl.DT_INT64, pl.ND), addr=0x10000)
+            fb = pl.make_tile(pl.TileType(shape=[1, n], dtype=pl.DT_INT64,
+                                          target_memory=pl.MemorySpace.Scaling), addr=0x0)
+            la = pl.make_tile_group(type=pl.TileType(shape=[m, k], dtype=pl.DT_FP16,
+                                                     target_memory=pl.MemorySpace.Left),
+                                    addrs=0x0, mutex_ids=[2]).current()
+            rb = pl.make_tile_group(type=pl.TileType(shape=[k, n], dtype=pl.DT_FP16,
+                                                     target_memory=pl.MemorySpace.Right),
+                                    addrs=0x0, mutex_ids=[3]).current()
+            acc = pl.make_tile_group(type=pl.TileType(shape=[m, n], dtype=pl.DT_FP32,
+                                                      target_memory=pl.MemorySpace.Acc),
+                                     addrs=0x0, mutex_ids=[4]).current()
+            pl.load(ca, a, [0, 0])
+            pl.load(cb, b, [0, 0])
+            pl.load(cd, deq, [0, 0])
+            pl.system.sync_src(set_pipe=pl.PipeType.MTE2, wait_pipe=pl.PipeType.FIX, event_id=1)
+            pl.system.sync_dst(set_pipe=pl.PipeType.MTE2, wait_pipe=pl.PipeType.FIX, event_id=1)
+            pl.move(fb, cd)
+            pl.system.sync_src(set_pipe=pl.PipeType.FIX, wait_pipe=pl.PipeType.FIX, event_id=2)
+            pl.system.sync_dst(set_pipe=pl.PipeType.FIX, wait_pipe=pl.PipeType.FIX, event_id=2)
+            pl.move(la, ca)
+            pl.move(rb, cb)
+            pl.matmul(acc, la, rb)
+            pl.store(out, acc, [0, 0], scale=fb)
+    return kern
+
+
+def test_per_channel_scaled_store():
+    import struct
+    m, k, n = 16, 32, 32
+    kern = per_channel_store(m, k, n)
+    a = (rand((m, k), torch.int8, 37) % 4).to(torch.float16)
+    b = (rand((k, n), torch.int8, 38) % 4).to(torch.float16)
+    scales = [0.5 * (1 + j % 4) for j in range(n)]
+    deq = torch.tensor([[struct.unpack("<I", struct.pack("<f", s))[0] for s in scales]],
+                       dtype=torch.int64)
+    want = ((a.float() @ b.float()) * torch.tensor(scales)).to(torch.float16)
+    check(lambda: _launch(kern, a, b, deq, torch.zeros(m, n, dtype=torch.float16)), want, False)
+
+
+@pytest.mark.parametrize("op", ["load", "store"])
+def test_one_d_tensors_are_refused_as_the_real_builder_refuses_them(op, tmp_path):
+    """A 2-D tile over a 1-D tensor: the real default order [-1, 0] is out of range."""
+    assert_refused(ParserSyntaxError, f"{op}: order axis -1 is out of range for Tensor rank 1",
+                   tmp_path, f"one_d_{op}", "x: pl.Tensor[[64], pl.DT_FP32]", f"""
+        t = pl.make_tile(pl.TileType(shape=[1, 64], dtype=pl.DT_FP32), addr=0x0)
+        with pl.section_vector():
+            {"pl.load(t, x, [0])" if op == "load" else "pl.store(x, t, [0])"}
         """)
