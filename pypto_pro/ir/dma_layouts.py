@@ -69,4 +69,36 @@ def check_pair(call: Call, tile: TileType, window: TileLayout, span: Span | None
              "(order=[1, 0]) or a one-column tile with a column-major (DN) one (L1: NZ or ZN)")
 
 
-__all__ = ["WINDOWED", "access_layout", "check_pair", "tile_layout"]
+def shape_refusal(t: TileType) -> str | None:
+    """Why pto-isa's `Tile` static-asserts on the shape of `t`, else None: a non-fractal row
+    (ND) or column (DN) spans whole 32-byte blocks; a fractal layout needs whole fractals along
+    the columns, and along the rows too except in Vec, for one-row tiles and MX scales (a 512 B
+    fractal is 16 rows x 32 B when row-major inside, 32 B x 16 columns otherwise; a 1024 B Acc
+    fractal 16 x 16; a 32 B MX-scale fractal 16 x 2 or 2 x 16)."""
+    if len(t.shape) != 2 or t.dtype.bits < 8:
+        return None
+    rows, cols = t.shape
+    size = t.dtype.bits // 8
+    layout = t.layout
+    if not layout.is_fractal:  # (a one-column tile is column-major, as `tile_layout` spells it)
+        column = layout is TileLayout.DN or cols == 1
+        axis, extent = ("column", rows) if column else ("row", cols)
+        if extent * size % 32:
+            return (f"the {axis} of a {tile_layout(t)} tile must span whole 32-byte blocks: "
+                    f"{extent} x {size} B is not a multiple of 32")
+        return None
+    row_major = layout.slayout == "row"
+    if t.fractal == 1024:
+        inner = (16, 16)
+    elif t.fractal == 32:
+        inner = (16, 2) if row_major else (2, 16)
+    else:
+        inner = (16, 32 // size) if row_major else (32 // size, 16)
+    check_rows = t.memory is not MemorySpace.Vec and t.fractal != 32 and rows != 1
+    if cols % inner[1] or check_rows and rows % inner[0]:
+        return (f"a {layout.value} {t.memory.value} tile of {t.dtype} is made of {inner[0]} x "
+                f"{inner[1]} fractals: shape [{rows}, {cols}] does not hold whole ones")
+    return None
+
+
+__all__ = ["WINDOWED", "access_layout", "check_pair", "shape_refusal", "tile_layout"]

@@ -60,12 +60,14 @@ def _reg(names: str, **kw) -> None:
 
 # ------------------------------------------------------------------ pipes decided by operands
 
-MTE1_TARGETS = {MemorySpace.Left, MemorySpace.Right, MemorySpace.Bias, MemorySpace.Scaling,
-                MemorySpace.ScaleLeft, MemorySpace.ScaleRight}
+MTE1_TARGETS = {MemorySpace.Left, MemorySpace.Right, MemorySpace.Bias, MemorySpace.ScaleLeft,
+                MemorySpace.ScaleRight}
 
 #: allowed `move` paths (src, dst) → pipe (spec §2.6)
 MOVE_PATHS: dict[tuple[MemorySpace, MemorySpace], PipeType] = {
     **{(MemorySpace.Mat, d): PipeType.MTE1 for d in MTE1_TARGETS},
+    # L1 -> the fixpipe's scaling buffer is the fixpipe's own copy (the real get_move_pipe)
+    (MemorySpace.Mat, MemorySpace.Scaling): PipeType.FIX,
     (MemorySpace.Acc, MemorySpace.Vec): PipeType.FIX,
     (MemorySpace.Acc, MemorySpace.Mat): PipeType.FIX,
     (MemorySpace.Mat, MemorySpace.Vec): PipeType.V,

@@ -8,20 +8,23 @@ two tile groups in flight together, a write to one buffer while another still ho
 later) are an `InvalidTile` error naming both buffers, both byte ranges and both source lines
 when the overlap is certain, and a warning when it depends on a run-time branch. A tile inside
 another tile is a view of it (how real kernels alias on purpose) and passes silently. The real
-system checks none of this. Every GM access moves a window / tile layout pair the a5 DMA moves
-(`ir.dma_layouts`: what bisheng's static checks refuse is `NotSupported` here, before the simulator
-or the code generator sees it).
+system checks none of this. Every tile's shape is one pto-isa's `Tile` takes
+(`dma_layouts.shape_refusal`: whole 32-byte rows, whole fractals; else `InvalidShape` at the
+declaration, as bisheng refuses it). Every GM access moves a window / tile layout pair the a5
+DMA moves (`ir.dma_layouts`: what bisheng's static checks refuse is `NotSupported` here, before
+the simulator or the code generator sees it). A GM tensor declared NZ (bytes in fractal order)
+is not modelled: its accesses are `NotSupported`.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..errors import InvalidTile
+from ..errors import InvalidShape, InvalidTile, NotSupported
 from ..ir.nodes import AssignStmt, Call, Program
 from ..ir.span import Span
-from ..ir.types import MemorySpace, TensorType, TileGroupType, TileType
+from ..ir.types import MemorySpace, TensorType, TileGroupType, TileLayout, TileType
 from .buffer_use import Conflict, Owner, conflicts
-from ..ir.dma_layouts import WINDOWED, access_layout, check_pair
+from ..ir.dma_layouts import WINDOWED, access_layout, check_pair, shape_refusal
 from .ir_query import body_exprs, iter_stmts
 from .manager import PassContext
 
@@ -53,6 +56,7 @@ def run(program: Program, ctx: PassContext) -> Program:
         _check_placement(a, ctx)
     for c in conflicts(program):
         _report_overlap(c, allocs, ctx)
+    _check_tile_shapes(program)
     _check_dma_layouts(program)
     return program
 
@@ -64,8 +68,30 @@ def _check_dma_layouts(program: Program) -> None:
         if at is None or len(call.args) < 2 or call.kwarg("mx_scale"):
             continue  # (an MX scale load declares its own view)
         tensor, tile = call.args[at].type, call.args[1 - at].type
+        if isinstance(tensor, TensorType) and tensor.layout is TileLayout.NZ:
+            # the real codegen views an NZ tensor as its 5-D fractal GlobalTensor (bytes in NZ
+            # order, [1, cols/c0, rows/16, 16, c0]); a row-major window here would move other
+            # elements than it does
+            raise NotSupported(f"{call.op.split('.')[1]} of an NZ-layout GM tensor (its bytes "
+                               f"in NZ fractal order) is not supported", call.span,
+                               module="PRO_COMPILE", pass_name=NAME,
+                               hint="declare the tensor ND (the default) and let the load / "
+                                    "store convert to and from the NZ tile")
         if isinstance(tensor, TensorType) and isinstance(tile, TileType):
             check_pair(call, tile, access_layout(call, tensor.layout), call.span)
+
+
+def _check_tile_shapes(program: Program) -> None:
+    """The shapes bisheng refuses (pto-isa's `Tile` static_asserts), at their declaration."""
+    for n in (s for f in program.functions for s in iter_stmts(f.body)):
+        if isinstance(n, AssignStmt) and isinstance(n.value, Call) and \
+                n.value.op in ("block.make_tile", "tile_group.make"):
+            t = n.value.type
+            t = t.tile if isinstance(t, TileGroupType) else t
+            why = shape_refusal(t) if isinstance(t, TileType) else None
+            if why is not None:
+                raise InvalidShape(f"{n.var.name}: {why}", n.span, module="PRO_IR",
+                                   pass_name=NAME)
 
 
 def allocations(program: Program) -> list[Allocation]:

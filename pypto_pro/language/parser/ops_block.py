@@ -17,7 +17,6 @@ from ...errors import (
 from ...ir import attrs
 from ...ir.dtype import DataType
 from ...ir.nodes import BinOp, Call, ConstInt, Expr, MakeTuple
-from ...ir.ops import MOVE_PATHS
 from ...ir.types import (
     INDEX, MemorySpace, ScalarType, TensorType, TileGroupType, TileLayout, TilePad, TileType,
     TupleType,
@@ -394,6 +393,15 @@ def _check_fixpipe_quant(ctx: ParseContext, op: str, src: DataType, dst: DataTyp
                                 f"domain.", node)
 
 
+def _check_rank(ctx: ParseContext, op: str, rank: int, order: Any, node: ast.AST) -> None:
+    """A 2-D tile over a 1-D tensor: the real builder's default order, the last two axes, is
+    [-1, 0] there, which it refuses in these words (1-D tensors are read and written by
+    element: `getval` / `setval`, `t[i]`)."""
+    if rank < 2 and order is None:
+        raise ctx.builder_error(f"{op}: order axis -1 is out of range for Tensor rank {rank}",
+                                node)
+
+
 def _tile_offsets(ctx: ParseContext, offs: list, dims: list[int], t: TileType,
                   node: ast.AST) -> list:
     """load_tile / store_tile: tile indices times the tile's extent, the real
@@ -443,7 +451,8 @@ def load(ctx: ParseContext, node: ast.Call, op: str) -> Any:
     _check_movable(ctx, op, (("dst tile", dst), ("src tensor", src)), node)
     rank = src.type.rank
     mx = _mx_scale(ctx, t, src, node)
-    default = [rank - 3, rank - 2] if mx else [rank - 2, rank - 1] if rank >= 2 else [0, 0]
+    _check_rank(ctx, op, rank, kw.get("order"), node)
+    default = [rank - 3, rank - 2] if mx else [rank - 2, rank - 1]
     dims, transpose = _order_dims(ctx, kw.get("order"), rank, node, op, default)
     if mx and (rank - 1 in dims or max(dims) != rank - 2):
         raise ctx.error(UnsupportedFeatureError, f"load: an MX scale load along tensor axes "
@@ -476,8 +485,8 @@ def store(ctx: ParseContext, node: ast.Call, op: str) -> Any:
             raise ctx.builder_error(f"{op}: invalid {key} value {v!r}, expected "
                                     f"{kind.__name__}", node)
     rank = dst.type.rank
-    dims, transpose = _order_dims(ctx, kw.get("order"), rank, node, op,
-                                  [rank - 2, rank - 1] if rank >= 2 else [0, 0])
+    _check_rank(ctx, op, rank, kw.get("order"), node)
+    dims, transpose = _order_dims(ctx, kw.get("order"), rank, node, op, [rank - 2, rank - 1])
     offs = _offsets(ctx, args[2], rank, node)
     if op == "store_tile":
         offs = _tile_offsets(ctx, offs, dims, t, node)
@@ -525,6 +534,13 @@ def _check_scale(ctx: ParseContext, scale: Any, node: ast.AST) -> None:
                                          f"{t.dtype}", node)
 
 
+#: the data paths the real `pl.move` takes, in the order its refusal names them
+_MOVES = ((M.Mat, M.Left), (M.Mat, M.Right), (M.Mat, M.Scaling), (M.Mat, M.Bias),
+          (M.Mat, M.ScaleLeft), (M.Mat, M.ScaleRight), (M.Acc, M.Vec), (M.Vec, M.Vec),
+          (M.Vec, M.Mat))
+_MOVES_NAMED = ", ".join(f"{a.value}->{b.value}" for a, b in _MOVES)
+
+
 def move(ctx: ParseContext, node: ast.Call, op: str) -> Any:
     args, kw = eval_args(ctx, node)
     if len(args) not in (2, 3):
@@ -535,11 +551,9 @@ def move(ctx: ParseContext, node: ast.Call, op: str) -> Any:
     if _move_is_insert(dst.type, src.type, offset, kw):
         return _insert(ctx, node, dst, src, [0, 0] if offset is None else offset)
     path = (src.type.memory, dst.type.memory)
-    if path not in MOVE_PATHS:
-        supported = ", ".join(f"{a.value}->{b.value}" for a, b in MOVE_PATHS)
-        raise ctx.error(InvalidOperationError, f"move: unsupported data path src("
-                                               f"{path[0].value})->dst({path[1].value}), "
-                                               f"supported paths: {supported}", node)
+    if path not in _MOVES:  # (Acc->Mat and Mat->Vec are not among them: insert / store)
+        raise ctx.builder_error(f"move: unsupported data path src({path[0].value})->dst("
+                                f"{path[1].value}), supported paths: {_MOVES_NAMED}", node)
     mode = kw.get("acc_to_vec_mode")
     _check_enum(ctx, kw, "acc_to_vec_mode", attrs.AccToVecMode, node)
     if mode is not None and path != (M.Acc, M.Vec):
@@ -582,6 +596,14 @@ def _check_move_shapes(ctx: ParseContext, dst: TileType, src: TileType, offset: 
                 raise ctx.builder_error(f"pl.move: with offset, dst dim {axis} ({a}) exceeds src "
                                         f"dim ({b}) — dst must be a sub-rectangle of src (dst "
                                         f"shape={d}, src shape={s}).", node)
+    if offset is None and d != s and src.memory is M.Mat:
+        # the builder lets a 2-D transpose through, but pto-isa's TMOV out of L1 static-asserts
+        # equal shapes, so bisheng refuses the kernel
+        raise ctx.error(InvalidShape, f"move: a Mat -> {dst.memory.value} TMOV needs equal tile "
+                                      f"shapes (pto-isa's TMOV static-asserts it), got dst {d} "
+                                      f"and src {s}", node,
+                        hint="declare the Mat tile in the L0 tile's shape, with layout pl.ZN "
+                             "and a load with order=[1, 0] for a transposed operand")
     for i, (o, full) in enumerate(zip(offset or (), s)):
         k, v = try_const(o)
         if k and v >= full:

@@ -58,16 +58,16 @@ def test_element_access_and_gm_window_hooks(gen, cxx_check, cg):
     cxx_check(art)
 
 
-def test_one_dimensional_windows_check_the_row_too(gen, cg):
+def test_one_row_windows_check_the_row_too(gen, cg):
     @pl.jit(arch="a5")
-    def row(y: pl.Tensor[[64], pl.DT_FP32]):
+    def row(y: pl.Tensor[[1, 64], pl.DT_FP32]):
         with pl.section_vector():
             t = pl.make_tile(pl.TileType([1, 16], pl.DT_FP32), addr=0)
-            pl.load(t, y, [16])
+            pl.load(t, y, [0, 16])
 
     body = [cg.code(line) for line in cg.impl_body(gen(row).kernel_cpp)]
-    assert ('PYPTO_GM_CHECK("y", 0, t.GetValidRow(), 1, 0, '
-            '16, t.GetValidCol(), 64, y_stride[0]);') in body
+    assert ('PYPTO_GM_CHECK("y", 0, t.GetValidRow(), 1, y_stride[0], '
+            '16, t.GetValidCol(), 64, y_stride[1]);') in body
 
 
 def test_printf_keeps_64_bit_integers(gen, cg):

@@ -253,7 +253,7 @@ CASES = [
             a = pl.make_tile(LEFT, addr=0)
             b = pl.make_tile(RIGHT, addr=0)
             pl.move(b, a)  # !
-        """, OP),
+        """, S),  # the real builder's ValueError
     Case("acc_to_vec_mode_on_mte1_move", """
         with pl.section_cube():
             a = pl.make_tile(MAT, addr=0)

@@ -115,13 +115,13 @@ def ub_capacity_on_smaller_soc(x: FIXED, z: FIXED):
 
 
 @pl.jit(arch="a5", sanitizer=True)
-def misaligned_slice(x: pl.Tensor[[64, 8], pl.DT_FP16], z: pl.Tensor[[63, 8], pl.DT_FP16]):
+def misaligned_slice(x: pl.Tensor[[64, 16], pl.DT_FP16], z: pl.Tensor[[64, 8], pl.DT_FP16]):
     with pl.section_vector():
-        a = pl.make_tile(pl.TileType([64, 8], pl.DT_FP16), addr=0x0)
+        a = pl.make_tile(pl.TileType([64, 16], pl.DT_FP16), addr=0x0)
         pl.load(a, x, [0, 0])
         pl.system.sync_src(set_pipe=MTE2, wait_pipe=MTE3, event_id=0)
         pl.system.sync_dst(set_pipe=MTE2, wait_pipe=MTE3, event_id=0)
-        pl.store(z, a[1:64, 0:8], [0, 0])  # BUG: row 1 starts 16 bytes in: not 32-aligned
+        pl.store(z, a[0:64, 8:16], [0, 0])  # BUG: column 8 starts 16 bytes in: not 32-aligned
 
 
 @pl.jit(arch="a5", sanitizer=True)
@@ -392,17 +392,15 @@ def cross_core_wait_never_set(a: FIXED, z: FIXED):
 
 @pl.jit(arch="a5", sanitizer=True)
 def race_store_then_reload(a: FIXED, z: FIXED):
-    with pl.section_cube():
-        l1 = pl.make_tile(L1_T, addr=0x0)
-        pl.load(l1, a, [0, 0])
-        pl.system.set_cross_core(pipe=MTE2, event_id=1)
     with pl.section_vector():
         half = pl.TileType([32, 128], pl.DT_FP16)
         row0 = pl.get_subblock_idx() * 32
         t = pl.make_tile(half, addr=0x0)
-        l1v = pl.make_tile(pl.TileType([32, 128], pl.DT_FP16, pl.MemorySpace.Mat), addr=0x0)
-        pl.system.wait_cross_core(pipe=V, event_id=1)  # orders the L1 read below: fine
-        pl.move(t, l1v)
+        u = pl.make_tile(half, addr=0x2000)
+        pl.load(u, a, [row0, 0])
+        pl.system.sync_src(set_pipe=MTE2, wait_pipe=V, event_id=1)
+        pl.system.sync_dst(set_pipe=MTE2, wait_pipe=V, event_id=1)  # orders the read below
+        pl.move(t, u)
         pl.system.sync_src(set_pipe=V, wait_pipe=MTE3, event_id=0)
         pl.system.sync_dst(set_pipe=V, wait_pipe=MTE3, event_id=0)
         pl.store(z, t, [row0, 0])
@@ -433,7 +431,7 @@ CASES = [
     (tile_getval_past_end, _xz(), 1, "TILE_OUT_OF_BOUNDS", "sim"),
     (tile_setval_past_end, _xz(), 1, "TILE_OUT_OF_BOUNDS", "sim"),
     (ub_capacity_on_smaller_soc, _xz(), 1, "BUFFER_CAPACITY_EXCEEDED", "sim-910b1"),
-    (misaligned_slice, lambda: (_fp16(64, 8), torch.zeros(63, 8).half()), 1,
+    (misaligned_slice, lambda: (_fp16(64, 16), torch.zeros(64, 8).half()), 1,
      "MISALIGNED_ACCESS", "sim"),
     (overlapping_tiles, _xyz(), 1, "TILE_OVERLAP", "sim"),
     (uninitialised_read, _xz(), 1, "UNINITIALIZED_READ", "sim"),
