@@ -1,0 +1,281 @@
+"""A sweep of Cube kernels written the way the PyPTO Pro API docs write them (matmul, matmul_acc,
+matmul_mx, matmul_mx_acc, phase, set_mm_layout_transform, the fixpipe store / move paths, quant /
+dequant): each documented dtype combination, bias, K chains, transposed (DN) operands, M/N/K
+tails, L1→L0 moves with offsets, Acc→Vec and Acc→GM with relu / scale, and a mix kernel. Every
+case runs on the simulator and natively (bit-identical) and is checked against torch, whose
+reference follows the values the real toolchain computes (fp32 accumulation of exact products,
+one rounding to the output dtype at the fixpipe)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+import torch
+from dual_backend import sim_and_native
+
+import pypto_pro.language as pl
+from pypto_pro.errors import SimulationError
+
+MS = pl.MemorySpace
+TORCH = {pl.DT_FP16: torch.float16, pl.DT_BF16: torch.bfloat16, pl.DT_FP32: torch.float32,
+         pl.DT_INT8: torch.int8, pl.DT_INT32: torch.int32,
+         pl.DT_FP8E4M3FN: torch.float8_e4m3fn, pl.DT_FP8E5M2: torch.float8_e5m2}
+
+
+def _tt(shape, dtype, space, **kw) -> pl.TileType:
+    return pl.TileType(shape=shape, dtype=dtype, target_memory=space, **kw)
+
+
+def _rand(shape, dtype, g: torch.Generator) -> torch.Tensor:
+    """Small values exactly representable in `dtype` (so products are exact in fp32)."""
+    if dtype == pl.DT_INT8:
+        return torch.randint(-128, 128, shape, generator=g, dtype=torch.int8)
+    if dtype == pl.DT_INT32:
+        return torch.randint(-1000, 1000, shape, generator=g, dtype=torch.int32)
+    return (torch.randn(shape, generator=g) / 2).to(TORCH[dtype])
+
+
+def _ref_mm(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    if a.dtype == torch.int8:
+        return a.long() @ b.long()
+    return a.double() @ b.double()
+
+
+def _check(got: torch.Tensor, want: torch.Tensor) -> None:
+    """`got` (GM output) against the float64 / int64 reference `want`: integers exactly, fp32
+    to accumulation-order rounding, fp16 / bf16 to one rounding of the fp32 result."""
+    if not got.dtype.is_floating_point:
+        assert torch.equal(got.long(), want.long())
+        return
+    tol = {torch.float32: (1e-5, 1e-4), torch.float16: (1e-3, 1e-3),
+           torch.bfloat16: (8e-3, 8e-3)}[got.dtype]
+    torch.testing.assert_close(got.double(), want.to(got.dtype).double(), rtol=tol[0],
+                               atol=tol[1])
+
+
+# ---------------------------------------------------------------- one matmul, every dtype pair
+
+
+@dataclass(frozen=True)
+class Cube:
+    """One cube kernel: C[m, n] = A[m, k] @ B[k, n] (+ bias), K split into `k // tk` blocks."""
+    din: object = pl.DT_FP16
+    acc: object = pl.DT_FP32
+    out: object = pl.DT_FP32
+    m: int = 32
+    n: int = 32
+    k: int = 32
+    tk: int = 32
+    bias: object = None          # GM dtype of the [1, N] bias, None for no bias
+    trans_a: bool = False        # A given as A^T [K, M] in GM, loaded with order=[1, 0]
+    trans_b: bool = False        # B given as B^T [N, K] in GM
+    phase: bool = True           # K chains: the docs' phase / set_mm_layout_transform protocol
+
+
+def _cube_kernel(c: Cube):
+    din, acc_t, out_t, m, n, k, tk = c.din, c.acc, c.out, c.m, c.n, c.k, c.tk
+    a_shape = [k, m] if c.trans_a else [m, k]
+    b_shape = [n, k] if c.trans_b else [k, n]
+    a_mat = _tt([m, tk], din, MS.Mat, layout=pl.ZN if c.trans_a else pl.NZ)
+    b_mat = _tt([tk, n], din, MS.Mat, layout=pl.ZN if c.trans_b else pl.NZ)
+    a_ord = [1, 0] if c.trans_a else [0, 1]
+    b_ord = [1, 0] if c.trans_b else [0, 1]
+    bias_t = c.bias or acc_t
+    blocks = k // tk
+    has_bias, trans_a, trans_b, phase = c.bias is not None, c.trans_a, c.trans_b, c.phase
+    bias_mat = _tt([1, n], bias_t, MS.Mat)
+    left = _tt([m, tk], din, MS.Left, layout=pl.NZ)
+    right = _tt([tk, n], din, MS.Right)
+    bias_bt = _tt([1, n], acc_t, MS.Bias)
+    acc_l0c = _tt([m, n], acc_t, MS.Acc, fractal=1024)
+
+    @pl.jit(auto_mutex=True)
+    def cube(a: pl.Tensor[a_shape, din], b: pl.Tensor[b_shape, din],
+             bias: pl.Tensor[[1, n], bias_t], out: pl.Tensor[[m, n], out_t]):
+        a_l1 = pl.make_tile_group(type=a_mat, addrs=0x00000, mutex_ids=[0, 1])
+        b_l1 = pl.make_tile_group(type=b_mat, addrs=0x10000, mutex_ids=[2, 3])
+        bias_l1 = pl.make_tile_group(type=bias_mat, addrs=0x20000,
+                                     mutex_ids=[4])
+        a_left = pl.make_tile_group(type=left,
+                                    addrs=0x0000, mutex_ids=[5, 6])
+        b_right = pl.make_tile_group(type=right, addrs=0x0000,
+                                     mutex_ids=[7, 8])
+        bias_l0 = pl.make_tile_group(type=bias_bt, addrs=0x0000,
+                                     mutex_ids=[9])
+        accs = pl.make_tile_group(type=acc_l0c,
+                                  addrs=0x0000, mutex_ids=[10])
+        with pl.section_cube():
+            if blocks > 1 and phase:
+                pl.system.set_mm_layout_transform(enabled=True)
+            ac = accs.current()
+            for kb in pl.range(0, blocks):
+                cur_a = a_l1.next()
+                cur_b = b_l1.next()
+                al = a_left.next()
+                br = b_right.next()
+                if trans_a:
+                    pl.load(cur_a, a, [kb * tk, 0], order=a_ord)
+                else:
+                    pl.load(cur_a, a, [0, kb * tk], order=a_ord)
+                if trans_b:
+                    pl.load(cur_b, b, [0, kb * tk], order=b_ord)
+                else:
+                    pl.load(cur_b, b, [kb * tk, 0], order=b_ord)
+                pl.move(al, cur_a)
+                pl.move(br, cur_b)
+                if blocks == 1:
+                    if not has_bias:
+                        pl.matmul(ac, al, br)
+                    else:
+                        bl1 = bias_l1.current()
+                        bl0 = bias_l0.current()
+                        pl.load(bl1, bias, [0, 0])
+                        pl.move(bl0, bl1)
+                        pl.matmul(ac, al, br, bl0)
+                elif not phase:
+                    if kb == 0:
+                        pl.matmul(ac, al, br)
+                    else:
+                        pl.matmul_acc(ac, ac, al, br)
+                elif kb == 0:
+                    if not has_bias:
+                        pl.matmul(ac, al, br, phase=pl.AccPhase.Partial)
+                    else:
+                        bl1 = bias_l1.current()
+                        bl0 = bias_l0.current()
+                        pl.load(bl1, bias, [0, 0])
+                        pl.move(bl0, bl1)
+                        pl.matmul(ac, al, br, bl0, phase=pl.AccPhase.Partial)
+                elif kb < blocks - 1:
+                    pl.matmul_acc(ac, ac, al, br, phase=pl.AccPhase.Partial)
+                else:
+                    pl.matmul_acc(ac, ac, al, br, phase=pl.AccPhase.Final)
+            if blocks > 1 and phase:
+                pl.store(out, ac, [0, 0], phase=pl.STPhase.Final)
+                pl.system.set_mm_layout_transform(enabled=False)
+            else:
+                pl.store(out, ac, [0, 0])
+
+    return cube
+
+
+def _run_cube(c: Cube, seed: int = 0) -> None:
+    g = torch.Generator().manual_seed(seed)
+    a = _rand((c.m, c.k), c.din, g)
+    b = _rand((c.k, c.n), c.din, g)
+    bias = _rand((1, c.n), c.bias or c.acc, g) if c.bias else torch.zeros(
+        1, c.n, dtype=TORCH[c.acc])
+    kernel = _cube_kernel(c)
+    a_gm = a.t().contiguous() if c.trans_a else a
+    b_gm = b.t().contiguous() if c.trans_b else b
+
+    def run():
+        out = torch.zeros(c.m, c.n, dtype=TORCH[c.out])
+        kernel(a_gm, b_gm, bias, out)
+        return out
+
+    want = _ref_mm(a, b)
+    if c.bias:
+        want = want + (bias.long() if c.acc == pl.DT_INT32 else bias.double())
+    _check(sim_and_native(run), want)
+
+
+F16, BF16, F32, I8, I32 = pl.DT_FP16, pl.DT_BF16, pl.DT_FP32, pl.DT_INT8, pl.DT_INT32
+E4, E5 = pl.DT_FP8E4M3FN, pl.DT_FP8E5M2
+
+DTYPES = [  # (input, accumulator, GM output): the docs' pairs, and the fixpipe's conversions
+    (F16, F32, F32), (F16, F32, F16), (F16, F32, BF16),
+    (BF16, F32, F32), (BF16, F32, BF16), (BF16, F32, F16),
+    (F32, F32, F32), (I8, I32, I32),
+]
+
+
+@pytest.mark.parametrize("din, acc, out", DTYPES, ids=lambda d: str(d).split(".")[-1])
+def test_single_matmul(din, acc, out):
+    k = 64 if din == I8 else 32
+    _run_cube(Cube(din=din, acc=acc, out=out, k=k, tk=k))
+
+
+@pytest.mark.parametrize("din, acc, out, bias", [
+    (F16, F32, F32, F16), (F16, F32, F16, F16), (BF16, F32, F32, BF16), (F16, F32, F32, F32),
+    (F32, F32, F32, F32), (I8, I32, I32, I32),
+], ids=lambda d: str(d).split(".")[-1])
+def test_matmul_with_bias(din, acc, out, bias):
+    k = 64 if din == I8 else 32
+    _run_cube(Cube(din=din, acc=acc, out=out, k=k, tk=k, bias=bias))
+
+
+@pytest.mark.parametrize("din, acc, out, blocks, bias, phase", [
+    (F16, F32, F32, 2, None, True), (F16, F32, F16, 3, None, True),
+    (F16, F32, F32, 3, F16, True), (BF16, F32, BF16, 3, BF16, True),
+    (F32, F32, F32, 2, None, True), (I8, I32, I32, 3, None, True),
+    (F16, F32, F32, 3, None, False), (I8, I32, I32, 2, None, False),
+], ids=lambda d: str(d).split(".")[-1])
+def test_k_chain(din, acc, out, blocks, bias, phase):
+    tk = 64 if din == I8 else 32
+    _run_cube(Cube(din=din, acc=acc, out=out, k=tk * blocks, tk=tk, bias=bias, phase=phase))
+
+
+@pytest.mark.parametrize("din, acc, trans_a, trans_b, blocks", [
+    (F16, F32, True, False, 1), (F16, F32, False, True, 1), (F16, F32, True, True, 1),
+    (BF16, F32, True, True, 2), (F32, F32, True, False, 1), (F32, F32, False, True, 1),
+    (I8, I32, True, False, 1), (I8, I32, False, True, 1), (F16, F32, False, True, 3),
+], ids=lambda d: str(d).split(".")[-1])
+def test_transposed_operands(din, acc, trans_a, trans_b, blocks):
+    tk = 64 if din == I8 else 32
+    _run_cube(Cube(din=din, acc=acc, out=acc, k=tk * blocks, tk=tk, trans_a=trans_a,
+                   trans_b=trans_b))
+
+
+# ---------------------------------------------------------------- phase: the docs' hangs
+
+
+def _phase_kernel(first, last, store):
+    """One accumulator written by matmul(phase=first), matmul_acc(phase=last) and stored with
+    phase=store: the docs' error cases (phase.md) hang the hardware."""
+    mat, left, right = _tt([32, 32], F16, MS.Mat), _tt([32, 32], F16, MS.Left), \
+        _tt([32, 32], F16, MS.Right)
+    acc_l0c = _tt([32, 32], F32, MS.Acc, fractal=1024)
+
+    @pl.jit(auto_mutex=True)
+    def phased(a: pl.Tensor[[32, 32], F16], out: pl.Tensor[[32, 32], F32]):
+        a_l1 = pl.make_tile_group(type=mat, addrs=0x0, mutex_ids=[0])
+        al = pl.make_tile_group(type=left, addrs=0x0, mutex_ids=[1])
+        br = pl.make_tile_group(type=right, addrs=0x0, mutex_ids=[2])
+        accs = pl.make_tile_group(type=acc_l0c, addrs=0x0, mutex_ids=[3])
+        with pl.section_cube():
+            x, l0, r0, ac = a_l1.current(), al.current(), br.current(), accs.current()
+            pl.load(x, a, [0, 0])
+            pl.move(l0, x)
+            pl.move(r0, x)
+            pl.matmul(ac, l0, r0, phase=first)
+            pl.matmul_acc(ac, ac, l0, r0, phase=last)
+            pl.store(out, ac, [0, 0], phase=store)
+
+    return phased
+
+
+@pytest.mark.parametrize("first, last, store, fragment", [
+    (pl.AccPhase.Partial, pl.AccPhase.Partial, pl.STPhase.Final, "only a matmul with "
+                                                                  "pl.AccPhase.Final sets"),
+    (pl.AccPhase.Final, pl.AccPhase.Final, pl.STPhase.Final, "no store with pl.STPhase.Final "
+                                                              "has cleared it"),
+], ids=["no_final_matmul", "final_twice"])
+def test_phase_orders_that_hang_are_refused_by_the_simulator(first, last, store, fragment):
+    kernel = _phase_kernel(first, last, store)
+    with pytest.raises(SimulationError, match=fragment):
+        kernel(torch.ones(32, 32, dtype=torch.float16), torch.zeros(32, 32))
+
+
+def test_phase_chain_orders_the_store_after_the_final_matmul():
+    """The docs' two-block chain (Partial, Final, store Final): the store reads the finished
+    accumulator (the simulator once let it read L0C before the matmuls wrote it)."""
+    kernel = _phase_kernel(pl.AccPhase.Partial, pl.AccPhase.Final, pl.STPhase.Final)
+    a = (torch.randn(32, 32, generator=torch.Generator().manual_seed(3)) / 2).half()
+
+    def run():
+        out = torch.zeros(32, 32)
+        kernel(a, out)
+        return out
+
+    _check(sim_and_native(run), 2 * (a.double() @ a.double()))
