@@ -279,3 +279,135 @@ def test_phase_chain_orders_the_store_after_the_final_matmul():
         return out
 
     _check(sim_and_native(run), 2 * (a.double() @ a.double()))
+
+
+# ---------------------------------------------------------------- MX: fp8 and fp4 with E8M0
+
+
+FP4 = {pl.DT_FP4E2M1: (2, 1), pl.DT_FP4E1M2: (1, 2)}  # (exponent, mantissa) bits, bias 1
+
+
+def _fp4_values(codes: torch.Tensor, dtype) -> torch.Tensor:
+    """The float64 value of each 4-bit code (sign, exponent, mantissa; bias 1; no inf / NaN)."""
+    e_bits, m_bits = FP4[dtype]
+    c = codes.long()
+    sign = torch.where(c & 8 != 0, -1.0, 1.0).double()
+    e, m = (c >> m_bits) & ((1 << e_bits) - 1), (c & ((1 << m_bits) - 1)).double()
+    frac = m / (1 << m_bits)
+    return sign * torch.where(e == 0, frac, (1 + frac) * torch.exp2((e - 1).double()))
+
+
+def _mx_operand(rows: int, cols: int, dtype, g: torch.Generator, pack_axis: int):
+    """(the GM tensor, its float64 values) of an MX operand [rows, cols]: fp8 as itself; fp4
+    as uint8 bytes packing two codes along the last axis (the first in the low nibble)."""
+    if dtype in FP4:
+        codes = torch.randint(0, 16, (rows, cols), generator=g, dtype=torch.uint8)
+        packed = codes[:, 0::2] | (codes[:, 1::2] << 4)
+        return packed.contiguous(), _fp4_values(codes, dtype)
+    x = torch.randn(rows, cols, generator=g).to(TORCH[dtype])
+    return x, x.double()
+
+
+def _mx_kernel(lhs, rhs, k: int, tk: int):
+    """The docs' MX kernel (matmul_mx.md / matmul_mx_acc.md), M = N = 64, K in `k // tk`
+    blocks: the first matmul_mx, the others matmul_mx_acc; phase when K is split."""
+    m = n = 64
+    fp4 = lhs in FP4
+    a_gm = [m, k // 2] if fp4 else [m, k]
+    b_gm = [k, n // 2] if fp4 else [k, n]
+    sk = tk // 32
+    blocks = k // tk
+    a_mat = _tt([m, tk], lhs, MS.Mat, layout=pl.NZ)
+    b_mat = _tt([tk, n], rhs, MS.Mat, layout=pl.NZ)
+    sa_mat = _tt([m, sk], pl.DT_FP8E8M0, MS.Mat, layout=pl.ZZ)
+    sb_mat = _tt([sk, n], pl.DT_FP8E8M0, MS.Mat, layout=pl.NN)
+    a_l0t = _tt([m, tk], lhs, MS.Left, layout=pl.NZ)
+    b_l0t = _tt([tk, n], rhs, MS.Right, layout=pl.ZN)
+    sa_l0t = _tt([m, sk], pl.DT_FP8E8M0, MS.ScaleLeft, layout=pl.ZZ)
+    sb_l0t = _tt([sk, n], pl.DT_FP8E8M0, MS.ScaleRight, layout=pl.NN)
+    acc_t = _tt([m, n], F32, MS.Acc, layout=pl.NZ, fractal=1024)
+
+    @pl.jit(auto_mutex=True)
+    def mx(a: pl.Tensor[a_gm, lhs], b: pl.Tensor[b_gm, rhs],
+           scale_a: pl.Tensor[[m, k // 64, 2], pl.DT_FP8E8M0],
+           scale_b: pl.Tensor[[k // 64, n, 2], pl.DT_FP8E8M0],
+           out: pl.Tensor[[m, n], F32]):
+        a_l1 = pl.make_tile_group(type=a_mat, addrs=0x00000, mutex_ids=[0])
+        b_l1 = pl.make_tile_group(type=b_mat, addrs=0x10000, mutex_ids=[1])
+        sa_l1 = pl.make_tile_group(type=sa_mat, addrs=0x20000, mutex_ids=[2])
+        sb_l1 = pl.make_tile_group(type=sb_mat, addrs=0x21000, mutex_ids=[3])
+        a_l0 = pl.make_tile_group(type=a_l0t, addrs=0x8000, mutex_ids=[4])
+        b_l0 = pl.make_tile_group(type=b_l0t, addrs=0x4000, mutex_ids=[5])
+        sa_l0 = pl.make_tile_group(type=sa_l0t, addrs=0x800, mutex_ids=[6])
+        sb_l0 = pl.make_tile_group(type=sb_l0t, addrs=0x400, mutex_ids=[7])
+        acc = pl.make_tile_group(type=acc_t, addrs=0x0000, mutex_ids=[8])
+        with pl.section_cube():
+            if fp4:
+                pl.set_stride(a, [k, 1])
+                pl.set_stride(b, [n, 1])
+            ac = acc.current()
+            for ki in pl.range(0, k, tk):
+                al1, bl1 = a_l1.current(), b_l1.current()
+                sal1, sbl1 = sa_l1.current(), sb_l1.current()
+                al0, bl0 = a_l0.current(), b_l0.current()
+                sal0, sbl0 = sa_l0.current(), sb_l0.current()
+                pl.load(al1, a, [0, ki])
+                pl.load(bl1, b, [ki, 0])
+                pl.load(sal1, scale_a, [0, ki // 64, 0], order=[0, 1])
+                pl.load(sbl1, scale_b, [ki // 64, 0, 0], order=[0, 1])
+                pl.move(al0, al1)
+                pl.move(bl0, bl1)
+                pl.move(sal0, sal1)
+                pl.move(sbl0, sbl1)
+                if blocks == 1:
+                    pl.matmul_mx(ac, al0, bl0, sal0, sbl0)
+                elif ki == 0:
+                    pl.matmul_mx(ac, al0, bl0, sal0, sbl0, phase=pl.AccPhase.Partial)
+                elif ki + tk < k:
+                    pl.matmul_mx_acc(ac, ac, al0, bl0, sal0, sbl0, phase=pl.AccPhase.Partial)
+                else:
+                    pl.matmul_mx_acc(ac, ac, al0, bl0, sal0, sbl0, phase=pl.AccPhase.Final)
+            if blocks == 1:
+                pl.store(out, ac, [0, 0])
+            else:
+                pl.store(out, ac, [0, 0], phase=pl.STPhase.Final)
+
+    return mx
+
+
+MX_PAIRS = [(pl.DT_FP8E4M3FN, pl.DT_FP8E4M3FN), (pl.DT_FP8E4M3FN, pl.DT_FP8E5M2),
+            (pl.DT_FP8E5M2, pl.DT_FP8E4M3FN), (pl.DT_FP8E5M2, pl.DT_FP8E5M2),
+            (pl.DT_FP4E2M1, pl.DT_FP4E2M1), (pl.DT_FP4E2M1, pl.DT_FP4E1M2),
+            (pl.DT_FP4E1M2, pl.DT_FP4E2M1), (pl.DT_FP4E1M2, pl.DT_FP4E1M2)]
+
+
+@pytest.mark.parametrize("lhs, rhs", MX_PAIRS, ids=lambda d: str(d).split(".")[-1])
+@pytest.mark.parametrize("k, tk", [(64, 64), (192, 64)], ids=["one_block", "three_blocks"])
+def test_mx_matmul(lhs, rhs, k, tk):
+    m = n = 64
+    g = torch.Generator().manual_seed(k + len(str(lhs)) * 7 + len(str(rhs)))
+    a_gm, a = _mx_operand(m, k, lhs, g, 1)
+    bt_gm, bt = _mx_operand(n, k, rhs, g, 1)  # B^T [N, K]: fp4 packs along K ...
+    b = bt.t()
+    if rhs in FP4:  # ... but B [K, N] in GM packs along N: repack the codes row-wise
+        codes = torch.randint(0, 16, (k, n), generator=g, dtype=torch.uint8)
+        b_gm = (codes[:, 0::2] | (codes[:, 1::2] << 4)).contiguous()
+        b = _fp4_values(codes, rhs)
+    else:
+        b_gm = bt_gm.t().contiguous()
+    groups = k // 32
+    sa = torch.randint(122, 133, (m, groups), generator=g, dtype=torch.uint8)
+    sb = torch.randint(122, 133, (groups, n), generator=g, dtype=torch.uint8)
+    sa_gm = sa.view(m, groups // 2, 2)  # [M, K/64, 2]: group k at k // 2, phase k % 2
+    sb_gm = sb.view(groups // 2, 2, n).permute(0, 2, 1).contiguous()  # [K/64, N, 2]
+    kernel = _mx_kernel(lhs, rhs, k, tk)
+
+    def run():
+        out = torch.zeros(m, n)
+        kernel(a_gm, b_gm, sa_gm, sb_gm, out)
+        return out
+
+    deq_a = a * torch.exp2(sa.double() - 127).repeat_interleave(32, dim=1)
+    deq_b = b * torch.exp2(sb.double() - 127).repeat_interleave(32, dim=0)
+    torch.testing.assert_close(sim_and_native(run).double(), deq_a @ deq_b, rtol=1e-5,
+                               atol=1e-4)
