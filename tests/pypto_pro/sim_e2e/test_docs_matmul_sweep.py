@@ -14,7 +14,7 @@ import torch
 from dual_backend import sim_and_native
 
 import pypto_pro.language as pl
-from pypto_pro.errors import SimulationError
+from pypto_pro.errors import ParserSyntaxError, SimulationError
 
 MS = pl.MemorySpace
 TORCH = {pl.DT_FP16: torch.float16, pl.DT_BF16: torch.bfloat16, pl.DT_FP32: torch.float32,
@@ -411,3 +411,392 @@ def test_mx_matmul(lhs, rhs, k, tk):
     deq_b = b * torch.exp2(sb.double() - 127).repeat_interleave(32, dim=0)
     torch.testing.assert_close(sim_and_native(run).double(), deq_a @ deq_b, rtol=1e-5,
                                atol=1e-4)
+
+
+# ---------------------------------------------------------------- M / N / K tails
+
+
+def _tail_kernel(din, acc_t, tile: int):
+    """C[:vm, :vn] = A[:vm, :vk] @ B[:vk, :vn] in one [tile]^3 block, every tile's valid shape
+    set at run time before its load / move / matmul (tail_block_handling.md)."""
+    kw = dict(valid_shape=[-1, -1])
+    a_mat = _tt([tile, tile], din, MS.Mat, **kw)
+    b_mat = _tt([tile, tile], din, MS.Mat, **kw)
+    left = _tt([tile, tile], din, MS.Left, **kw)
+    right = _tt([tile, tile], din, MS.Right, **kw)
+    acc_l0c = _tt([tile, tile], acc_t, MS.Acc, **kw)
+
+    @pl.jit(auto_mutex=True)
+    def tail(a: pl.Tensor[[pl.DYNAMIC, pl.DYNAMIC], din],
+             b: pl.Tensor[[pl.DYNAMIC, pl.DYNAMIC], din],
+             out: pl.Tensor[[pl.DYNAMIC, pl.DYNAMIC], acc_t]):
+        vm, vk, vn = a.shape[0], a.shape[1], b.shape[1]
+        a_l1 = pl.make_tile_group(type=a_mat, addrs=0x0000, mutex_ids=[0])
+        b_l1 = pl.make_tile_group(type=b_mat, addrs=0x8000, mutex_ids=[1])
+        al = pl.make_tile_group(type=left, addrs=0x0, mutex_ids=[2])
+        br = pl.make_tile_group(type=right, addrs=0x0, mutex_ids=[3])
+        accs = pl.make_tile_group(type=acc_l0c, addrs=0x0, mutex_ids=[4])
+        with pl.section_cube():
+            x, y, l0, r0, ac = a_l1.current(), b_l1.current(), al.current(), br.current(), \
+                accs.current()
+            pl.set_validshape(x, [vm, vk])
+            pl.set_validshape(y, [vk, vn])
+            pl.load(x, a, [0, 0])
+            pl.load(y, b, [0, 0])
+            pl.set_validshape(l0, [vm, vk])
+            pl.set_validshape(r0, [vk, vn])
+            pl.move(l0, x)
+            pl.move(r0, y)
+            pl.set_validshape(ac, [vm, vn])
+            pl.matmul(ac, l0, r0)
+            pl.store(out, ac, [0, 0])
+
+    return tail
+
+
+@pytest.mark.parametrize("din, acc, vm, vk, vn", [
+    (F16, F32, 17, 32, 32), (F16, F32, 32, 32, 9), (F16, F32, 32, 20, 32),
+    (F16, F32, 5, 23, 30), (BF16, F32, 1, 16, 1), (F32, F32, 13, 11, 7),
+    (I8, I32, 31, 40, 19),
+], ids=lambda d: str(d).split(".")[-1])
+def test_tails(din, acc, vm, vk, vn):
+    tile = 64 if din == I8 else 32
+    g = torch.Generator().manual_seed(vm * 31 + vk * 7 + vn)
+    a, b = _rand((vm, vk), din, g), _rand((vk, vn), din, g)
+    kernel = _tail_kernel(din, acc, tile)
+
+    def run():
+        out = torch.zeros(vm, vn, dtype=TORCH[acc])
+        kernel(a, b, out)
+        return out
+
+    _check(sim_and_native(run), _ref_mm(a, b))
+
+
+# ---------------------------------------------------------------- L1 → L0 moves with offsets
+
+
+def _offset_kernel(din, acc_t, tm: int, tk: int, n: int):
+    """out[2·tm, n] = A[2·tm, 2·tk] @ B[2·tk, n]: A and B are loaded to L1 once, whole; each
+    L0A block is extracted at [mi·tm, ki·tk] and each L0B block at [ki·tk, 0] (TEXTRACT), the
+    K blocks chained with matmul_acc."""
+    a_mat = _tt([2 * tm, 2 * tk], din, MS.Mat)
+    b_mat = _tt([2 * tk, n], din, MS.Mat)
+    left = _tt([tm, tk], din, MS.Left)
+    right = _tt([tk, n], din, MS.Right)
+    acc_l0c = _tt([tm, n], acc_t, MS.Acc)
+
+    @pl.jit(auto_mutex=True)
+    def extract(a: pl.Tensor[[2 * tm, 2 * tk], din], b: pl.Tensor[[2 * tk, n], din],
+                out: pl.Tensor[[2 * tm, n], acc_t]):
+        a_l1 = pl.make_tile_group(type=a_mat, addrs=0x0000, mutex_ids=[0])
+        b_l1 = pl.make_tile_group(type=b_mat, addrs=0x10000, mutex_ids=[1])
+        al = pl.make_tile_group(type=left, addrs=0x0, mutex_ids=[2, 3])
+        br = pl.make_tile_group(type=right, addrs=0x0, mutex_ids=[4, 5])
+        accs = pl.make_tile_group(type=acc_l0c, addrs=0x0, mutex_ids=[6])
+        with pl.section_cube():
+            x, y = a_l1.current(), b_l1.current()
+            pl.load(x, a, [0, 0])
+            pl.load(y, b, [0, 0])
+            for mi in pl.range(0, 2):
+                ac = accs.current()
+                for ki in pl.range(0, 2):
+                    l0 = al.next()
+                    r0 = br.next()
+                    pl.move(l0, x, offset=[mi * tm, ki * tk])
+                    pl.move(r0, y, offset=[ki * tk, 0])
+                    if ki == 0:
+                        pl.matmul(ac, l0, r0)
+                    else:
+                        pl.matmul_acc(ac, ac, l0, r0)
+                pl.store(out, ac, [mi * tm, 0])
+
+    return extract
+
+
+@pytest.mark.parametrize("din, acc, tm, tk, n", [
+    (F16, F32, 16, 32, 32), (BF16, F32, 32, 16, 16), (F32, F32, 16, 16, 32),
+    (I8, I32, 16, 32, 32),
+], ids=lambda d: str(d).split(".")[-1])
+def test_l1_to_l0_moves_with_offsets(din, acc, tm, tk, n):
+    g = torch.Generator().manual_seed(tm + tk + n)
+    a, b = _rand((2 * tm, 2 * tk), din, g), _rand((2 * tk, n), din, g)
+    kernel = _offset_kernel(din, acc, tm, tk, n)
+
+    def run():
+        out = torch.zeros(2 * tm, n, dtype=TORCH[acc])
+        kernel(a, b, out)
+        return out
+
+    _check(sim_and_native(run), _ref_mm(a, b))
+
+
+# ---------------------------------------------------------------- Acc → GM: the fixpipe's options
+
+
+def _store_kernel(din, acc_t, out_t, relu: bool, scale, atomic: bool):
+    """One 32³ matmul stored from L0C with relu_pre_mode / scale / atomic (store.md)."""
+    k = 64 if din == I8 else 32
+    mat_a, mat_b = _tt([32, k], din, MS.Mat), _tt([k, 32], din, MS.Mat)
+    left, right = _tt([32, k], din, MS.Left), _tt([k, 32], din, MS.Right)
+    acc_l0c = _tt([32, 32], acc_t, MS.Acc)
+    mode = pl.ReluPreMode.NormalRelu if relu else None
+    how = pl.AtomicType.AtomicAdd if atomic else pl.AtomicType.AtomicNone
+
+    @pl.jit(auto_mutex=True)
+    def fix(a: pl.Tensor[[32, k], din], b: pl.Tensor[[k, 32], din],
+            out: pl.Tensor[[32, 32], out_t]):
+        a_l1 = pl.make_tile_group(type=mat_a, addrs=0x0, mutex_ids=[0])
+        b_l1 = pl.make_tile_group(type=mat_b, addrs=0x8000, mutex_ids=[1])
+        al = pl.make_tile_group(type=left, addrs=0x0, mutex_ids=[2])
+        br = pl.make_tile_group(type=right, addrs=0x0, mutex_ids=[3])
+        accs = pl.make_tile_group(type=acc_l0c, addrs=0x0, mutex_ids=[4])
+        with pl.section_cube():
+            x, y, l0, r0, ac = a_l1.current(), b_l1.current(), al.current(), br.current(), \
+                accs.current()
+            pl.load(x, a, [0, 0])
+            pl.load(y, b, [0, 0])
+            pl.move(l0, x)
+            pl.move(r0, y)
+            pl.matmul(ac, l0, r0)
+            if scale is None:
+                pl.store(out, ac, [0, 0], relu_pre_mode=mode, atomic=how)
+            else:
+                pl.store(out, ac, [0, 0], relu_pre_mode=mode, scale=scale, atomic=how)
+
+    return fix
+
+
+def _fixpipe_ref(acc: torch.Tensor, out_dtype, relu: bool, scale) -> torch.Tensor:
+    """The fixpipe's conversion: scale, then ReLU, then one rounding (nearest even;
+    saturating into integers)."""
+    v = acc.double() * (1.0 if scale is None else scale)
+    if relu:
+        v = torch.relu(v)
+    if out_dtype == I8:
+        return torch.round(v).clamp(-128, 127)
+    return v.to(TORCH[out_dtype]).double()
+
+
+@pytest.mark.parametrize("din, acc, out, relu, scale, atomic", [
+    (F16, F32, F32, True, None, False), (F16, F32, F16, True, None, False),
+    (BF16, F32, BF16, True, None, False), (F16, F32, F16, False, 0.5, False),
+    (F16, F32, F16, True, 0.25, False), (I8, I32, F16, False, 0.125, False),
+    (I8, I32, I8, False, 1 / 64, False), (F16, F32, I8, False, 8.0, False),
+    (I8, I32, I32, True, None, False), (F16, F32, F32, False, None, True),
+], ids=lambda d: str(d).split(".")[-1])
+def test_acc_to_gm_store_options(din, acc, out, relu, scale, atomic):
+    k = 64 if din == I8 else 32
+    g = torch.Generator().manual_seed(k + int(relu) * 3 + int(atomic))
+    a, b = _rand((32, k), din, g), _rand((k, 32), din, g)
+    kernel = _store_kernel(din, acc, out, relu, scale, atomic)
+    init = torch.randn(32, 32, generator=g).to(TORCH[out]) if atomic else \
+        torch.zeros(32, 32, dtype=TORCH[out])
+
+    def run():
+        o = init.clone()
+        kernel(a, b, o)
+        return o
+
+    mm = _ref_mm(a, b)
+    want = _fixpipe_ref(mm, out, relu, scale) + (init.double() if atomic else 0)
+    got = sim_and_native(run)
+    if out in (I8, I32):
+        assert torch.equal(got.long(), want.long())
+    else:
+        _check(got, want)
+
+
+# ---------------------------------------------------------------- Acc → Vec in a mix kernel
+
+
+def _mix_kernel(mode, vec_t, relu: bool, scale):
+    """C = A @ B (64 x 32 x 64, fp16 → fp32) moved from L0C to the AIVs' UB with
+    `acc_to_vec_mode` (and relu / scale), announced by set_cross_core; each AIV doubles its
+    share on pipe V and stores it (CV_fused_operator_quick_start.md)."""
+    m, k, n = 64, 32, 64
+    split_m = mode == pl.AccToVecMode.DualModeSplitM
+    split_n = mode == pl.AccToVecMode.DualModeSplitN
+    single = 0 if mode == pl.AccToVecMode.SingleModeVec0 else 1
+    rows, cols = (m // 2 if split_m else m), (n // 2 if split_n else n)
+    mat_a, mat_b = _tt([m, k], F16, MS.Mat), _tt([k, n], F16, MS.Mat)
+    left, right = _tt([m, k], F16, MS.Left), _tt([k, n], F16, MS.Right)
+    acc_l0c = _tt([m, n], F32, MS.Acc)
+    ub = _tt([rows, cols], vec_t, MS.Vec)
+    relu_mode = pl.ReluPreMode.NormalRelu if relu else None
+    dual = split_m or split_n
+
+    @pl.jit(auto_mutex=True)
+    def mix(a: pl.Tensor[[m, k], F16], b: pl.Tensor[[k, n], F16],
+            out: pl.Tensor[[m, n], vec_t]):
+        a_l1 = pl.make_tile_group(type=mat_a, addrs=0x0, mutex_ids=[0])
+        b_l1 = pl.make_tile_group(type=mat_b, addrs=0x8000, mutex_ids=[1])
+        al = pl.make_tile_group(type=left, addrs=0x0, mutex_ids=[2])
+        br = pl.make_tile_group(type=right, addrs=0x0, mutex_ids=[3])
+        accs = pl.make_tile_group(type=acc_l0c, addrs=0x0, mutex_ids=[4])
+        vec = pl.make_tile_group(type=ub, addrs=0x0, mutex_ids=[5])
+        with pl.section_cube():
+            x, y, l0, r0, ac = a_l1.current(), b_l1.current(), al.current(), br.current(), \
+                accs.current()
+            pl.load(x, a, [0, 0])
+            pl.load(y, b, [0, 0])
+            pl.move(l0, x)
+            pl.move(r0, y)
+            pl.matmul(ac, l0, r0)
+            if scale is None:
+                pl.move(vec.current(), ac, acc_to_vec_mode=mode, relu_pre_mode=relu_mode)
+            else:
+                pl.move(vec.current(), ac, acc_to_vec_mode=mode, relu_pre_mode=relu_mode,
+                        scale=scale)
+            pl.system.set_cross_core(pipe=pl.PipeType.FIX, event_id=0)
+        with pl.section_vector():
+            sub = pl.get_subblock_idx()
+            pl.system.wait_cross_core(pipe=pl.PipeType.V, event_id=0)
+            t = vec.current()
+            if dual or sub == single:
+                pl.mul(t, t, 2.0)
+                if split_m:
+                    pl.store(out, t, [sub * rows, 0])
+                elif split_n:
+                    pl.store(out, t, [0, sub * cols])
+                else:
+                    pl.store(out, t, [0, 0])
+
+    return mix
+
+
+A2V = pl.AccToVecMode
+
+
+@pytest.mark.parametrize("mode, vec, relu, scale", [
+    (A2V.SingleModeVec0, F32, False, None), (A2V.SingleModeVec1, F32, False, None),
+    (A2V.DualModeSplitM, F32, False, None), (A2V.DualModeSplitN, F32, False, None),
+    (A2V.DualModeSplitM, F16, False, None), (A2V.DualModeSplitN, BF16, True, None),
+    (A2V.DualModeSplitM, F32, True, None), (A2V.SingleModeVec0, F16, False, 0.5),
+    (A2V.DualModeSplitN, F16, True, 2.0),
+], ids=lambda d: str(d).split(".")[-1])
+def test_acc_to_vec_in_a_mix_kernel(mode, vec, relu, scale):
+    g = torch.Generator().manual_seed(int(mode) * 10 + int(relu))
+    a, b = _rand((64, 32), F16, g), _rand((32, 64), F16, g)
+    kernel = _mix_kernel(mode, vec, relu, scale)
+
+    def run():
+        out = torch.zeros(64, 64, dtype=TORCH[vec])
+        kernel[None, 1](a, b, out)
+        return out
+
+    moved = _fixpipe_ref(_ref_mm(a, b), vec, relu, scale).to(TORCH[vec])
+    _check(sim_and_native(run), 2 * moved.double())
+
+
+# ---------------------------------------------------------------- quant / dequant (quantization/)
+
+
+def _quant_kernel(mode, out_t):
+    src_t, col_t, out_tt = _tt([16, 64], F32, MS.Vec), _tt([16, 1], F32, MS.Vec), \
+        _tt([16, 64], out_t, MS.Vec)
+    asym = mode == pl.QuantMode.ASYM
+
+    @pl.jit(auto_mutex=True)
+    def quant_kernel(src: pl.Tensor[[16, 64], F32], scale: pl.Tensor[[16, 1], F32],
+                     offset: pl.Tensor[[16, 1], F32], out: pl.Tensor[[16, 64], out_t]):
+        tile_src = pl.make_tile_group(type=src_t, addrs=0x0000, mutex_ids=[0])
+        tile_scale = pl.make_tile_group(type=col_t, addrs=0x8000, mutex_ids=[1])
+        tile_offset = pl.make_tile_group(type=col_t, addrs=0x9000, mutex_ids=[2])
+        tile_out = pl.make_tile_group(type=out_tt, addrs=0xA000, mutex_ids=[3])
+        with pl.section_vector():
+            s, sc, off, o = tile_src.current(), tile_scale.current(), tile_offset.current(), \
+                tile_out.current()
+            pl.load(s, src, [0, 0])
+            pl.load(sc, scale, [0, 0])
+            if asym:
+                pl.load(off, offset, [0, 0])
+                pl.quant(o, s, sc, mode=pl.QuantMode.ASYM, offset=off)
+            else:
+                pl.quant(o, s, sc, mode=pl.QuantMode.SYM)
+            pl.store(out, o, [0, 0])
+
+    return quant_kernel
+
+
+@pytest.mark.parametrize("mode, out", [(pl.QuantMode.SYM, pl.DT_INT8),
+                                       (pl.QuantMode.ASYM, pl.DT_UINT8)], ids=["sym", "asym"])
+def test_quant(mode, out):
+    g = torch.Generator().manual_seed(5)
+    src = torch.randn(16, 64, generator=g) * 20
+    src[0, :4] = torch.tensor([0.125, 0.375, -0.625, 2.5])  # ties after scaling by 4
+    scale = torch.full((16, 1), 4.0)
+    scale[1:] = torch.rand(15, 1, generator=g) * 8
+    offset = torch.randint(-20, 120, (16, 1), generator=g).float()
+    kernel = _quant_kernel(mode, out)
+
+    def run():
+        o = torch.zeros(16, 64, dtype=torch.int8 if out == pl.DT_INT8 else torch.uint8)
+        kernel(src, scale, offset, o)
+        return o
+
+    # pto-isa's TQUANT: nearbyint(src * scale (+ offset)) in fp32, the zero point added
+    # before the rounding (the docs' formula rounds first; ties tell them apart)
+    v = src * scale
+    want = torch.round(v).clamp(-128, 127) if mode == pl.QuantMode.SYM else \
+        torch.round(v + offset).clamp(0, 255)
+    assert torch.equal(sim_and_native(run).long(), want.long())
+
+
+def _dequant_kernel(src_t):
+    in_t, col_t, out_tt = _tt([16, 64], src_t, MS.Vec), _tt([16, 1], F32, MS.Vec), \
+        _tt([16, 64], F32, MS.Vec)
+
+    @pl.jit(auto_mutex=True)
+    def dequant_kernel(src: pl.Tensor[[16, 64], src_t], scale: pl.Tensor[[16, 1], F32],
+                       offset: pl.Tensor[[16, 1], F32], out: pl.Tensor[[16, 64], F32]):
+        tile_src = pl.make_tile_group(type=in_t, addrs=0x0000, mutex_ids=[0])
+        tile_scale = pl.make_tile_group(type=col_t, addrs=0x4000, mutex_ids=[1])
+        tile_offset = pl.make_tile_group(type=col_t, addrs=0x5000, mutex_ids=[2])
+        tile_out = pl.make_tile_group(type=out_tt, addrs=0x6000, mutex_ids=[3])
+        with pl.section_vector():
+            s, sc, off, o = tile_src.current(), tile_scale.current(), tile_offset.current(), \
+                tile_out.current()
+            pl.load(s, src, [0, 0])
+            pl.load(sc, scale, [0, 0])
+            pl.load(off, offset, [0, 0])
+            pl.dequant(o, s, sc, off)
+            pl.store(out, o, [0, 0])
+
+    return dequant_kernel
+
+
+@pytest.mark.parametrize("src_t", [pl.DT_INT8, pl.DT_INT16], ids=["int8", "int16"])
+def test_dequant(src_t):
+    g = torch.Generator().manual_seed(6)
+    hi = 128 if src_t == pl.DT_INT8 else 30000
+    src = torch.randint(-hi, hi, (16, 64), generator=g).to(TORCH.get(src_t, torch.int16))
+    scale = torch.rand(16, 1, generator=g)
+    offset = torch.randint(-10, 10, (16, 1), generator=g).float()
+    kernel = _dequant_kernel(src_t)
+
+    def run():
+        o = torch.zeros(16, 64)
+        kernel(src, scale, offset, o)
+        return o
+
+    want = (src.double() - offset.double()) * scale.double()
+    torch.testing.assert_close(sim_and_native(run).double(), want, rtol=1e-6, atol=1e-4)
+
+
+def test_asym_quant_without_offset_is_refused_as_the_real_builder():
+    vec_f, vec_u = _tt([16, 64], F32, MS.Vec), _tt([16, 64], pl.DT_UINT8, MS.Vec)
+    col = _tt([16, 1], F32, MS.Vec)
+
+    @pl.jit
+    def no_offset(out: pl.Tensor[[16, 64], pl.DT_UINT8]):
+        with pl.section_vector():
+            s = pl.make_tile(vec_f, addr=0x0)
+            sc = pl.make_tile(col, addr=0x8000)
+            o = pl.make_tile(vec_u, addr=0xA000)
+            pl.quant(o, s, sc, mode=pl.QuantMode.ASYM)
+
+    with pytest.raises(ParserSyntaxError, match="quant in 'asym' mode requires an offset "
+                                                "argument") as info:
+        no_offset.compile()
+    assert info.value.span is not None
