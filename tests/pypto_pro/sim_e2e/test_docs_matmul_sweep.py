@@ -800,3 +800,166 @@ def test_asym_quant_without_offset_is_refused_as_the_real_builder():
                                                 "argument") as info:
         no_offset.compile()
     assert info.value.span is not None
+
+
+# ---------------------------------------------------------------- fp8 without MX scales
+
+
+@pytest.mark.parametrize("lhs, rhs", [(E4, E4), (E4, E5), (E5, E4), (E5, E5)],
+                         ids=lambda d: str(d).split(".")[-1])
+def test_fp8_matmul_without_scales(lhs, rhs):
+    """matmul_acc.md: FP8E4M3FN / FP8E5M2 in any pair → FP32 (a matmul, then a matmul_acc)."""
+    mat_a, mat_b = _tt([32, 64], lhs, MS.Mat), _tt([64, 32], rhs, MS.Mat)
+    left, right = _tt([32, 64], lhs, MS.Left), _tt([64, 32], rhs, MS.Right)
+    acc_l0c = _tt([32, 32], F32, MS.Acc)
+
+    @pl.jit(auto_mutex=True)
+    def fp8(a: pl.Tensor[[32, 64], lhs], b: pl.Tensor[[64, 32], rhs],
+            out: pl.Tensor[[32, 32], F32]):
+        a_l1 = pl.make_tile_group(type=mat_a, addrs=0x0, mutex_ids=[0])
+        b_l1 = pl.make_tile_group(type=mat_b, addrs=0x8000, mutex_ids=[1])
+        al = pl.make_tile_group(type=left, addrs=0x0, mutex_ids=[2])
+        br = pl.make_tile_group(type=right, addrs=0x0, mutex_ids=[3])
+        accs = pl.make_tile_group(type=acc_l0c, addrs=0x0, mutex_ids=[4])
+        with pl.section_cube():
+            x, y, l0, r0, ac = a_l1.current(), b_l1.current(), al.current(), br.current(), \
+                accs.current()
+            pl.load(x, a, [0, 0])
+            pl.load(y, b, [0, 0])
+            pl.move(l0, x)
+            pl.move(r0, y)
+            pl.matmul(ac, l0, r0)
+            pl.matmul_acc(ac, ac, l0, r0)
+            pl.store(out, ac, [0, 0])
+
+    g = torch.Generator().manual_seed(8)
+    a = torch.randn(32, 64, generator=g).to(TORCH[lhs])
+    b = torch.randn(64, 32, generator=g).to(TORCH[rhs])
+
+    def run():
+        out = torch.zeros(32, 32)
+        fp8(a, b, out)
+        return out
+
+    _check(sim_and_native(run), 2 * (a.double() @ b.double()))
+
+
+# ---------------------------------------------------------------- per-channel (Scaling tile) quant
+
+
+def _channel_scale_kernel(din, acc_t, out_t, to_vec: bool):
+    """A 32³ matmul written out through a per-channel deq tile: [1, 32] UINT64 words loaded to
+    L1 and moved to Scaling (store.md / move.md `scale=Tile`); to GM by store, or to the AIV
+    by a single-mode move."""
+    k = 64 if din == I8 else 32
+    mat_a, mat_b = _tt([32, k], din, MS.Mat), _tt([k, 32], din, MS.Mat)
+    left, right = _tt([32, k], din, MS.Left), _tt([k, 32], din, MS.Right)
+    acc_l0c = _tt([32, 32], acc_t, MS.Acc)
+    deq_mat, deq_fb = _tt([1, 32], pl.DT_UINT64, MS.Mat), _tt([1, 32], pl.DT_UINT64, MS.Scaling)
+    ub = _tt([32, 32], out_t, MS.Vec)
+
+    @pl.jit(auto_mutex=True)
+    def channel(a: pl.Tensor[[32, k], din], b: pl.Tensor[[k, 32], din],
+                deq: pl.Tensor[[1, 32], pl.DT_UINT64], out: pl.Tensor[[32, 32], out_t]):
+        a_l1 = pl.make_tile_group(type=mat_a, addrs=0x0, mutex_ids=[0])
+        b_l1 = pl.make_tile_group(type=mat_b, addrs=0x8000, mutex_ids=[1])
+        d_l1 = pl.make_tile_group(type=deq_mat, addrs=0x10000, mutex_ids=[2])
+        d_fb = pl.make_tile_group(type=deq_fb, addrs=0x0, mutex_ids=[3])
+        al = pl.make_tile_group(type=left, addrs=0x0, mutex_ids=[4])
+        br = pl.make_tile_group(type=right, addrs=0x0, mutex_ids=[5])
+        accs = pl.make_tile_group(type=acc_l0c, addrs=0x0, mutex_ids=[6])
+        vec = pl.make_tile_group(type=ub, addrs=0x0, mutex_ids=[7])
+        with pl.section_cube():
+            x, y, l0, r0, ac = a_l1.current(), b_l1.current(), al.current(), br.current(), \
+                accs.current()
+            dl1, dfb = d_l1.current(), d_fb.current()
+            pl.load(x, a, [0, 0])
+            pl.load(y, b, [0, 0])
+            pl.load(dl1, deq, [0, 0])
+            pl.move(l0, x)
+            pl.move(r0, y)
+            pl.move(dfb, dl1)
+            pl.matmul(ac, l0, r0)
+            if to_vec:
+                pl.move(vec.current(), ac, acc_to_vec_mode=pl.AccToVecMode.SingleModeVec0,
+                        scale=dfb)
+                pl.system.set_cross_core(pipe=pl.PipeType.FIX, event_id=0)
+            else:
+                pl.store(out, ac, [0, 0], scale=dfb)
+        if to_vec:
+            with pl.section_vector():
+                pl.system.wait_cross_core(pipe=pl.PipeType.MTE3, event_id=0)
+                if pl.get_subblock_idx() == 0:
+                    pl.store(out, vec.current(), [0, 0])
+
+    return channel
+
+
+@pytest.mark.parametrize("din, acc, out, to_vec", [
+    (I8, I32, F16, False), (F16, F32, F16, False), (I8, I32, I8, False), (I8, I32, F16, True),
+], ids=lambda d: str(d).split(".")[-1])
+def test_per_channel_scale(din, acc, out, to_vec):
+    import struct
+
+    k = 64 if din == I8 else 32
+    g = torch.Generator().manual_seed(9 + int(to_vec))
+    a, b = _rand((32, k), din, g), _rand((k, 32), din, g)
+    scales = [2.0 ** -int(e) for e in torch.randint(3, 9, (32,), generator=g)]
+    if out == I8:
+        scales = [s / 64 for s in scales]
+    words = [struct.unpack("<I", struct.pack("<f", s))[0] for s in scales]
+    deq = torch.tensor([words], dtype=torch.int64).view(torch.uint64)  # the real runtime's check
+    kernel = _channel_scale_kernel(din, acc, out, to_vec)
+
+    def run():
+        o = torch.zeros(32, 32, dtype=TORCH.get(out, torch.int8))
+        kernel[None, 1](a, b, deq, o)
+        return o
+
+    mm = _ref_mm(a, b).double() * torch.tensor(scales, dtype=torch.float64)
+    got = sim_and_native(run)
+    if out == I8:
+        assert torch.equal(got.long(), torch.round(mm).clamp(-128, 127).long())
+    else:
+        _check(got, mm)
+
+
+# ---------------------------------------------------------------- order= on a 3-D tensor, blocks
+
+
+def test_transposed_load_from_a_3d_tensor_on_several_blocks():
+    """Each block b computes C[b] = A[b] @ B[b]^T with B given as [batch, N, K] and loaded
+    transposed by `order=[2, 1]` into a ZN Mat tile (load.md: a reversed order transposes)."""
+    bt, m, k, n = 4, 32, 32, 16
+    mat_a, mat_b = _tt([m, k], F16, MS.Mat), _tt([k, n], F16, MS.Mat, layout=pl.ZN)
+    left, right = _tt([m, k], F16, MS.Left), _tt([k, n], F16, MS.Right)
+    acc_l0c = _tt([m, n], F32, MS.Acc)
+
+    @pl.jit(auto_mutex=True)
+    def batched(a: pl.Tensor[[bt, m, k], F16], b: pl.Tensor[[bt, n, k], F16],
+                out: pl.Tensor[[bt, m, n], F32]):
+        a_l1 = pl.make_tile_group(type=mat_a, addrs=0x0, mutex_ids=[0])
+        b_l1 = pl.make_tile_group(type=mat_b, addrs=0x8000, mutex_ids=[1])
+        al = pl.make_tile_group(type=left, addrs=0x0, mutex_ids=[2])
+        br = pl.make_tile_group(type=right, addrs=0x0, mutex_ids=[3])
+        accs = pl.make_tile_group(type=acc_l0c, addrs=0x0, mutex_ids=[4])
+        with pl.section_cube():
+            blk = pl.get_block_idx()
+            x, y, l0, r0, ac = a_l1.current(), b_l1.current(), al.current(), br.current(), \
+                accs.current()
+            pl.load(x, a, [blk, 0, 0])
+            pl.load(y, b, [blk, 0, 0], order=[2, 1])
+            pl.move(l0, x)
+            pl.move(r0, y)
+            pl.matmul(ac, l0, r0)
+            pl.store(out, ac, [blk, 0, 0])
+
+    g = torch.Generator().manual_seed(10)
+    a, b = _rand((bt, m, k), F16, g), _rand((bt, n, k), F16, g)
+
+    def run():
+        out = torch.zeros(bt, m, n)
+        batched[None, bt](a, b, out)
+        return out
+
+    _check(sim_and_native(run), a.double() @ b.double().transpose(1, 2))
