@@ -22,6 +22,11 @@ TORCH = {pl.DT_FP16: torch.float16, pl.DT_BF16: torch.bfloat16, pl.DT_FP32: torc
          pl.DT_FP8E4M3FN: torch.float8_e4m3fn, pl.DT_FP8E5M2: torch.float8_e5m2}
 
 
+def _id(v) -> str:
+    """A readable test-id part: an enum's or dtype's name, else the value."""
+    return getattr(v, "name", None) or str(v)
+
+
 def _tt(shape, dtype, space, **kw) -> pl.TileType:
     return pl.TileType(shape=shape, dtype=dtype, target_memory=space, **kw)
 
@@ -190,7 +195,7 @@ DTYPES = [  # (input, accumulator, GM output): the docs' pairs, and the fixpipe'
 ]
 
 
-@pytest.mark.parametrize("din, acc, out", DTYPES, ids=lambda d: str(d).split(".")[-1])
+@pytest.mark.parametrize("din, acc, out", DTYPES, ids=_id)
 def test_single_matmul(din, acc, out):
     k = 64 if din == I8 else 32
     _run_cube(Cube(din=din, acc=acc, out=out, k=k, tk=k))
@@ -199,7 +204,7 @@ def test_single_matmul(din, acc, out):
 @pytest.mark.parametrize("din, acc, out, bias", [
     (F16, F32, F32, F16), (F16, F32, F16, F16), (BF16, F32, F32, BF16), (F16, F32, F32, F32),
     (F32, F32, F32, F32), (I8, I32, I32, I32),
-], ids=lambda d: str(d).split(".")[-1])
+], ids=_id)
 def test_matmul_with_bias(din, acc, out, bias):
     k = 64 if din == I8 else 32
     _run_cube(Cube(din=din, acc=acc, out=out, k=k, tk=k, bias=bias))
@@ -210,7 +215,7 @@ def test_matmul_with_bias(din, acc, out, bias):
     (F16, F32, F32, 3, F16, True), (BF16, F32, BF16, 3, BF16, True),
     (F32, F32, F32, 2, None, True), (I8, I32, I32, 3, None, True),
     (F16, F32, F32, 3, None, False), (I8, I32, I32, 2, None, False),
-], ids=lambda d: str(d).split(".")[-1])
+], ids=_id)
 def test_k_chain(din, acc, out, blocks, bias, phase):
     tk = 64 if din == I8 else 32
     _run_cube(Cube(din=din, acc=acc, out=out, k=tk * blocks, tk=tk, bias=bias, phase=phase))
@@ -220,7 +225,7 @@ def test_k_chain(din, acc, out, blocks, bias, phase):
     (F16, F32, True, False, 1), (F16, F32, False, True, 1), (F16, F32, True, True, 1),
     (BF16, F32, True, True, 2), (F32, F32, True, False, 1), (F32, F32, False, True, 1),
     (I8, I32, True, False, 1), (I8, I32, False, True, 1), (F16, F32, False, True, 3),
-], ids=lambda d: str(d).split(".")[-1])
+], ids=_id)
 def test_transposed_operands(din, acc, trans_a, trans_b, blocks):
     tk = 64 if din == I8 else 32
     _run_cube(Cube(din=din, acc=acc, out=acc, k=tk * blocks, tk=tk, trans_a=trans_a,
@@ -381,7 +386,7 @@ MX_PAIRS = [(pl.DT_FP8E4M3FN, pl.DT_FP8E4M3FN), (pl.DT_FP8E4M3FN, pl.DT_FP8E5M2)
             (pl.DT_FP4E1M2, pl.DT_FP4E2M1), (pl.DT_FP4E1M2, pl.DT_FP4E1M2)]
 
 
-@pytest.mark.parametrize("lhs, rhs", MX_PAIRS, ids=lambda d: str(d).split(".")[-1])
+@pytest.mark.parametrize("lhs, rhs", MX_PAIRS, ids=_id)
 @pytest.mark.parametrize("k, tk", [(64, 64), (192, 64)], ids=["one_block", "three_blocks"])
 def test_mx_matmul(lhs, rhs, k, tk):
     m = n = 64
@@ -458,7 +463,7 @@ def _tail_kernel(din, acc_t, tile: int):
     (F16, F32, 17, 32, 32), (F16, F32, 32, 32, 9), (F16, F32, 32, 20, 32),
     (F16, F32, 5, 23, 30), (BF16, F32, 1, 16, 1), (F32, F32, 13, 11, 7),
     (I8, I32, 31, 40, 19),
-], ids=lambda d: str(d).split(".")[-1])
+], ids=_id)
 def test_tails(din, acc, vm, vk, vn):
     tile = 64 if din == I8 else 32
     g = torch.Generator().manual_seed(vm * 31 + vk * 7 + vn)
@@ -517,7 +522,7 @@ def _offset_kernel(din, acc_t, tm: int, tk: int, n: int):
 @pytest.mark.parametrize("din, acc, tm, tk, n", [
     (F16, F32, 16, 32, 32), (BF16, F32, 32, 16, 16), (F32, F32, 16, 16, 32),
     (I8, I32, 16, 32, 32),
-], ids=lambda d: str(d).split(".")[-1])
+], ids=_id)
 def test_l1_to_l0_moves_with_offsets(din, acc, tm, tk, n):
     g = torch.Generator().manual_seed(tm + tk + n)
     a, b = _rand((2 * tm, 2 * tk), din, g), _rand((2 * tk, n), din, g)
@@ -584,7 +589,7 @@ def _fixpipe_ref(acc: torch.Tensor, out_dtype, relu: bool, scale) -> torch.Tenso
     (F16, F32, F16, True, 0.25, False), (I8, I32, F16, False, 0.125, False),
     (I8, I32, I8, False, 1 / 64, False), (F16, F32, I8, False, 8.0, False),
     (I8, I32, I32, True, None, False), (F16, F32, F32, False, None, True),
-], ids=lambda d: str(d).split(".")[-1])
+], ids=_id)
 def test_acc_to_gm_store_options(din, acc, out, relu, scale, atomic):
     k = 64 if din == I8 else 32
     g = torch.Generator().manual_seed(k + int(relu) * 3 + int(atomic))
@@ -674,7 +679,7 @@ A2V = pl.AccToVecMode
     (A2V.DualModeSplitM, F16, False, None), (A2V.DualModeSplitN, BF16, True, None),
     (A2V.DualModeSplitM, F32, True, None), (A2V.SingleModeVec0, F16, False, 0.5),
     (A2V.DualModeSplitN, F16, True, 2.0),
-], ids=lambda d: str(d).split(".")[-1])
+], ids=_id)
 def test_acc_to_vec_in_a_mix_kernel(mode, vec, relu, scale):
     g = torch.Generator().manual_seed(int(mode) * 10 + int(relu))
     a, b = _rand((64, 32), F16, g), _rand((32, 64), F16, g)
@@ -806,7 +811,7 @@ def test_asym_quant_without_offset_is_refused_as_the_real_builder():
 
 
 @pytest.mark.parametrize("lhs, rhs", [(E4, E4), (E4, E5), (E5, E4), (E5, E5)],
-                         ids=lambda d: str(d).split(".")[-1])
+                         ids=_id)
 def test_fp8_matmul_without_scales(lhs, rhs):
     """matmul_acc.md: FP8E4M3FN / FP8E5M2 in any pair → FP32 (a matmul, then a matmul_acc)."""
     mat_a, mat_b = _tt([32, 64], lhs, MS.Mat), _tt([64, 32], rhs, MS.Mat)
@@ -897,7 +902,7 @@ def _channel_scale_kernel(din, acc_t, out_t, to_vec: bool):
 
 @pytest.mark.parametrize("din, acc, out, to_vec", [
     (I8, I32, F16, False), (F16, F32, F16, False), (I8, I32, I8, False), (I8, I32, F16, True),
-], ids=lambda d: str(d).split(".")[-1])
+], ids=_id)
 def test_per_channel_scale(din, acc, out, to_vec):
     import struct
 
@@ -963,3 +968,59 @@ def test_transposed_load_from_a_3d_tensor_on_several_blocks():
         return out
 
     _check(sim_and_native(run), a.double() @ b.double().transpose(1, 2))
+
+
+# ---------------------------------------------------------------- dynamic shapes over cores
+
+
+def test_dynamic_shapes_over_cores_with_load_tile_and_store_tile():
+    """Matmul_operator_quick_start.md at tile 32: DYNAMIC M / N, rows of tiles spread over the
+    cores by get_block_idx / get_block_num, ring buffers advanced by next()."""
+    t = 32
+
+    @pl.jit(auto_mutex=True)
+    def quick(a: pl.Tensor[[pl.DYNAMIC, t], F16], b: pl.Tensor[[t, pl.DYNAMIC], F16],
+              out: pl.Tensor[[pl.DYNAMIC, pl.DYNAMIC], F32]):
+        num_cores = pl.get_block_num()
+        core_id = pl.get_block_idx()
+        m = a.shape[0]
+        n = b.shape[1]
+        with pl.section_cube():
+            a_mat = pl.make_tile_group(type=pl.TileType(shape=[t, t], dtype=F16,
+                                                        target_memory=MS.Mat),
+                                       addrs=0, mutex_ids=[0, 1, 10, 11])
+            b_mat = pl.make_tile_group(type=pl.TileType(shape=[t, t], dtype=F16,
+                                                        target_memory=MS.Mat),
+                                       addrs=0x20000, mutex_ids=[2, 3, 12, 13])
+            a_left = pl.make_tile_group(type=pl.TileType(shape=[t, t], dtype=F16,
+                                                         target_memory=MS.Left),
+                                        addrs=0, mutex_ids=[4, 5])
+            b_right = pl.make_tile_group(type=pl.TileType(shape=[t, t], dtype=F16,
+                                                          target_memory=MS.Right),
+                                         addrs=0, mutex_ids=[6, 7])
+            acc_db = pl.make_tile_group(type=pl.TileType(shape=[t, t], dtype=F32,
+                                                         target_memory=MS.Acc),
+                                        addrs=0, mutex_ids=[8, 9])
+            for i in pl.range(core_id, m // t, num_cores):
+                for j in pl.range(0, n // t, 1):
+                    a_l1 = a_mat.next()
+                    pl.load_tile(a_l1, a, [i, 0])
+                    b_l1 = b_mat.next()
+                    pl.load_tile(b_l1, b, [0, j])
+                    cur_a = a_left.next()
+                    pl.move(cur_a, a_l1)
+                    cur_b = b_right.next()
+                    pl.move(cur_b, b_l1)
+                    acc = acc_db.next()
+                    pl.matmul(acc, cur_a, cur_b)
+                    pl.store_tile(out, acc, [i, j])
+
+    g = torch.Generator().manual_seed(12)
+    a, b = _rand((160, t), F16, g), _rand((t, 96), F16, g)
+
+    def run():
+        out = torch.zeros(160, 96)
+        quick[None, 3](a, b, out)
+        return out
+
+    _check(sim_and_native(run), a.double() @ b.double())
