@@ -1024,3 +1024,90 @@ def test_dynamic_shapes_over_cores_with_load_tile_and_store_tile():
         return out
 
     _check(sim_and_native(run), a.double() @ b.double())
+
+
+# ---------------------------------------------------------------- two accumulators
+
+
+def test_phase_chains_on_ping_pong_accumulators():
+    """C[:, j] for two N blocks, each a two-block K chain with phases into the next of two
+    accumulators, stored with STPhase.Final: each L0C buffer's unit flag hands over on its own
+    (phase.md), the second chain's matmuls running while the first's store drains."""
+    t, kb = 32, 2
+    mat_a, mat_b = _tt([t, t], F16, MS.Mat), _tt([t, t], F16, MS.Mat)
+    left, right = _tt([t, t], F16, MS.Left), _tt([t, t], F16, MS.Right)
+    acc_l0c = _tt([t, t], F32, MS.Acc, fractal=1024)
+
+    @pl.jit(auto_mutex=True)
+    def ping_pong(a: pl.Tensor[[t, kb * t], F16], b: pl.Tensor[[kb * t, 2 * t], F16],
+                  out: pl.Tensor[[t, 2 * t], F32]):
+        a_l1 = pl.make_tile_group(type=mat_a, addrs=0x0, mutex_ids=[0, 1])
+        b_l1 = pl.make_tile_group(type=mat_b, addrs=0x8000, mutex_ids=[2, 3])
+        al = pl.make_tile_group(type=left, addrs=0x0, mutex_ids=[4, 5])
+        br = pl.make_tile_group(type=right, addrs=0x0, mutex_ids=[6, 7])
+        accs = pl.make_tile_group(type=acc_l0c, addrs=0x0, mutex_ids=[8, 9])
+        with pl.section_cube():
+            pl.system.set_mm_layout_transform(enabled=True)
+            for j in pl.range(0, 2):
+                ac = accs.next()
+                for k in pl.range(0, kb):
+                    x, y, l0, r0 = a_l1.next(), b_l1.next(), al.next(), br.next()
+                    pl.load(x, a, [0, k * t])
+                    pl.load(y, b, [k * t, j * t])
+                    pl.move(l0, x)
+                    pl.move(r0, y)
+                    if k == 0:
+                        pl.matmul(ac, l0, r0, phase=pl.AccPhase.Partial)
+                    else:
+                        pl.matmul_acc(ac, ac, l0, r0, phase=pl.AccPhase.Final)
+                pl.store(out, ac, [0, j * t], phase=pl.STPhase.Final)
+            pl.system.set_mm_layout_transform(enabled=False)
+
+    g = torch.Generator().manual_seed(13)
+    a, b = _rand((t, kb * t), F16, g), _rand((kb * t, 2 * t), F16, g)
+
+    def run():
+        out = torch.zeros(t, 2 * t)
+        ping_pong(a, b, out)
+        return out
+
+    _check(sim_and_native(run), a.double() @ b.double())
+
+
+def test_matmul_acc_into_another_accumulator():
+    """matmul_acc.md: dst = acc + lhs @ rhs, here with dst and acc two different L0C tiles."""
+    mat = _tt([32, 32], F16, MS.Mat)
+    left, right = _tt([32, 32], F16, MS.Left), _tt([32, 32], F16, MS.Right)
+    acc_l0c = _tt([32, 32], F32, MS.Acc)
+
+    @pl.jit(auto_mutex=True)
+    def two(a: pl.Tensor[[32, 32], F16], b: pl.Tensor[[32, 32], F16],
+            out: pl.Tensor[[32, 32], F32], first: pl.Tensor[[32, 32], F32]):
+        a_l1 = pl.make_tile_group(type=mat, addrs=0x0, mutex_ids=[0])
+        b_l1 = pl.make_tile_group(type=mat, addrs=0x8000, mutex_ids=[1])
+        al = pl.make_tile_group(type=left, addrs=0x0, mutex_ids=[2])
+        br = pl.make_tile_group(type=right, addrs=0x0, mutex_ids=[3])
+        acc0 = pl.make_tile_group(type=acc_l0c, addrs=0x0, mutex_ids=[4])
+        acc1 = pl.make_tile_group(type=acc_l0c, addrs=0x10000, mutex_ids=[5])
+        with pl.section_cube():
+            x, y, l0, r0 = a_l1.current(), b_l1.current(), al.current(), br.current()
+            c0, c1 = acc0.current(), acc1.current()
+            pl.load(x, a, [0, 0])
+            pl.load(y, b, [0, 0])
+            pl.move(l0, x)
+            pl.move(r0, y)
+            pl.matmul(c0, l0, r0)
+            pl.matmul_acc(c1, c0, l0, r0)
+            pl.store(out, c1, [0, 0])
+            pl.store(first, c0, [0, 0])
+
+    g = torch.Generator().manual_seed(14)
+    a, b = _rand((32, 32), F16, g), _rand((32, 32), F16, g)
+
+    def run():
+        out, first = torch.zeros(32, 32), torch.zeros(32, 32)
+        two(a, b, out, first)
+        return torch.stack((out, first))
+
+    c = a.double() @ b.double()
+    _check(sim_and_native(run), torch.stack((2 * c, c)))
