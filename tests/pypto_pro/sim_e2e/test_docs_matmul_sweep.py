@@ -272,9 +272,11 @@ def test_phase_orders_that_hang_are_refused_by_the_simulator(first, last, store,
         kernel(torch.ones(32, 32, dtype=torch.float16), torch.zeros(32, 32))
 
 
-def test_phase_chain_orders_the_store_after_the_final_matmul():
+def test_phase_chain_orders_the_store_after_the_final_matmul(check_trace, select):
     """The docs' two-block chain (Partial, Final, store Final): the store reads the finished
-    accumulator (the simulator once let it read L0C before the matmuls wrote it)."""
+    accumulator (the simulator once let it read L0C before the matmuls wrote it); on the
+    timeline the fixpipe's store starts after the last matmul ends, ordered by the unit flag's
+    set (M) / wait (FIX) pair."""
     kernel = _phase_kernel(pl.AccPhase.Partial, pl.AccPhase.Final, pl.STPhase.Final)
     a = (torch.randn(32, 32, generator=torch.Generator().manual_seed(3)) / 2).half()
 
@@ -284,6 +286,17 @@ def test_phase_chain_orders_the_store_after_the_final_matmul():
         return out
 
     _check(sim_and_native(run), 2 * (a.double() @ a.double()))
+    run()
+    trace = kernel.last_trace
+    check_trace(trace)
+    cube = select(trace, kind="instr", pipe="M")
+    store = select(trace, kind="instr", pipe="FIX")
+    assert len(cube) == 2 and len(store) == 1
+    assert store["start"].min() >= cube["end"].max()
+    flags = select(trace, kind="sync")
+    unit = flags[flags["sync_ids"].astype(str).str.contains("M->FIX #unit")]
+    assert sorted(unit["flow_role"]) == ["set", "wait"] and set(unit["pipe"].astype(str)) == {
+        "M", "FIX"}
 
 
 # ---------------------------------------------------------------- MX: fp8 and fp4 with E8M0
