@@ -12,9 +12,10 @@ from dataclasses import dataclass
 import pytest
 import torch
 from dual_backend import sim_and_native
+from kernel_source import assert_refused
 
 import pypto_pro.language as pl
-from pypto_pro.errors import ParserSyntaxError, SimulationError
+from pypto_pro.errors import NotSupported, ParserSyntaxError, SimulationError
 
 MS = pl.MemorySpace
 TORCH = {pl.DT_FP16: torch.float16, pl.DT_BF16: torch.bfloat16, pl.DT_FP32: torch.float32,
@@ -1124,3 +1125,35 @@ def test_matmul_acc_into_another_accumulator():
 
     c = a.double() @ b.double()
     _check(sim_and_native(run), torch.stack((2 * c, c)))
+
+
+# ---------------------------------------------------------------- what the real toolchain refuses
+
+_CUBE_BODY = """M = pl.MemorySpace
+with pl.section_cube():
+    l = pl.make_tile(pl.TileType([32, 32], {din}, M.Left), addr=0)
+    r = pl.make_tile(pl.TileType([32, 32], {din}, M.Right), addr=0)
+    c = pl.make_tile(pl.TileType([32, 32], {acc}, M.Acc), addr=0)
+    b = pl.make_tile(pl.TileType([1, 32], {bias}, {space}), addr=0)
+    {call}
+"""
+
+
+@pytest.mark.parametrize("din, acc, bias, space, call, error, fragment", [
+    ("pl.DT_FP16", "pl.DT_FP32", "pl.DT_FP16", "M.Bias", "pl.matmul(c, l, r, b)", NotSupported,
+     "matmul of FP16 x FP16 into FP32 with a FP16 bias: No supported bias data type."),
+    ("pl.DT_INT8", "pl.DT_FP32", "pl.DT_FP32", "M.Bias", "pl.matmul(c, l, r)", NotSupported,
+     "matmul of INT8 x INT8 into FP32: No supported data type combination."),
+    ("pl.DT_FP16", "pl.DT_FP16", "pl.DT_FP16", "M.Bias", "pl.matmul_acc(c, c, l, r)",
+     NotSupported, "Acc Type support int32_t or float."),
+    ("pl.DT_FP16", "pl.DT_INT32", "pl.DT_INT32", "M.Bias", "pl.matmul(c, l, r)", NotSupported,
+     "Left Type and Right Type must be int8_t when Acc Type is int32_t."),
+    ("pl.DT_FP16", "pl.DT_FP32", "pl.DT_FP32", "M.Mat", "pl.matmul(c, l, r, b)",
+     ParserSyntaxError, "matmul_bias: bias_tile must be in L0B (Bias), got Mat"),
+], ids=["bias_dtype", "int8_into_fp32", "fp16_acc", "fp16_into_int32", "bias_in_l1"])
+def test_refused_cube_operands(tmp_path, din, acc, bias, space, call, error, fragment):
+    """pto-isa's static checks of a5's TMATMUL / TMATMUL_BIAS (the real toolchain's compile
+    error), and the real matmul_bias builder's space check, at the call's line."""
+    body = _CUBE_BODY.format(din=din, acc=acc, bias=bias, space=space, call=call)
+    assert_refused(error, fragment, tmp_path, "cube", "out: pl.Tensor[[32, 32], pl.DT_FP32]",
+                   body)
