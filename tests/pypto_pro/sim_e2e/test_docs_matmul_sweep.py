@@ -644,6 +644,8 @@ def _mix_kernel(mode, vec_t, relu: bool, scale):
     ub = _tt([rows, cols], vec_t, MS.Vec)
     relu_mode = pl.ReluPreMode.NormalRelu if relu else None
     dual = split_m or split_n
+    double = vec_t != I8  # (an int8 share is stored as moved)
+    reader = pl.PipeType.V if double else pl.PipeType.MTE3  # the pipe that reads it first
 
     @pl.jit(auto_mutex=True)
     def mix(a: pl.Tensor[[m, k], F16], b: pl.Tensor[[k, n], F16],
@@ -670,10 +672,11 @@ def _mix_kernel(mode, vec_t, relu: bool, scale):
             pl.system.set_cross_core(pipe=pl.PipeType.FIX, event_id=0)
         with pl.section_vector():
             sub = pl.get_subblock_idx()
-            pl.system.wait_cross_core(pipe=pl.PipeType.V, event_id=0)
+            pl.system.wait_cross_core(pipe=reader, event_id=0)
             t = vec.current()
             if dual or sub == single:
-                pl.mul(t, t, 2.0)
+                if double:
+                    pl.mul(t, t, 2.0)
                 if split_m:
                     pl.store(out, t, [sub * rows, 0])
                 elif split_n:
@@ -692,7 +695,8 @@ A2V = pl.AccToVecMode
     (A2V.DualModeSplitM, F32, False, None), (A2V.DualModeSplitN, F32, False, None),
     (A2V.DualModeSplitM, F16, False, None), (A2V.DualModeSplitN, BF16, True, None),
     (A2V.DualModeSplitM, F32, True, None), (A2V.SingleModeVec0, F16, False, 0.5),
-    (A2V.DualModeSplitN, F16, True, 2.0),
+    (A2V.DualModeSplitN, F16, True, 2.0), (A2V.SingleModeVec0, I8, False, 8.0),
+    (A2V.DualModeSplitM, I8, True, 4.0),
 ], ids=_id)
 def test_acc_to_vec_in_a_mix_kernel(mode, vec, relu, scale):
     g = torch.Generator().manual_seed(int(mode) * 10 + int(relu))
@@ -705,7 +709,10 @@ def test_acc_to_vec_in_a_mix_kernel(mode, vec, relu, scale):
         return out
 
     moved = _fixpipe_ref(_ref_mm(a, b), vec, relu, scale).to(TORCH[vec])
-    _check(sim_and_native(run), 2 * moved.double())
+    if vec == I8:
+        assert torch.equal(sim_and_native(run), moved)
+    else:
+        _check(sim_and_native(run), 2 * moved.double())
 
 
 # ---------------------------------------------------------------- quant / dequant (quantization/)
