@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 import pytest
 import torch
-from dual_backend import sim_and_native
-from kernel_source import assert_refused
+from dual_backend import HAS_CXX, on_backend, sim_and_native
+from kernel_source import assert_refused, line_of
 
 import pypto_pro.language as pl
 from pypto_pro.errors import NotSupported, ParserSyntaxError, SimulationError
@@ -267,10 +267,16 @@ def _phase_kernel(first, last, store):
     (pl.AccPhase.Final, pl.AccPhase.Final, pl.STPhase.Final, "no store with pl.STPhase.Final "
                                                               "has cleared it"),
 ], ids=["no_final_matmul", "final_twice"])
-def test_phase_orders_that_hang_are_refused_by_the_simulator(first, last, store, fragment):
+@pytest.mark.parametrize("backend", ["sim", "native"])
+def test_phase_orders_that_hang_are_refused(first, last, store, fragment, backend):
+    if backend == "native" and not HAS_CXX:
+        pytest.skip("no C++ compiler")
     kernel = _phase_kernel(first, last, store)
-    with pytest.raises(SimulationError, match=fragment):
-        kernel(torch.ones(32, 32, dtype=torch.float16), torch.zeros(32, 32))
+    with pytest.raises(SimulationError, match=fragment) as info:
+        on_backend(backend, lambda: kernel(torch.ones(32, 32, dtype=torch.float16),
+                                           torch.zeros(32, 32)))
+    assert info.value.span is not None and info.value.span.line == line_of(
+        kernel, "pl.matmul_acc(" if last == first == pl.AccPhase.Final else "pl.store(")
 
 
 def test_phase_chain_orders_the_store_after_the_final_matmul(check_trace, select):
