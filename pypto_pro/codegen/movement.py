@@ -59,7 +59,10 @@ def _bounds(body, view, offsets: Expr, t: str, ra: int, ca: int) -> str | None:
         return None
     extents = {ra: f"{t}.GetValidRow()", ca: f"{t}.GetValidCol()"}
     axes = [("0", extents[-1], "1", "0")] if ra < 0 else []
-    axes += [(body.x.emit(e), extents.get(k, "1"), view.shape[k], f"{view.stride}[{k}]")
+    dims = list(view.shape)
+    if view.dtype.bits == 4:  # the packed shape: the last axis counts bytes (`GMRef`)
+        dims[-1] = f"2 * ({dims[-1]})"
+    axes += [(body.x.emit(e), extents.get(k, "1"), dims[k], f"{view.stride}[{k}]")
              for k, e in enumerate(items)]
     name = view.ptr.removesuffix("_ptr")
     return f'PYPTO_GM_CHECK("{name}", {", ".join(", ".join(a) for a in axes)});'

@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from ...errors import PyptoError
+from ...errors import NotSupported, PyptoError
 from ...ir.dtype import DataType
 from ...ir.types import MemorySpace, TileType
 from .context import ParseContext
@@ -52,11 +52,43 @@ def _space(ctx: ParseContext, node: ast.AST, op: str, name: str, v: Any, want: M
 def check_matmul(ctx: ParseContext, node: ast.Call, op: str, args: list[Any]) -> None:
     """Raise at `node` what the real builder of `op` rejects in `args`."""
     roles = dict(zip(ROLES[op], args))
+    if "bias" in roles:
+        op = "matmul_bias"  # the real parser's builder for four operands, named so
     for role, v in roles.items():
         if role in _SPACE:
             _space(ctx, node, op, _NAME[role], v, _SPACE[role])
     if op.startswith("matmul_mx") and len(roles) == len(ROLES[op]):  # (else: the arity error)
         _check_mx(ctx, node, op, roles)
+    else:
+        _check_dtypes(ctx, node, roles)
+
+
+#: the (lhs, rhs) dtypes a5's TMATMUL takes per accumulator dtype (pto-isa's static checks)
+_PAIRS = {D.INT32: {(D.INT8, D.INT8)},
+          D.FP32: {(D.FP16, D.FP16), (D.BF16, D.BF16), (D.FP32, D.FP32), (D.HF8, D.HF8)}
+          | {(a, b) for a in _FP8 for b in _FP8}}
+
+
+def _check_dtypes(ctx: ParseContext, node: ast.AST, r: dict[str, Any]) -> None:
+    """The dtypes of a plain matmul that the real toolchain's C++ compile refuses (pto-isa's
+    static_asserts, in their words): an accumulator that is not FP32 / INT32, an input pair
+    that accumulator does not take, a bias whose dtype is not the accumulator's."""
+    acc, lhs, rhs = r["dst"].type.dtype, r["lhs"].type.dtype, r["rhs"].type.dtype
+    if acc not in _PAIRS:
+        message = "Acc Type support int32_t or float."
+    elif (lhs, rhs) not in _PAIRS[acc]:
+        message = ("Left Type and Right Type must be int8_t when Acc Type is int32_t."
+                   if acc is D.INT32 else "No supported data type combination.")
+    elif "bias" in r and r["bias"].type.dtype is not acc:
+        message = "No supported bias data type."
+    else:
+        return
+    bias = f" with a {r['bias'].type.dtype.name} bias" if "bias" in r else ""
+    raise ctx.error(NotSupported, f"matmul of {lhs.name} x {rhs.name} into {acc.name}{bias}: "
+                                  f"{message}", node,
+                    hint="a5's cube takes FP16 / BF16 / FP32 / FP8 / HF8 pairs into FP32, INT8 "
+                         "into INT32, and a bias of the accumulator's dtype (move it from L1 "
+                         "to Bias to convert it)")
 
 
 def _check_mx(ctx: ParseContext, node: ast.AST, op: str, r: dict[str, Any]) -> None:

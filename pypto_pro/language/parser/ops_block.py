@@ -763,6 +763,20 @@ def cast(ctx: ParseContext, node: ast.Call, op: str) -> Any:
     return emit_op(ctx, "block.cast", args, {"mode": mode}, node)
 
 
+def quant(ctx: ParseContext, node: ast.Call, op: str) -> Any:
+    """`pl.quant(out, src, scale, *, mode=SYM, offset=None)` as the real builder takes it: in
+    ASYM mode the offset tile becomes the fourth operand (and is required); SYM ignores it."""
+    args, kw = eval_args(ctx, node)
+    offset = kw.pop("offset", None)
+    mode = kw.get("mode", attrs.QuantMode.SYM)
+    _check_enum(ctx, {"mode": mode}, "mode", attrs.QuantMode, node)
+    if mode is attrs.QuantMode.ASYM and len(args) == 3:
+        if offset is None:
+            raise ctx.builder_error("quant in 'asym' mode requires an offset argument", node)
+        args.append(offset)
+    return emit_op(ctx, "block.quant", args, {**kw, "mode": mode}, node)
+
+
 def fillpad(ctx: ParseContext, node: ast.Call, op: str) -> Any:
     args, kw = eval_args(ctx, node)
     mode = kw.get("mode", attrs.FillPadMode.NORMAL)
@@ -851,7 +865,7 @@ HANDLERS = {
     **{n: reduce_op for n in ("sum", "argmax", "argmin")},
     **{n: expand for n in ("expand_max", "expand_min", "expand_mul", "expand_sub",
                            "expand_div")},
-    "cast": cast, "fillpad": fillpad,
+    "cast": cast, "fillpad": fillpad, "quant": quant,
     **{n: matmul for n in MATMUL_ROLES},
     "getval": getval, "setval": setval, "set_stride": set_stride, "reinterpret": reinterpret,
 }

@@ -428,6 +428,35 @@ def _reserve(tensor: torch.Tensor, hi: int) -> int:
     return device_allocation(nbytes) - nbytes if hi == nbytes else 0
 
 
+def _packed4_args(request: LaunchRequest) -> dict[int, torch.Tensor]:
+    """Argument index → one byte per code, of each contiguous tensor argument whose declared
+    dtype is 4-bit. Such a tensor packs two codes per byte in GM (the first in the low nibble;
+    docs, matmul_mx.md) and the simulator reads it so; the native build keeps one code per
+    byte, so its launch runs on the unpacked codes and packs what the kernel wrote back."""
+    kdef = getattr(request.compiled, "kernel_def", None)
+    spec = getattr(request.compiled, "spec", None)
+    if kdef is None or not hasattr(kdef, "params"):
+        return {}
+    chosen = dict(getattr(spec, "datatype", ()) or ())
+    out: dict[int, torch.Tensor] = {}
+    for p in kdef.params:
+        if p.kind not in ("tensor", "ptr") or p.index >= len(request.args):
+            continue
+        dtype = chosen.get(p.dtype_var) if p.dtype_var else p.spec.dtype
+        value = request.args[p.index]
+        if getattr(dtype, "bits", 0) == 4 and isinstance(value, torch.Tensor) \
+                and value.is_contiguous():
+            raw = value.reshape(-1).view(torch.uint8)
+            out[p.index] = torch.stack((raw & 0xF, raw >> 4), dim=1).reshape(-1)
+    return out
+
+
+def _repack4(tensor: torch.Tensor, codes: torch.Tensor) -> None:
+    """Pack the one-per-byte codes the kernel left back into `tensor` (`_packed4_args`)."""
+    codes = codes & 0xF
+    tensor.reshape(-1).view(torch.uint8).copy_(codes[0::2] | (codes[1::2] << 4))
+
+
 def plan_launch(request: LaunchRequest, lib: NativeLibrary) -> _Plan:
     """Arena layout, GM regions and `call_kernel` arguments of a launch."""
     values = request.args
@@ -777,6 +806,11 @@ class NativeBackend:
     def launch(self, request: LaunchRequest) -> LaunchResult:
         self._worker().start()
         lib = self.builder.library(request.compiled)
+        request_args, packed = request.args, _packed4_args(request)
+        if packed:
+            request = LaunchRequest(request.compiled, request.block_dim, request.stream,
+                                    tuple(packed.get(i, a) for i, a in enumerate(request.args)),
+                                    request.dyn_dims, request.tiling_bytes)
         plan = plan_launch(request, lib)
         soc = self._soc()
         with self._lock:
@@ -786,6 +820,8 @@ class NativeBackend:
         fault = answer.get("fault")
         if fault:
             raise _fault_error(lib, *fault)
+        for i, codes in packed.items():
+            _repack4(request_args[i], codes)
         return LaunchResult(self.name, wall, None, dict(answer.get("printed", {})))
 
     def _run(self, request: LaunchRequest, lib: NativeLibrary, plan: _Plan, soc: Any) -> dict:

@@ -215,6 +215,7 @@ class RecordingCore:
             fp.index.append
         self.peers: list[RecordingCore] = []
         self.printed: list[str] = []
+        self.unit_flags: dict[int, str] = {}  # L0C address → unit-flag handshake state
         self.time = self._mark = 0
         self.spr = 0
         self.vector_mask = ALL_LANES  # the {MASK1, MASK0} SPR (pl.set_vec_mask)

@@ -13,13 +13,14 @@ from ...errors import KernelTrap, NotSupported, SimulationError
 from ...ir import ops as opreg
 from ...ir.nodes import Call, ConstInt, Expr, Var
 from ...ir.span import Span
-from ...ir.types import PipeType, PtrType, TensorType, TileType
+from ...ir.types import MemorySpace, PipeType, PtrType, TensorType, TileType
 from . import dump_text
 from ..model.cost_model import WINDOW_OPS, op_cost, printf_cost
 from ..model.memory import GMRef
 from .program import NOTHING, Frame, RtGroup, RtTile
 from .simt import SimtLaunch, compile_simt
 from .ssbuf import compile_ssbuf
+from .unit_flag import UnitFlagSite
 
 
 #: the keyword arguments of an instruction without any (sync instructions): one shared,
@@ -135,7 +136,27 @@ def _tile_op(c, e: Call, spec: opreg.OpSpec) -> Callable:
             kw = kwargs
         return core.issue(Instr("op", pipe, op, span, values, kw, None, site))
 
-    return run
+    phase = e.kwarg("phase")
+    cube = spec.family == "cube"
+    if phase is None or isinstance(phase, Expr) or int(phase) == 0 or not (
+            cube or spaces[1] is MemorySpace.Acc and op in ("block.store", "block.store_fp")):
+        return run
+    unit = UnitFlagSite(op, span, cube, int(phase) == 2, Instr)
+    acc_arg = args[0] if cube else args[1]
+
+    def run_phased(fr: Frame):
+        """`run` after the unit-flag handshake's flags (`unit_flag`)."""
+        acc = fr.slots[acc_arg] if type(acc_arg) is int else acc_arg(fr)
+        for sync in unit.before(fr.core, acc.geom.addr):
+            step = fr.core.issue(sync)
+            if step is not NOTHING:
+                yield from step
+        step = run(fr)
+        if step is not NOTHING:
+            yield from step
+        return None
+
+    return run_phased
 
 
 def _null_access(op: str, span: Span) -> SimulationError:

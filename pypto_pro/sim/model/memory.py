@@ -954,6 +954,10 @@ class GMRef:
         """What `_window_geometry` needs besides the offsets: (pad a 1-D tensor to one row,
         shape, strides, window extent per axis, row stride, col stride)."""
         shape, strides = self.shape, self.strides
+        if self._bits == 4 and shape:
+            # a 4-bit tensor declares its packed shape (docs, matmul_mx.md: the last axis counts
+            # bytes, two elements each) and is read in elements once set_stride says so
+            shape = (*shape[:-1], 2 * shape[-1])
         pad = self.rank == 1
         if pad:
             shape, strides = (1, *shape), (0, *strides)

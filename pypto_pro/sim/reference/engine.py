@@ -252,6 +252,7 @@ class Core:
         self.xcount: dict[int, int] = {}
         self.peers: list[Core] = []  # AIC: its two AIVs; AIV: [its AIC]
         self.printed: list[str] = []
+        self.unit_flags: dict[int, str] = {}  # L0C address → unit-flag handshake state
         self.on_done: Callable[[Core], None] | None = None
         self.launch: Any = None  # the `Launch` running this core (set by it)
         self._seq = itertools.count()

@@ -98,6 +98,7 @@ struct CoreCtx {
     bool mask_count_mode = false;
     uint64_t vector_mask[2] = {~0ULL, ~0ULL};
     std::map<int64_t, int64_t> ctrl_spr;
+    std::map<const void*, int> unit_flags;  // L0C tile → its unit-flag handshake state (cube.hpp)
     int64_t saturation = 0;
 
     CoreCtx() { std::fill(mutex_owner, mutex_owner + kMutexIds, -1); }
@@ -140,6 +141,35 @@ inline std::string where()
     char buf[64];
     std::snprintf(buf, sizeof buf, "block %d %s", c.block_idx, c.label_kind());
     return buf;
+}
+
+//! The unit-flag handshake a phased matmul (AccPhase) or Acc store (STPhase) turns on (docs:
+//! phase.md), checked as the simulator checks it (sim/frontend/unit_flag.py): a phased matmul
+//! waits for the accumulator's flag to be 0, a Final one sets it; a phased store waits for 1,
+//! a Final one clears it. The orders that hang the hardware are faults here; the values need
+//! nothing (ops run in program order).
+enum UnitFlag : int { kUnitNone, kUnitPartial, kUnitWritten, kUnitReading, kUnitReleased };
+
+inline void unit_flag(const void* acc, bool cube, bool final, const char* op, int line)
+{
+    int& state = ctx().unit_flags[acc];
+    if (cube) {
+        if (state == kUnitWritten || state == kUnitReading) {
+            raise_fault(FaultKind::Sync, line, "%s: %s with a phase waits for the accumulator's "
+                        "unit flag to be 0, but a matmul with pl.AccPhase.Final set it and no "
+                        "store with pl.STPhase.Final has cleared it: the hardware waits for ever",
+                        where().c_str(), op);
+        }
+        state = final ? kUnitWritten : kUnitPartial;
+        return;
+    }
+    if (state != kUnitWritten && state != kUnitReading) {
+        raise_fault(FaultKind::Sync, line, "%s: %s with a phase waits for the accumulator's unit "
+                    "flag to be 1, which only a matmul with pl.AccPhase.Final sets, and none did "
+                    "since the flag was last cleared: the hardware waits for ever",
+                    where().c_str(), op);
+    }
+    state = final ? kUnitReleased : kUnitReading;
 }
 
 [[noreturn]] inline void stop_for_abort() { throw Fault{FaultKind::Abort, "", 0}; }

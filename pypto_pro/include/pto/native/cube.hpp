@@ -191,6 +191,10 @@ inline void matmul_mx(Dst& dst, Lhs& lhs, Rhs& rhs, Acc* acc, SA& sa, SB& sb, in
     inline void NAME(PARAMS, ::pypto_native::Loc loc = ::pypto_native::Loc::here())        \
     {                                                                                       \
         ::pypto_native::record(#NAME, loc);                                                 \
+        if constexpr (Phase != AccPhase::Unspecified) {                                     \
+            ::pypto_native::unit_flag(c.data(), true, Phase == AccPhase::Final, #NAME,      \
+                                      loc.line);                                            \
+        }                                                                                   \
         BODY_ARGS;                                                                          \
     }
 

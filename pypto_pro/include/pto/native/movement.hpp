@@ -502,6 +502,9 @@ template <STPhase Phase, typename TileData, typename GlobalData>
 inline void TSTORE(GlobalData& dst, TileData& src, pypto_native::Loc loc = pypto_native::Loc::here())
 {
     pypto_native::record("TSTORE", loc);
+    if constexpr (Phase != STPhase::Unspecified) {
+        pypto_native::unit_flag(src.data(), false, Phase == STPhase::Final, "TSTORE", loc.line);
+    }
     detail::store<AtomicType::AtomicNone, ReluPreMode::NoRelu>(dst, src, false, 0, loc.line);
 }
 
@@ -516,6 +519,9 @@ template <STPhase Phase, typename TileData, typename GlobalData, AtomicType atom
 inline void TSTORE(GlobalData& dst, TileData& src, pypto_native::Loc loc = pypto_native::Loc::here())
 {
     pypto_native::record("TSTORE", loc);
+    if constexpr (Phase != STPhase::Unspecified) {
+        pypto_native::unit_flag(src.data(), false, Phase == STPhase::Final, "TSTORE", loc.line);
+    }
     detail::store<atomicType, ReluPreMode::NoRelu>(dst, src, false, 0, loc.line);
 }
 
@@ -532,6 +538,9 @@ template <STPhase Phase, typename TileData, typename GlobalData,
 inline void TSTORE(GlobalData& dst, TileData& src, pypto_native::Loc loc = pypto_native::Loc::here())
 {
     pypto_native::record("TSTORE", loc);
+    if constexpr (Phase != STPhase::Unspecified) {
+        pypto_native::unit_flag(src.data(), false, Phase == STPhase::Final, "TSTORE", loc.line);
+    }
     detail::store<atomicType, reluPreMode>(dst, src, false, 0, loc.line);
 }
 
@@ -550,6 +559,9 @@ inline void TSTORE(GlobalData& dst, TileData& src, uint64_t preQuantScalar,
                    pypto_native::Loc loc = pypto_native::Loc::here())
 {
     pypto_native::record("TSTORE", loc);
+    if constexpr (Phase != STPhase::Unspecified) {
+        pypto_native::unit_flag(src.data(), false, Phase == STPhase::Final, "TSTORE", loc.line);
+    }
     detail::store<atomicType, reluPreMode>(dst, src, true, preQuantScalar, loc.line);
 }
 
