@@ -57,7 +57,10 @@ def check_matmul(ctx: ParseContext, node: ast.Call, op: str, args: list[Any]) ->
     for role, v in roles.items():
         if role in _SPACE:
             _space(ctx, node, op, _NAME[role], v, _SPACE[role])
-    if op.startswith("matmul_mx") and len(roles) == len(ROLES[op]):  # (else: the arity error)
+    if not {"dst", "lhs", "rhs"} <= roles.keys() or \
+            op.startswith("matmul_mx") and len(roles) < len(ROLES[op]):
+        return  # short of operands: the signature's arity error, raised when the op is built
+    if op.startswith("matmul_mx"):
         _check_mx(ctx, node, op, roles)
     else:
         _check_dtypes(ctx, node, roles)

@@ -320,8 +320,9 @@ def test_a_helper_argument_of_another_kind_or_family_is_refused(tmp_path, call, 
                   "    pl.setval(o, 0, pl.getval(t, 0) + k)\n")
 
 
-@pytest.mark.parametrize("call", ["pl.matmul_mx()", "pl.matmul_mx_acc(c)"])
-def test_an_mx_matmul_short_of_operands_is_an_arity_error(tmp_path, call):
+@pytest.mark.parametrize("call", ["pl.matmul_mx()", "pl.matmul_mx_acc(c)", "pl.matmul(c)",
+                                  "pl.matmul_acc(c, c)"])
+def test_a_matmul_short_of_operands_is_an_arity_error(tmp_path, call):
     assert_refused(ParserTypeError, "positional arguments, got", tmp_path, "mx_arity",
                    "x: pl.Tensor[[16, 32], pl.DT_FP16]", f"""
         c = pl.make_tile(pl.TileType([16, 16], pl.DT_FP32, pl.MemorySpace.Acc), addr=0)
