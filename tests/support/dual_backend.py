@@ -2,9 +2,13 @@
 
 `sim_and_native(run)` calls `run()` (which launches a kernel and returns its output tensor)
 under each backend and checks that the native result is bit-identical to the simulator's.
+The docs sweeps run hundreds of cases: `first_case_natively(run)` builds natively only the first
+case of each test function (a cold native build takes seconds), every case under
+PYPTOPRO_SWEEP_NATIVE=1.
 """
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Callable
 
@@ -13,6 +17,8 @@ import torch
 import pypto_pro
 
 HAS_CXX = shutil.which("g++") is not None
+SWEEP_ALL_NATIVE = os.environ.get("PYPTOPRO_SWEEP_NATIVE") == "1"
+_NATIVE_RAN: set[str] = set()  # the test functions whose first case ran natively
 
 
 def on_backend(backend: str, run: Callable[[], torch.Tensor]) -> torch.Tensor:
@@ -28,3 +34,13 @@ def sim_and_native(run: Callable[[], torch.Tensor]) -> torch.Tensor:
         assert torch.equal(native, on_sim), (
             f"native and sim differ in {int((native != on_sim).sum())} elements")
     return on_sim
+
+
+def first_case_natively(run: Callable[[], torch.Tensor]) -> torch.Tensor:
+    """`run()` on the simulator; for the first case of each test function (every case under
+    PYPTOPRO_SWEEP_NATIVE=1) also natively, bit for bit."""
+    test = os.environ.get("PYTEST_CURRENT_TEST", "").split("[")[0]
+    if SWEEP_ALL_NATIVE or test not in _NATIVE_RAN:
+        _NATIVE_RAN.add(test)
+        return sim_and_native(run)
+    return on_backend("sim", run)

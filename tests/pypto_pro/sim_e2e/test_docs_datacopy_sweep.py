@@ -17,20 +17,18 @@ What the real frontend refuses is refused here with its error class, at the kern
 """
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Callable
 
 import pytest
 import torch
-from dual_backend import HAS_CXX, on_backend, sim_and_native
+from dual_backend import HAS_CXX, SWEEP_ALL_NATIVE, on_backend, sim_and_native
 from kernel_source import assert_refused, line_of
 
 import pypto_pro.language as pl
 from pypto_pro.errors import InvalidShape, NotSupported, ParserSyntaxError
 
 M = pl.MemorySpace
-ALL_NATIVE = os.environ.get("PYPTOPRO_SWEEP_NATIVE") == "1"
 
 # every documented element width; unsigned / fp8 values travel as torch's bit-twins
 DTYPES = {
@@ -59,7 +57,7 @@ def rand(shape, tdtype: torch.dtype, seed: int = 0) -> torch.Tensor:
 
 def check(run: Callable[[], torch.Tensor], want: torch.Tensor, native: bool) -> None:
     """`run()` on the simulator equals `want`; natively too (bit for bit) where asked."""
-    got = sim_and_native(run) if native or ALL_NATIVE else on_backend("sim", run)
+    got = sim_and_native(run) if native or SWEEP_ALL_NATIVE else on_backend("sim", run)
     if got.dtype.is_floating_point and got.element_size() == 1 or got.dtype is torch.uint64:
         bits = torch.uint8 if got.element_size() == 1 else torch.int64
         got, want = got.view(bits), want.view(bits)

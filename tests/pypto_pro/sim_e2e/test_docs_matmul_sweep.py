@@ -8,13 +8,12 @@ at the fixpipe); the first case of each test also runs natively and must be bit-
 native build takes seconds the first time), PYPTOPRO_SWEEP_NATIVE=1 runs every case natively."""
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
 import pytest
 import torch
 from dual_backend import HAS_CXX, on_backend
-from dual_backend import sim_and_native as _both
+from dual_backend import first_case_natively as sim_and_native
 from kernel_source import assert_refused, line_of
 
 import pypto_pro.language as pl
@@ -24,20 +23,6 @@ MS = pl.MemorySpace
 TORCH = {pl.DT_FP16: torch.float16, pl.DT_BF16: torch.bfloat16, pl.DT_FP32: torch.float32,
          pl.DT_INT8: torch.int8, pl.DT_INT32: torch.int32,
          pl.DT_FP8E4M3FN: torch.float8_e4m3fn, pl.DT_FP8E5M2: torch.float8_e5m2}
-
-
-ALL_NATIVE = os.environ.get("PYPTOPRO_SWEEP_NATIVE") == "1"
-_NATIVE_RAN: set[str] = set()  # the tests whose first case ran natively
-
-
-def sim_and_native(run):
-    """`run()` on the simulator, for the first case of each test function (every case under
-    PYPTOPRO_SWEEP_NATIVE=1) checked bit for bit against the native backend."""
-    test = os.environ.get("PYTEST_CURRENT_TEST", "").split("[")[0]
-    if ALL_NATIVE or test not in _NATIVE_RAN:
-        _NATIVE_RAN.add(test)
-        return _both(run)
-    return on_backend("sim", run)
 
 
 def _id(v) -> str:
