@@ -18,7 +18,7 @@ from typing import Any
 from .figures import export_trace, write_text
 from .options import PANELS
 from .page import figure_slot, plotly_page
-from .views.timeline_click import CLICK_JS
+from .views.plot_clicks import CLICK_JS
 
 _LINK_SCRIPT = """
 document.querySelectorAll('input[type=radio][data-halo]').forEach(function (radio) {

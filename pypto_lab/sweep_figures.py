@@ -1,7 +1,7 @@
 """Plotly figures of a sweep: time over the grid, a heatmap of two parameters, the Pareto view.
 
-Every marker carries its point number in `customdata`, so a click (FigureWidget `on_click`, see
-`sweep_widget`) or a hover names the point to drill into with `SweepResult.workbench(point)`.
+Every marker carries its point number in `customdata`, so a click (`sweep_widget`) or a hover
+names the point to drill into with `SweepResult.workbench(point)`.
 Invalid points are grey crosses in their own strip above the plot (an "invalid" category axis,
 off the numeric one) with their error in the hover, so a failed region of the grid is visible
 rather than missing, and no time is made up for it.

@@ -270,7 +270,7 @@ class Workbench:
 
         from .views.html import STYLE
         from .views.overview import header_html
-        from .views.timeline_click import timeline_clicks
+        from .views.plot_clicks import timeline_clicks
 
         self.result = result
         self.kernel_index = 0

@@ -312,6 +312,8 @@ CHECK_CELLS = [
 ]
 
 #: JS `(gd) => {x, y}`: the page position of the first marker of a plotly graph
+HAS_MARKER = """(gd) => (gd._fullData || []).some(
+  (d) => d.mode && d.mode.includes('markers') && d.x && d.x.length)"""
 FIRST_MARKER = """(gd) => {
   const fl = gd._fullLayout, box = gd.getBoundingClientRect();
   const t = gd._fullData.find((d) => d.mode && d.mode.includes('markers') && d.x.length);
@@ -391,7 +393,8 @@ def test_errors_reference_compare_sweep_and_source_clicks_in_jupyterlab(lab):
             plot = sweep.locator(".js-plotly-plot").first
             plot.wait_for(timeout=120_000)
             plot.scroll_into_view_if_needed()
-            page.wait_for_timeout(500)
+            # a FigureWidget may draw its plot before its traces arrive (seen under load)
+            page.wait_for_function(HAS_MARKER, arg=plot.element_handle(), timeout=120_000)
             target = plot.evaluate(FIRST_MARKER)
             page.mouse.move(target["x"], target["y"])  # plotly clicks the hovered point
             page.wait_for_timeout(500)

@@ -214,9 +214,9 @@ def test_clicked_source_lines_and_notes_select_the_line(add_result, add_line):
     wb.tabs.selected_index = wb.panels.index("passes")
     assert "<span data-pypto-line=" in wb._built["passes"].children[1].children[1].value
     assert wb.clicks is not None
-    wb.clicks.clicked = {"line": add_line, "at": 1}  # what the browser side sends
+    wb.clicks.clicked = {"value": add_line, "at": 1}  # what the browser side sends
     assert wb.line == add_line
-    wb.clicks.clicked = {"line": 9999, "at": 2}  # not a kernel line: ignored
+    wb.clicks.clicked = {"value": 9999, "at": 2}  # not a kernel line: ignored
     assert wb.line == add_line
     wb.wrap.value = True
     assert "pypto-wrap" in wb.widget._dom_classes

@@ -2,17 +2,20 @@
 drill-down, the disk-cached autotuner."""
 from __future__ import annotations
 
+import base64
 import functools
 import os
 import signal
 
+import numpy as np
 import pandas as pd
 import pytest
 
 from pypto_lab import autotune as autotune_mod
 from pypto_lab.autotune import Autotuned
 from pypto_lab.executors import runner
-from pypto_lab.sweep import expand_space, sweep
+from pypto_lab.figures import PLOTLY_MIME
+from pypto_lab.sweep import SweepResult, expand_space, sweep
 from pypto_pro.examples import tunable as T
 
 #: 24 points: 2 tile shapes x 2 widths x 3 depths x 2 block dims; depth 3 of 128x128 does not
@@ -209,7 +212,7 @@ def test_autotune_picks_the_best_and_caches_on_disk(tmp_path, monkeypatch):
     assert third.tune(x, y, z) == {"depth": 2, "blocks": 2}
 
 
-def test_sweep_widget_runs_the_chosen_values():
+def test_sweep_widget_runs_the_chosen_values(monkeypatch):
     import ipywidgets as w
 
     from pypto_lab.sweep_widget import sweep_widget
@@ -222,6 +225,38 @@ def test_sweep_widget_runs_the_chosen_values():
     run.click()
     assert isinstance(bar, w.IntProgress) and (bar.value, bar.max) == (2, 2)
     assert not run.disabled
+    # the figures are plain plotly outputs whose markers carry their point numbers
+    _status, table, grid, pareto, clicks, drill = box.children[2:]
+    assert "sim_us" in table.value
+    for out in (grid, pareto):
+        (output,) = out.outputs
+        figure = output["data"][PLOTLY_MIME]
+        assert {p for t in figure["data"] for p in _values(t["customdata"])} == {0, 1}
+    # a click on a marker (what the browser side sends) opens that point's Workbench
+    assert clicks.scope in box._dom_classes and clicks.kind == "point"
+    opened = []
+    monkeypatch.setattr(SweepResult, "workbench",
+                        lambda self, i: opened.append(self.specs[i].params) or _NoView())
+    clicks.clicked = {"value": 1, "at": 1}
+    assert opened == [{"depth": 2, "blocks": 2}]
+    clicks.clicked = {"value": 7, "at": 2}  # not a point of this sweep: ignored
+    assert len(opened) == 1
+
+
+def _values(array) -> list:
+    """A figure JSON array: a list, or plotly's typed-array spec (base64 `bdata`)."""
+    if isinstance(array, dict):
+        return np.frombuffer(base64.b64decode(array["bdata"]), array["dtype"]).tolist()
+    return list(array)
+
+
+class _NoView:
+    """A drill-down stand-in: what `SweepResult.workbench(i)` returns, with an empty view."""
+
+    def workbench(self):
+        import ipywidgets as w
+
+        return type("View", (), {"widget": w.HTML()})()
 
 
 def test_invalid_points_sit_off_the_numeric_axis_and_numbers_are_formatted(local_result):
