@@ -1474,3 +1474,81 @@ def test_ffts_sync_in_a_vector_only_kernel_is_refused_as_the_real_jit(tmp_path):
 """
     assert_refused(InvalidOperation, "Contains ffts cross sync but cube code is missing",
                    tmp_path, "ffts", "x: pl.Tensor[[8], pl.DT_INT32]", body)
+
+
+def vector_to_cube_ring(depth: int):
+    """set_cross_core_wait_cross_core.md's (x + y) @ rhs, pipelined over row blocks: each AIV
+    inserts its half of x_i + y_i into an L1 ring slot (NZ) and signals event i % depth; the
+    cube waits on MTE1, moves the slot to L0A, hands it back on event 8 + i % depth (which the
+    AIVs await before refilling it, and drain at the end) and multiplies."""
+    mids = list(range(20, 20 + depth))
+    mat_nz = pl.TileType(shape=[32, 32], dtype=F32, target_memory=MS.Mat, layout=pl.NZ)
+
+    @pl.jit(auto_mutex=True)
+    def vc(x: pl.Tensor[[pl.DYNAMIC, 32], F32], y: pl.Tensor[[pl.DYNAMIC, 32], F32],
+           rhs: pl.Tensor[[32, 32], F32], out: pl.Tensor[[pl.DYNAMIC, 32], F32]):
+        n = x.shape[0] // 32
+        p_mat = pl.make_tile_group(type=mat_nz, addrs=0x10000, mutex_ids=mids)
+        with pl.section_vector():
+            sub = pl.get_subblock_idx()
+            tx = _tg([16, 32], F32, MS.Vec, 0, [0, 1])
+            ty = _tg([16, 32], F32, MS.Vec, 0x2000, [2, 3])
+            ts = _tg([16, 32], F32, MS.Vec, 0x4000, [4])
+            tnz = pl.make_tile_group(type=pl.TileType(shape=[16, 32], dtype=F32,
+                                                      target_memory=MS.Vec, layout=pl.NZ),
+                                     addrs=0x6000, mutex_ids=[5])
+            for i in pl.range(n):
+                a = tx.next()
+                b = ty.next()
+                s = ts.current()
+                z = tnz.current()
+                pl.load(a, x, [i * 32 + sub * 16, 0])
+                pl.load(b, y, [i * 32 + sub * 16, 0])
+                pl.add(s, a, b)
+                pl.move(z, s)
+                if i >= depth:
+                    pl.system.wait_cross_core(pipe=pl.PipeType.MTE3, event_id=8 + i % depth)
+                pl.insert(p_mat.next(), z, [sub * 16, 0])
+                pl.system.set_cross_core(pipe=pl.PipeType.MTE3, event_id=i % depth)
+            for i in pl.range(n - depth, n):
+                if i >= 0:
+                    pl.system.wait_cross_core(pipe=pl.PipeType.MTE3, event_id=8 + i % depth)
+        with pl.section_cube():
+            rm = pl.make_tile_group(type=mat_nz, addrs=0, mutex_ids=[6])
+            lf = pl.make_tile_group(type=pl.TileType(shape=[32, 32], dtype=F32,
+                                                     target_memory=MS.Left, layout=pl.NZ),
+                                    addrs=0, mutex_ids=[7, 8])
+            rr = pl.make_tile_group(type=pl.TileType(shape=[32, 32], dtype=F32,
+                                                     target_memory=MS.Right, layout=pl.ZN),
+                                    addrs=0, mutex_ids=[9])
+            ac = pl.make_tile_group(type=pl.TileType(shape=[32, 32], dtype=F32,
+                                                     target_memory=MS.Acc, layout=pl.NZ,
+                                                     fractal=1024),
+                                    addrs=0, mutex_ids=[10, 11])
+            r = rm.current()
+            rt = rr.current()
+            pl.load(r, rhs, [0, 0])
+            pl.move(rt, r)
+            for i in pl.range(n):
+                pl.system.wait_cross_core(pipe=pl.PipeType.MTE1, event_id=i % depth)
+                lt = lf.next()
+                pl.move(lt, p_mat.next())
+                pl.system.set_cross_core(pipe=pl.PipeType.MTE1, event_id=8 + i % depth)
+                c = ac.next()
+                pl.matmul(c, lt, rt)
+                pl.store(out, c, [i * 32, 0])
+    return vc
+
+
+@pytest.mark.parametrize("depth", [1, 2, 3])
+@pytest.mark.parametrize("n,blocks", [(4, 1), (5, 2), (1, 2)])
+def test_vector_to_cube_ring_through_l1(depth, n, blocks):
+    x, y, r = _small((n * 32, 32), 60 + n), _small((n * 32, 32), 61), _small((32, 32), 62)
+    k = vector_to_cube_ring(depth)
+
+    def run():
+        out = torch.zeros(n * 32, 32)
+        k[None, blocks](x, y, r, out)
+        return out
+
+    assert torch.equal(first_case_natively(run), ((x + y).double() @ r.double()).float())
