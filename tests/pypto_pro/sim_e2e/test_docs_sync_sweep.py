@@ -1552,3 +1552,137 @@ def test_vector_to_cube_ring_through_l1(depth, n, blocks):
         return out
 
     assert torch.equal(first_case_natively(run), ((x + y).double() @ r.double()).float())
+
+
+# ---------------------------------------------------------------- scalar control flow
+
+
+@pl.jit()
+def scalar_flow(out: pl.Tensor[[16], pl.DT_INT32], n: pl.DT_INT32):
+    """Nested loops with continue / break, while True with break, a compound while condition,
+    an if / elif / else chain on % of the loop variable, a ternary and a negative-step range
+    over a runtime start: all on the scalar unit."""
+    with pl.section_vector():
+        c = 0
+        for i in pl.range(n):
+            pl.setval(out, c, i * 2)
+            c = c + 1
+        acc = 0
+        for i in pl.range(3):
+            for j in pl.range(i, 4):
+                if j == 2:
+                    continue
+                if i + j > 4:
+                    break
+                acc = acc + i * 10 + j
+        pl.setval(out, 8, acc)
+        k = 0
+        while True:
+            k = k + 3
+            if k > 10:
+                break
+        pl.setval(out, 9, k)
+        m = n
+        while m > 0 and m % 5 != 0:
+            m = m - 1
+        pl.setval(out, 10, m)
+        s = 0
+        for i in pl.range(n):
+            if i % 2 == 0:
+                s = s + i
+            elif i % 3 == 0:
+                s = s - i
+            else:
+                s = s * 2
+        pl.setval(out, 11, s)
+        t = 100
+        for i in pl.range(n, 0, -1):
+            t = t - i if t > 50 else t + i
+        pl.setval(out, 12, t)
+
+
+def _scalar_flow_ref(n: int) -> list[int]:
+    o = [0] * 16
+    for i in range(n):
+        o[i] = i * 2
+    acc = 0
+    for i in range(3):
+        for j in range(i, 4):
+            if j == 2:
+                continue
+            if i + j > 4:
+                break
+            acc += i * 10 + j
+    k = 0
+    while True:
+        k += 3
+        if k > 10:
+            break
+    m = n
+    while m > 0 and m % 5 != 0:
+        m -= 1
+    s = 0
+    for i in range(n):
+        if i % 2 == 0:
+            s += i
+        elif i % 3 == 0:
+            s -= i
+        else:
+            s *= 2
+    t = 100
+    for i in range(n, 0, -1):
+        t = t - i if t > 50 else t + i
+    o[8:13] = [acc, k, m, s, t]
+    return o
+
+
+@pytest.mark.parametrize("n", [0, 3, 7, 8])
+def test_scalar_control_flow(n):
+    def run():
+        out = torch.zeros(16, dtype=torch.int32)
+        scalar_flow(out, n)
+        return out
+
+    assert first_case_natively(run).tolist() == _scalar_flow_ref(n)
+
+
+@pl.jit(auto_mutex=True)
+def manual_and_auto(x: pl.Tensor[[32, 32], F32], out: pl.Tensor[[32, 32], F32]):
+    """Tile_vector_computation.md: make_tile with hand-written flags and a make_tile_group
+    under auto_mutex in one kernel."""
+    g = pl.make_tile_group(type=VT, addrs=0, mutex_ids=[0, 1])
+    plain = pl.make_tile(VT, addr=0x4000, size=1024)
+    with pl.section_vector():
+        for i in pl.range(4):
+            t = g.next()
+            pl.load(t, x, [i * 8, 0])
+            pl.muls(plain, t, 4.0)
+            pl.system.sync_src(set_pipe=pl.PipeType.V, wait_pipe=pl.PipeType.MTE3, event_id=1)
+            pl.system.sync_dst(set_pipe=pl.PipeType.V, wait_pipe=pl.PipeType.MTE3, event_id=1)
+            pl.store(out, plain, [i * 8, 0])
+            pl.system.sync_src(set_pipe=pl.PipeType.MTE3, wait_pipe=pl.PipeType.V, event_id=2)
+            pl.system.sync_dst(set_pipe=pl.PipeType.MTE3, wait_pipe=pl.PipeType.V, event_id=2)
+
+
+def test_manual_flags_and_auto_mutex_in_one_kernel():
+    x = _x(70, 4)
+    assert torch.equal(_run(manual_and_auto, 1, x), x * 4)
+
+
+@pl.jit()
+def unsynchronised(a: pl.Tensor[[64, 64], F32], out: pl.Tensor[[64, 64], F32]):
+    tt = pl.TileType(shape=[64, 64], dtype=pl.DT_FP32, target_memory=pl.MemorySpace.Vec)
+    tile_a = pl.make_tile(tt, addr=0x0000, size=16384)
+    with pl.section_vector():
+        pl.load(tile_a, a, [0, 0])
+        pl.relu(tile_a, tile_a)
+        pl.store(out, tile_a, [0, 0])
+
+
+def test_make_tile_without_flags_races_and_the_sanitizer_names_it():
+    """Tile_vector_computation.md: the framework inserts no sync for make_tile tiles; without
+    sync_src / sync_dst the add reads UB the load has not filled."""
+    with use_backend("sim"), sanitize():
+        unsynchronised(torch.randn(64, 64), torch.zeros(64, 64))
+    kinds = {f.kind for f in unsynchronised.last_result.sanitizer}
+    assert any("RACE" in k for k in kinds), kinds
