@@ -1686,3 +1686,48 @@ def test_make_tile_without_flags_races_and_the_sanitizer_names_it():
         unsynchronised(torch.randn(64, 64), torch.zeros(64, 64))
     kinds = {f.kind for f in unsynchronised.last_result.sanitizer}
     assert any("RACE" in k for k in kinds), kinds
+
+
+@pl.jit(auto_mutex=True)
+def shared_ids(x: pl.Tensor[[32, 32], F32], out: pl.Tensor[[32, 32], F32]):
+    """make_tile_group.md: ids may repeat across tiles: three groups over ids 0 / 1 (one with
+    a second id 5 on both slots), one op reading two tiles that hold the same id."""
+    ga = pl.make_tile_group(type=VT, addrs=0, mutex_ids=[0, 1])
+    gb = pl.make_tile_group(type=VT, addrs=0x2000, mutex_ids=[1, 0])
+    gc = pl.make_tile_group(type=VT, addrs=0x4000, mutex_ids=[[0, 5], [1, 5]])
+    with pl.section_vector():
+        for i in pl.range(4):
+            a = ga.next()
+            b = gb.next()
+            c = gc.next()
+            pl.load(a, x, [i * 8, 0])
+            pl.load(b, x, [((i + 1) % 4) * 8, 0])
+            pl.add(c, a, b)
+            pl.store(out, c, [i * 8, 0])
+
+
+@pl.jit(auto_mutex=True)
+def element_access_by_slot(x: pl.Tensor[[32, 32], F32], out: pl.Tensor[[32, 32], F32]):
+    """g[k][i, j] reads and writes and pl.getval(g[k], off) on slots picked by a runtime k."""
+    g = pl.make_tile_group(type=VT, addrs=0, mutex_ids=[0, 1, 2])
+    with pl.section_vector():
+        for k in pl.range(3):
+            pl.load(g[k], x, [k * 8, 0])
+        for k in pl.range(3):
+            g[k][0, 1] = g[(k + 1) % 3][0, 0] + pl.getval(g[k], 2)
+        for k in pl.range(3):
+            pl.store(out, g[k], [k * 8, 0])
+
+
+def test_ids_shared_across_groups():
+    x = _x(71, 4)
+    assert torch.equal(_run(shared_ids, 1, x), x + torch.roll(x, -8, 0))
+
+
+def test_element_access_on_subscripted_slots():
+    x = _x(72, 4)
+    want = x.clone()
+    want[24:] = 0
+    for k in range(3):
+        want[k * 8, 1] = x[((k + 1) % 3) * 8, 0] + x[k * 8, 2]
+    assert torch.equal(_run(element_access_by_slot, 1, x), want)
