@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Hashable
 from dataclasses import dataclass, field
 
-from ..errors import NotSupported, PassInner
+from ..errors import NotSupported, ParserTypeError, PassInner
 from ..ir import ops
 from ..ir.nodes import (
     AssignStmt, BinaryExpr, BreakStmt, Call, ContinueStmt, EvalStmt, Expr, ForStmt, Function,
@@ -71,6 +71,15 @@ def _lock_function(fn: Function) -> Function:
 
 def _error(message: str, span, hint: str | None = None) -> NotSupported:
     return NotSupported(message, span, hint=hint, module="PRO_IR", pass_name=NAME)
+
+
+def _id_count_error(first: int, second: int, span) -> ParserTypeError:
+    """One variable holding tiles of groups with different ids a slot: the real parser's
+    refusal when it merges the two tiles' mutex metadata (class and words)."""
+    return ParserTypeError(f"cannot merge tile mutex metadata with different ID counts: "
+                           f"{first} and {second}", span,
+                           hint="choose between tile groups with the same number of mutex "
+                                "ids per tile", pass_name=NAME)
 
 
 def is_locked_op(call: Call) -> bool:
@@ -170,11 +179,13 @@ class _Walker:
         a, b = self.slot_of(e.true_value), self.slot_of(e.false_value)
         if a == b:
             return a
-        if a is None or b is None or len(a.ids) != len(b.ids):
-            raise _error("a tile ternary mixes tiles with different mutex ids (or a plain "
-                         "tile); auto_mutex cannot tell which ids to lock", e.span,
-                         hint="choose between tiles of groups with the same number of "
-                              "mutex ids, or synchronise by hand with sync_src/sync_dst")
+        if a is None or b is None:
+            raise ParserTypeError("Ternary selecting a tile must have both branches carry a "
+                                  "mutex id; one branch has no tile mutex metadata", e.span,
+                                  hint="Ensure both branches are tiles from a tile_group "
+                                       "(auto_mutex), or neither is", pass_name=NAME)
+        if len(a.ids) != len(b.ids):
+            raise _id_count_error(len(a.ids), len(b.ids), e.span)
         ids = tuple(Select(e.cond, x, y, INDEX, e.span) for x, y in zip(a.ids, b.ids))
         return Slot(("select", e.cond, a.key, b.key), ids,
                     a.deps | b.deps | frozenset(expr_vars(e.cond)), a.memory)
@@ -255,8 +266,7 @@ class _Walker:
                                    for _ in slot.ids)
         mids = self.mid[tile]
         if len(mids) != len(slot.ids):
-            raise _error(f"tile variable '{tile.name}' holds tiles with different numbers of "
-                         f"mutex ids", s.span)
+            raise _id_count_error(len(mids), len(slot.ids), s.span)
         return [AssignStmt(m, i, s.span) for m, i in zip(mids, slot.ids)]
 
     def merge(self, envs: list[Env], live: frozenset[Var]) -> Env:

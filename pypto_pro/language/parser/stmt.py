@@ -254,19 +254,26 @@ def _merge_branches(ctx: ParseContext, scope: dict[str, Any], after_then: dict[s
         other.extend(joined.else_stmts)
 
 
+_RANGE_FORMS = "Use: pl.range(stop), pl.range(start, stop), or pl.range(start, stop, step)"
+
+
 def _range_args(ctx: ParseContext, node: ast.For) -> tuple[Any, Any, Any]:
     it = node.iter
     callee = resolve_callee(ctx, it.func) if isinstance(it, ast.Call) else None
     if not (isinstance(callee, Declaration) and callee.op == "range"):
-        raise ctx.error(ParserSyntaxError, "for loops in kernels must iterate over "
-                                           "pl.range(...)", it,
+        raise ctx.error(ParserSyntaxError, "For loop must use pl.range()", it,
                         hint="write 'for i in pl.range(n):' (runtime bounds are allowed)")
+    # the real parser's words (_control_flow_parser._parse_range_call)
     if it.keywords:
-        raise ctx.error(ParserSyntaxError, "pl.range takes positional arguments only", it)
+        raise ctx.error(ParserSyntaxError, "pl.range() does not support keyword arguments", it,
+                        hint=_RANGE_FORMS)
+    if not it.args:
+        raise ctx.error(ParserSyntaxError, "pl.range() requires at least 1 argument (stop)", it,
+                        hint=_RANGE_FORMS)
     args = [eval_expr(ctx, a) for a in it.args]
-    if not 1 <= len(args) <= 3:
-        raise ctx.error(ParserSyntaxError, "pl.range takes 1 to 3 arguments (stop | start, stop"
-                                           " | start, stop, step)", it)
+    if len(args) > 3:
+        raise ctx.error(ParserSyntaxError, "pl.range() takes at most 3 arguments", it,
+                        hint=_RANGE_FORMS)
     for a in args:
         t = getattr(a, "type", None)
         known, c = try_const(a)
@@ -283,7 +290,8 @@ def _for(ctx: ParseContext, node: ast.For) -> None:
     if node.orelse:
         raise ctx.error(UnsupportedFeatureError, "for-else is not supported", node)
     if not isinstance(node.target, ast.Name):
-        raise ctx.error(ParserSyntaxError, "the loop target must be a single name", node.target)
+        raise ctx.error(ParserSyntaxError, "For loop target must be a simple name", node.target,
+                        hint="Use: for i in pl.range(n)")
     start, stop, step = _range_args(ctx, node)
     k, step_value = try_const(step)
     if k and step_value == 0:

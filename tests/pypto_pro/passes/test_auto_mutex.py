@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pypto_pro.errors import NotSupported
+from pypto_pro.errors import NotSupported, ParserTypeError
 from pypto_pro.ir.attrs import AccPhase
 from pypto_pro.ir.dtype import DataType
 from pypto_pro.ir.nodes import BinaryExpr, BinOp, ConstInt, Select
@@ -194,9 +194,21 @@ def test_mixing_plain_and_group_tiles_in_a_ternary_is_rejected(irb):
     t, mk_t = irb.make_tile("t", 0x4000)
     c = irb.var("c", irb.BOOL)
     bad = irb.ev("block.relu", Select(c, irb.get(g, 0), t, t.type, irb.span(9)), t, line=9)
-    with pytest.raises(NotSupported) as err:
-        irb.run(irb.program([mk, mk_t, bad], params=(c,)), *LOCKING)
+    with pytest.raises(ParserTypeError, match="one branch has no tile mutex metadata") as err:
+        irb.run(irb.program([mk, mk_t, bad], params=(c,)), *LOCKING)  # the real parser's
     assert err.value.span.line == 9 and err.value.pass_name == "auto_mutex"
+
+
+def test_a_ternary_between_groups_of_different_id_counts_is_the_real_type_error(irb):
+    g, mk = irb.group("g", (0x0,), ids=[1])
+    h, mk_h = irb.group("h", (0x4000,), ids=[[2, 3]])
+    c = irb.var("c", irb.BOOL)
+    t = irb.get(g, 0)
+    bad = irb.ev("block.relu", Select(c, t, irb.get(h, 0), t.type, irb.span(9)), t, line=9)
+    with pytest.raises(ParserTypeError,
+                       match="different ID counts: 1 and 2") as err:
+        irb.run(irb.program([mk, mk_h, bad], params=(c,)), *LOCKING)
+    assert err.value.span.line == 9
 
 
 def test_disabled_auto_mutex_changes_nothing(irb):

@@ -35,7 +35,11 @@ constexpr int64_t kSsbufBytes = 4096;
 struct BlockState {
     int index = 0;
     int64_t xcount[3][kCrossIds] = {};  // per core of the block: AIC, AIV0, AIV1
-    int64_t subblock_count[kCrossIds] = {};  // INTER_SUBBLOCK (the two AIVs of the block)
+    // INTER_SUBBLOCK is a barrier of the block's two AIVs: the sets of each, and how many
+    // barriers each has passed (a wait needs one more set from both)
+    int64_t subblock_sets[2][kCrossIds] = {};
+    int64_t subblock_passed[2][kCrossIds] = {};
+    int64_t inter_passed[3][kCrossIds] = {};  // INTER_BLOCK barriers passed, per core (slot)
     alignas(8) uint8_t ssbuf[kSsbufBytes] = {};  // the SuperScalar buffer shared by the block's cores
 };
 
@@ -53,7 +57,9 @@ public:
     int active = 0;  // core instances currently running a block
     int pending_blocks = 0;
     std::map<int, Waiter> waiting;  // record index -> what it waits for
-    int64_t inter_block[2][kCrossIds] = {};  // per kind: AIC, AIV
+    // INTER_BLOCK is a barrier of every core of a kind: the sets of each core (setter index
+    // = block, or block * 2 + subblock for a mix kernel's AIVs), per kind AIC / AIV and id
+    std::vector<int64_t> inter_sets[2];
     std::map<int, std::pair<int64_t, int64_t>> sync_rounds;  // core type -> (arrivals, rounds)
     std::map<int, std::map<int, int64_t>> sync_arrived;  // core type -> record -> arrivals
     bool failed = false;

@@ -9,7 +9,8 @@
 // kernel.cpp line. Cross-core: counters per core that really block (runtime.hpp):
 // `set_intra_block(pipe, id)` from the cube signals AIV(id / 16) at id % 16, from AIV s the
 // cube at id + 16 s; a wait blocks until its counter is positive and decrements it. FFTS
-// flags (INTER_BLOCK / INTER_SUBBLOCK) count per kind / per block; `SYNCALL` is a barrier.
+// flags INTER_BLOCK / INTER_SUBBLOCK are barriers of every core of the kind / of the block's
+// two AIVs (as the simulator models them); `SYNCALL` is a barrier.
 #pragma once
 
 #include <algorithm>
@@ -201,6 +202,27 @@ inline uint64_t getFFTSMsg(int64_t mode, int64_t id, int64_t base = 1)
 
 inline void set_ffts_base_addr(uint64_t) {}
 
+namespace pypto_native {
+
+//! INTER_BLOCK scope of the calling core: (setter count, this core's setter index)
+inline std::pair<int, int> inter_scope(const Launch& l, const CoreCtx& c)
+{
+    if (c.kind == AIV && c.mix) return {l.block_dim * 2, c.block_idx * 2 + c.subblock_id};
+    return {l.block_dim, c.block_idx};
+}
+
+inline std::vector<int64_t>& inter_sets(Launch& l, int kind, int setters)
+{
+    std::vector<int64_t>& sets = l.inter_sets[kind];
+    if (sets.empty()) sets.assign(static_cast<size_t>(setters) * kCrossIds, 0);
+    return sets;
+}
+
+}  // namespace pypto_native
+
+//! FFTS signals. Modes 0 (INTER_BLOCK) and 1 (INTER_SUBBLOCK) are barriers: a wait after them
+//! resumes once every core of the scope (all cores of the kind / the block's two AIVs) has set
+//! the id one more time than the barriers this core passed; mode 2 is a2/a3's AIC <-> AIV.
 inline void ffts_cross_core_sync(pipe_t p, uint64_t msg, pypto_native::Loc loc = pypto_native::Loc::here())
 {
     using namespace pypto_native;
@@ -212,7 +234,7 @@ inline void ffts_cross_core_sync(pipe_t p, uint64_t msg, pypto_native::Loc loc =
     CoreCtx& c = ctx();
     std::lock_guard<std::mutex> g(l.mu);
     if (mode == 1 && c.kind == AIV && c.mix) {
-        counter_set(c.block->subblock_count[id]);
+        counter_set(c.block->subblock_sets[c.subblock_id][id]);
     } else if (mode == 2 && c.mix) {  // a2/a3 intra-block: AIC <-> both AIVs
         if (c.kind == AIC) {
             counter_set(c.block->xcount[1][id]);
@@ -221,49 +243,59 @@ inline void ffts_cross_core_sync(pipe_t p, uint64_t msg, pypto_native::Loc loc =
             counter_set(c.block->xcount[0][id + 16 * c.subblock_id]);
         }
     } else {
-        counter_set(l.inter_block[c.kind][id]);
+        const auto scope = inter_scope(l, c);
+        counter_set(inter_sets(l, c.kind, scope.first)[scope.second * kCrossIds + id]);
     }
     l.notify();
 }
 
-//! The sync mode is not part of the wait: it takes whichever counter was signalled, the
-//! block-local ones first (AIV: the INTER_SUBBLOCK or a2/a3 intra-block counter; AIC: the
-//! intra-block pair, one signal from each AIV), then the kernel-wide INTER_BLOCK counter.
+//! The sync mode is not part of the wait: it takes whichever signal is complete, the
+//! block-local ones first (AIV: the INTER_SUBBLOCK barrier or the a2/a3 intra-block counter;
+//! AIC: the intra-block pair, one signal from each AIV), then the INTER_BLOCK barrier.
 inline void wait_flag_dev_impl(int64_t id, int line)
 {
     using namespace pypto_native;
     check_id(id, 16, "wait_flag_dev", line);
     Launch& l = launch_or_fault("wait_flag_dev", line);
     CoreCtx& c = ctx();
-    int64_t* first = nullptr;   // AIV: subblock counter; AIC: the AIV0 half of the pair
+    int64_t* first = nullptr;   // AIC: the AIV0 half of the pair
     int64_t* second = nullptr;  // AIV: its intra-block counter; AIC: the AIV1 half
     if (c.mix && c.kind == AIV) {
-        first = &c.block->subblock_count[id];
         second = &c.block->xcount[own_slot()][id];
     } else if (c.mix) {
         first = &c.block->xcount[0][id];
         second = &c.block->xcount[0][id + 16];
     }
     const bool pair = c.mix && c.kind == AIC;
-    int64_t& global = l.inter_block[c.kind][id];
+    const bool subblock = c.mix && c.kind == AIV;
+    int64_t* sub_passed = subblock ? &c.block->subblock_passed[c.subblock_id][id] : nullptr;
+    int64_t& inter_passed = c.block->inter_passed[own_slot()][id];
+    const int setters = inter_scope(l, c).first;
     auto local_ready = [&] {
-        if (first == nullptr) return false;
-        return pair ? (*first > 0 && *second > 0) : (*first > 0 || *second > 0);
+        if (second == nullptr) return false;
+        return pair ? (*first > 0 && *second > 0) : *second > 0;
+    };
+    auto sub_ready = [&] {
+        return subblock && std::min(c.block->subblock_sets[0][id], c.block->subblock_sets[1][id]) >
+                               *sub_passed;
+    };
+    auto inter_ready = [&] {
+        const std::vector<int64_t>& sets = inter_sets(l, c.kind, setters);
+        for (int s = 0; s < setters; ++s) {
+            if (sets[static_cast<size_t>(s) * kCrossIds + id] <= inter_passed) return false;
+        }
+        return true;
     };
     counter_wait("wait_flag_dev", "wait_flag_dev(" + std::to_string(id) + ")", line,
-                 [&] { return local_ready() || global > 0; },
+                 [&] { return sub_ready() || local_ready() || inter_ready(); },
                  [&] {
-                     if (local_ready()) {
-                         if (pair) {
-                             --*first;
-                             --*second;
-                         } else if (*first > 0) {
-                             --*first;
-                         } else {
-                             --*second;
-                         }
+                     if (sub_ready()) {
+                         ++*sub_passed;
+                     } else if (local_ready()) {
+                         if (pair) --*first;
+                         --*second;
                      } else {
-                         --global;
+                         ++inter_passed;
                      }
                  });
 }
