@@ -80,7 +80,7 @@ CASES = [
             pass
         """, S),
     Case("range_float_bound", """
-        for i in pl.range(2.5):  # !
+        for i in pl.range(0.5, 4):  # !
             pass
         """, T),
     Case("range_zero_step", """
