@@ -1280,3 +1280,169 @@ def test_core_id_shared_by_cube_and_vector_sides(tiles, cores):
         assert seen.tolist() == [i % cores + 1 for i in range(tiles)] + [0] * (16 - tiles)
         return out
     assert torch.equal(first_case_natively(run), (a.double() @ b.double()).float())
+
+
+# ---------------------------------------------------------------- structs across cores, helpers
+
+
+@pl.jit()
+def ssbuf_struct_array(x: pl.Tensor[[8], pl.DT_INT32], out: pl.Tensor[[8], pl.DT_INT32]):
+    infos = pl.struct_array(2, "RunInfo", row=0, scale=1.0, lens=[0, 0])
+    with pl.section_vector():
+        if pl.get_subblock_idx() == 0:
+            for i in pl.range(0, 2):
+                infos[i].row = x[i] * 2
+                infos[i].scale = 0.5 * (i + 1)
+                infos[i].lens[1] = x[i + 2]
+                pl.ssbuf_store(infos[i], i * 64)
+            pl.system.set_cross_core(pipe=pl.PipeType.S, event_id=3)
+    with pl.section_cube():
+        pl.system.wait_cross_core(pipe=pl.PipeType.S, event_id=3,
+                                  sync_mode=pl.CrossCoreSyncMode.UNICAST_BLOCK)
+        for i in pl.range(0, 2):
+            pl.ssbuf_load(infos[i], i * 64)
+            pl.setval(out, i * 4, infos[i].row)
+            pl.setval(out, i * 4 + 1, infos[i].lens[1])
+            pl.setval(out, i * 4 + 2, infos[i].lens[0])
+            pl.setval(out, i * 4 + 3, infos[i].scale * 10.0)
+
+
+def test_struct_array_slots_sent_from_vector_to_cube_through_ssbuf():
+    x = torch.arange(8, dtype=torch.int32) + 1
+    assert _ints(ssbuf_struct_array, 8, x) == [2, 3, 0, 5, 4, 4, 0, 10]
+
+
+def _new_info(base):
+    s = pl.struct("Info", a=base, b=base * 2, arr=[base, 0])
+    s.arr[1] = s.a + s.b
+    return s
+
+
+def _bump_a(s):
+    s.a = s.a + 1
+    return s
+
+
+@pl.jit()
+def struct_returned(n: pl.DT_INT32, out: pl.Tensor[[6], pl.DT_INT32]):
+    with pl.section_vector():
+        s = _new_info(n)
+        t = _bump_a(s)
+        pl.setval(out, 0, s.a)
+        pl.setval(out, 1, t.a)
+        pl.setval(out, 2, s.arr[1])
+        u = _new_info(5)
+        pl.setval(out, 3, u.b)
+        pl.setval(out, 4, s.b)
+        pl.setval(out, 5, u.arr[0] + u.arr[1])
+
+
+@pytest.mark.parametrize("n", [3, -8])
+def test_structs_created_and_returned_by_helpers(n):
+    assert _ints(struct_returned, 6, n) == [n + 1, n + 1, 3 * n, 10, 2 * n, 20]
+
+
+@dataclass
+class RowsTiling:
+    n: int
+    rows: int[4]
+    w: float[4]
+    on: bool[4]
+
+
+def _row_end(t, i):
+    return t.rows[i] + t.n
+
+
+@pl.jit(auto_mutex=True)
+def tiling_both_sides(x: pl.Tensor[[64, 32], pl.DT_FP32], idx: pl.Tensor[[8], pl.DT_INT32],
+                      out: pl.Tensor[[64, 32], pl.DT_FP32], tiling: RowsTiling):
+    g = pl.make_tile_group(type=pl.TileType(shape=[16, 32], dtype=pl.DT_FP32), addrs=0,
+                           mutex_ids=[0, 1])
+    with pl.section_cube():
+        for i in pl.range(0, 4):
+            pl.setval(idx, i, _row_end(tiling, i))
+    with pl.section_vector():
+        for i in pl.range(0, tiling.n):
+            t = g.next()
+            r = tiling.rows[i]
+            pl.load(t, x, [r, 0])
+            if tiling.on[i]:
+                pl.muls(t, t, tiling.w[i])
+            pl.store(out, t, [r, 0])
+
+
+@pytest.mark.parametrize("n,on", [(3, [True, False, True, True]), (4, [False, True, False, True])])
+def test_tiling_arrays_indexed_at_run_time_on_both_sides_and_in_helpers(n, on):
+    x = torch.randint(-64, 64, (64, 32)).float() / 8
+    tl = RowsTiling(n=n, rows=[16, 0, 48, 32], w=[2.0, 3.0, 0.5, 4.0], on=on)
+    idx = torch.zeros(8, dtype=torch.int32)
+    want = torch.zeros(64, 32)
+    for i in range(n):
+        r = tl.rows[i]
+        want[r:r + 16] = x[r:r + 16] * (tl.w[i] if on[i] else 1)
+    assert torch.equal(_fp32(tiling_both_sides, (64, 32), x, idx, tiling=tl), want)
+    assert idx.tolist() == [r + n for r in tl.rows] + [0] * 4
+
+
+@pl.jit(auto_mutex=True)
+def views_in_a_tuple(x: pl.Tensor[[32, 32], pl.DT_FP32], ws: pl.Ptr[pl.DT_FP32],
+                     out: pl.Tensor[[32, 32], pl.DT_FP32]):
+    halves = pl.make_tuple(
+        src=(pl.make_tensor(x, [16, 32]), pl.make_tensor(pl.addptr(pl.make_ptr(x), 512), [16, 32])),
+        dst=pl.make_tuple(top=out, ws=ws))
+    g = pl.make_tile_group(type=pl.TileType(shape=[16, 32], dtype=pl.DT_FP32), addrs=0,
+                           mutex_ids=[0, 1])
+    with pl.section_vector():
+        for h in pl.range(0, 2):
+            t = g.next()
+            pl.load(t, halves.src[h], [0, 0])
+            pl.adds(t, t, h * 10.0)
+            pl.store(halves.dst.top, t, [h * 16, 0])
+            view = pl.make_tensor(pl.addptr(halves.dst.ws, h * 512), [16, 32])
+            pl.store(view, t, [0, 0])
+
+
+def test_make_tuple_of_tensor_views_and_pointers():
+    x = torch.randn(32, 32)
+    want = x.clone()
+    want[16:] += 10
+
+    def run():
+        ws = torch.zeros(1024)
+        out = torch.zeros(32, 32)
+        views_in_a_tuple(x, ws, out)
+        assert torch.equal(ws.reshape(32, 32), want)
+        return out
+    assert torch.equal(first_case_natively(run), want)
+
+
+@pl.jit(auto_mutex=True)
+def snapshots_in_a_ring(x: pl.Tensor[[64, 32], pl.DT_FP32], cnt: pl.Tensor[[4], pl.DT_INT32],
+                        out: pl.Tensor[[64, 32], pl.DT_FP32]):
+    g = pl.make_tile_group(type=pl.TileType(shape=[16, 32], dtype=pl.DT_FP32), addrs=0,
+                           mutex_ids=[0, 1, 2])
+    with pl.section_vector():
+        total = 0
+        prev = g.current()
+        pl.load(prev, x, [0, 0])
+        for i in pl.range(0, 4):
+            before = total
+            total = total + i + 1
+            pl.setval(cnt, i, before)
+            cur = g.next()
+            pl.load(cur, x, [i * 16, 0])
+            keep = prev
+            prev = cur
+            pl.add(cur, cur, keep)
+            pl.store(out, cur, [i * 16, 0])
+
+
+def test_snapshots_of_a_running_total_and_of_the_previous_tile():
+    x = torch.randint(-8, 8, (64, 32)).float()
+    cnt = torch.zeros(4, dtype=torch.int32)
+    want, prev = torch.zeros(64, 32), x[0:16]
+    for i in range(4):
+        prev = want[i * 16:(i + 1) * 16] = x[i * 16:(i + 1) * 16] + prev
+    assert torch.equal(_fp32(snapshots_in_a_ring, (64, 32), x, cnt), want)
+    assert cnt.tolist() == [0, 1, 3, 6]
