@@ -708,7 +708,7 @@ def test_ptr_of_a_tensor_chained_addptr_and_reinterpreting_views():
 
 
 @pl.jit()
-def vector_only_indices(out: pl.Tensor[[32], pl.DT_INT32]):
+def vector_only_indices(out: pl.Tensor[[256], pl.DT_INT32]):
     with pl.section_vector():
         vidx = pl.get_block_idx()
         base = vidx * 4
@@ -719,7 +719,7 @@ def vector_only_indices(out: pl.Tensor[[32], pl.DT_INT32]):
 
 
 @pl.jit()
-def cube_only_indices(out: pl.Tensor[[32], pl.DT_INT32]):
+def cube_only_indices(out: pl.Tensor[[256], pl.DT_INT32]):
     with pl.section_cube():
         idx = pl.get_block_idx()
         pl.setval(out, idx * 4, idx)
@@ -729,7 +729,7 @@ def cube_only_indices(out: pl.Tensor[[32], pl.DT_INT32]):
 
 
 @pl.jit()
-def mixed_indices(out: pl.Tensor[[64], pl.DT_INT32]):
+def mixed_indices(out: pl.Tensor[[512], pl.DT_INT32]):
     core_id = pl.get_block_idx() // pl.get_subblock_num()
     with pl.section_cube():
         c = pl.get_block_idx()
@@ -739,26 +739,26 @@ def mixed_indices(out: pl.Tensor[[64], pl.DT_INT32]):
         pl.setval(out, c * 4 + 3, pl.get_subblock_idx())
     with pl.section_vector():
         v = pl.get_block_idx()
-        pl.setval(out, 32 + v * 4, v)
-        pl.setval(out, 32 + v * 4 + 1, pl.get_subblock_num())
-        pl.setval(out, 32 + v * 4 + 2, core_id)
-        pl.setval(out, 32 + v * 4 + 3, pl.get_subblock_idx())
+        pl.setval(out, 160 + v * 4, v)
+        pl.setval(out, 160 + v * 4 + 1, pl.get_subblock_num())
+        pl.setval(out, 160 + v * 4 + 2, core_id)
+        pl.setval(out, 160 + v * 4 + 3, pl.get_subblock_idx())
 
 
-@pytest.mark.parametrize("blocks", [1, 3, 4])
+@pytest.mark.parametrize("blocks", [1, 3, 40])  # 40: more blocks than the SoC has cube cores
 def test_block_and_subblock_indices_per_execution_domain(blocks):
-    want = [0] * 32
+    want = [0] * 256
     for b in range(blocks):
         want[b * 4:b * 4 + 4] = [b, blocks, 0, 1]
-    assert _ints(vector_only_indices, 32, launch=(None, blocks)) == want
-    assert _ints(cube_only_indices, 32, launch=(None, blocks)) == want
-    mixed = [0] * 64
+    assert _ints(vector_only_indices, 256, launch=(None, blocks)) == want
+    assert _ints(cube_only_indices, 256, launch=(None, blocks)) == want
+    mixed = [0] * 512
     for b in range(blocks):
         mixed[b * 4:b * 4 + 4] = [b, 1, b, 0]
         for s in range(2):
             v = b * 2 + s
-            mixed[32 + v * 4:32 + v * 4 + 4] = [v, 2, b, s]
-    assert _ints(mixed_indices, 64, launch=(None, blocks)) == mixed
+            mixed[160 + v * 4:160 + v * 4 + 4] = [v, 2, b, s]
+    assert _ints(mixed_indices, 512, launch=(None, blocks)) == mixed
 
 
 @pl.jit(auto_mutex=True)
@@ -1446,3 +1446,81 @@ def test_snapshots_of_a_running_total_and_of_the_previous_tile():
         prev = want[i * 16:(i + 1) * 16] = x[i * 16:(i + 1) * 16] + prev
     assert torch.equal(_fp32(snapshots_in_a_ring, (64, 32), x, cnt), want)
     assert cnt.tolist() == [0, 1, 3, 6]
+
+
+@pytest.mark.parametrize("kw,error,fragment", [
+    (dict(target_memory=MS.Right, layout=pl.NZ), ValueError,
+     "Right tiles require layout in {ZN}, got NZ. Default for 'a5' is ZN."),
+    (dict(target_memory=MS.Acc, layout=pl.ND, dtype=pl.DT_FP32), ValueError,
+     "Acc tiles require layout in {NZ}, got ND"),
+    (dict(target_memory=MS.Mat, layout=pl.ND), ValueError, "Mat tiles require layout in {NZ, ZN}"),
+    (dict(target_memory=MS.Scaling, layout=pl.NZ, dtype=pl.DT_UINT64), ValueError,
+     "Scaling tiles require layout in {ND}"),
+    (dict(pad=4), ValueError, "TileType.pad must be one of TilePad.null/zero/max/min"),
+    (dict(pad="zero"), TypeError, "TileType.pad must be a TilePad or integer 0/1/2/3"),
+])
+def test_tile_type_refuses_what_no_arch_holds_when_constructed(kw, error, fragment):
+    args = dict(shape=[16, 16], dtype=pl.DT_FP16) | kw
+    with pytest.raises(error) as info:
+        pl.TileType(**args)
+    assert fragment in str(info.value)
+
+
+@pytest.mark.parametrize("kw", [
+    dict(target_memory=MS.Mat, layout=pl.ND, dtype=pl.DT_INT64),
+    dict(target_memory=MS.Left, layout=pl.ZZ), dict(target_memory=MS.Mat, layout=pl.ZN),
+    dict(target_memory=MS.Mat, layout=pl.ZZ, dtype=pl.DT_FP8E8M0, shape=[16, 2]),
+    dict(pad=pl.TilePad.min), dict(pad=0), dict(layout=pl.DN, shape=[16, 1])])
+def test_tile_type_accepts_the_documented_combinations(kw):
+    pl.TileType(**(dict(shape=[16, 16], dtype=pl.DT_FP16) | kw))
+
+
+# ---------------------------------------------------------------- TilingData refusals
+
+
+@dataclass
+class Arr4:
+    n: int
+    arr: int[4]
+
+
+@pl.jit()
+def arr4_kernel(out: pl.Tensor[[4], pl.DT_INT32], t: Arr4):
+    with pl.section_vector():
+        pl.setval(out, 0, t.arr[t.n])
+
+
+@pytest.mark.parametrize("arr", [[1, 2, 3], [1, 2, 3, 4, 5]])
+def test_an_array_field_of_another_length_is_refused_at_launch(arr):
+    with pytest.raises(ValueError, match=f"expected 4 elements, got {len(arr)}"):
+        arr4_kernel(torch.zeros(4, dtype=torch.int32), Arr4(n=1, arr=arr))
+
+
+@pytest.mark.parametrize("annotation,fragment", [
+    ("int[0]", "array size must be in 1..2048, got 0"),
+    ("int[2049]", "array size must be in 1..2048, got 2049"),
+    ("bool[True]", "array size must be in 1..2048, got True"),
+    ("str", "unsupported annotation 'str'"), ("list", "unsupported annotation 'list'"),
+    ("int[2 + 2]", "array size must be an int literal or a module constant")])
+def test_tiling_field_annotations_outside_the_documented_set_are_value_errors(annotation,
+                                                                               fragment):
+    ns: dict = {}
+    exec(f"from __future__ import annotations\nfrom dataclasses import dataclass\n"
+         f"@dataclass\nclass Bad:\n    x: {annotation}\n", ns)
+
+    def declare():
+        @pl.jit()
+        def k(out: pl.Tensor[[4], pl.DT_INT32], t: ns["Bad"]):
+            with pl.section_vector():
+                pl.setval(out, 0, 1)
+        k(torch.zeros(4, dtype=torch.int32), ns["Bad"](x=0))
+    with pytest.raises(ValueError, match=fragment.replace("[", r"\[").replace("+", r"\+")):
+        declare()
+
+
+def test_tiling_data_must_be_the_last_parameter():
+    with pytest.raises(InvalidArgument, match="TilingData parameter 't' must be the last"):
+        @pl.jit()
+        def k(t: Arr4, out: pl.Tensor[[4], pl.DT_INT32]):
+            with pl.section_vector():
+                pl.setval(out, 0, 1)
