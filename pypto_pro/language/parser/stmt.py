@@ -141,9 +141,19 @@ def _assign_field(ctx: ParseContext, target: ast.Attribute, value: Any, node: as
                                                f"elements, got {len(items)}", node)
         for j, v in enumerate(items):
             ctx.builder.emit(SetField(base, target.attr, ConstInt(j, span=span),
-                                      to_expr(ctx, v, node), span))
+                                      _as_field(ctx, v, ft.elem, node), span))
         return
-    ctx.builder.emit(SetField(base, target.attr, None, to_expr(ctx, value, node), span))
+    ctx.builder.emit(SetField(base, target.attr, None, _as_field(ctx, value, ft, node), span))
+
+
+def _as_field(ctx: ParseContext, value: Any, ft: Any, node: ast.AST) -> Expr:
+    """`value` converted to the scalar field type it is stored in: the field is a C++ struct
+    member typed by its initial value, so `s.n = 2.5` into an int field keeps 2."""
+    e = to_expr(ctx, value, node)
+    et = getattr(e, "type", None)
+    if isinstance(ft, ScalarType) and isinstance(et, ScalarType) and et != ft:
+        return Cast(e, ft, e.span)
+    return e
 
 
 def _assign_subscript(ctx: ParseContext, target: ast.Subscript, value: Any,
@@ -160,7 +170,7 @@ def _assign_subscript(ctx: ParseContext, target: ast.Subscript, value: Any,
         return
     if isinstance(t, ArrayType) and isinstance(base, GetField):  # s.arr[i] = v
         ctx.builder.emit(SetField(base.value, base.name, array_index(ctx, t, index, node),
-                                  to_expr(ctx, value, node), ctx.span(node)))
+                                  _as_field(ctx, value, t.elem, node), ctx.span(node)))
         return
     if isinstance(base, GetField):
         raise ctx.error(ParserTypeError, f"Cannot subscript struct field '{base.name}': field "

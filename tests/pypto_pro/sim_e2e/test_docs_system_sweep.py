@@ -1524,3 +1524,38 @@ def test_tiling_data_must_be_the_last_parameter():
         def k(t: Arr4, out: pl.Tensor[[4], pl.DT_INT32]):
             with pl.section_vector():
                 pl.setval(out, 0, 1)
+
+
+@pl.jit()
+def struct_member_types(f: pl.DT_FP32, n: pl.DT_INT32, out: pl.Tensor[[8], pl.DT_FP32]):
+    s = pl.struct("Typed", v=0, w=1.0, arr=[0, 0], farr=[0.5, 0.0], small=n)
+    ring = pl.struct_array(2, "TypedSlot", v=0, arr=[0, 0])
+    with pl.section_vector():
+        s.v = 2.5                 # an int member keeps 2, as the C++ struct member does
+        s.w = 3
+        s.arr[0] = f
+        s.arr[1] = -f             # truncated toward zero
+        s.farr[1] = 7
+        s.small = n * 3000000000  # an INT32 member (initialised from an INT32) wraps
+        ring[1].v = f * 2.0
+        ring[n % 2].arr[1] = f + 0.75
+        pl.setval(out, 0, s.v)
+        pl.setval(out, 1, s.w)
+        pl.setval(out, 2, s.arr[0])
+        pl.setval(out, 3, s.arr[1])
+        pl.setval(out, 4, s.farr[1] + s.v / 4)
+        pl.setval(out, 5, s.small)
+        pl.setval(out, 6, ring[1].v)
+        pl.setval(out, 7, ring[n % 2].arr[1])
+
+
+@pytest.mark.parametrize("f,n", [(2.75, 1), (-3.5, 2)])
+def test_struct_fields_keep_the_type_of_their_initial_value(f, n):
+    def run():
+        out = torch.zeros(8)
+        struct_member_types(f, n, out)
+        return out
+    wrapped = torch.tensor([n * 3000000000]).to(torch.int32).item()
+    want = [2.0, 3.0, float(int(f)), float(int(-f)), 7.5, float(wrapped), float(int(f * 2)),
+            float(int(f + 0.75))]
+    assert first_case_natively(run).tolist() == want
