@@ -1559,3 +1559,46 @@ def test_struct_fields_keep_the_type_of_their_initial_value(f, n):
     want = [2.0, 3.0, float(int(f)), float(int(-f)), 7.5, float(wrapped), float(int(f * 2)),
             float(int(f + 0.75))]
     assert first_case_natively(run).tolist() == want
+
+
+@pl.jit(auto_mutex=True)
+def batch_major_view(ws: pl.Ptr[pl.DT_FP32], out: pl.Tensor[[pl.DYNAMIC, 16, 32], pl.DT_FP32],
+                     nb: pl.DT_INT64):
+    view = pl.make_tensor(ws, [nb, 16, 32], [32, nb * 32, 1])  # [B, S, D] over [S, B, D]
+    g = pl.make_tile_group(type=pl.TileType(shape=[16, 32], dtype=pl.DT_FP32), addrs=0,
+                           mutex_ids=[0, 1])
+    with pl.section_vector():
+        for b in pl.range(0, nb):
+            t = g.next()
+            pl.load(t, view, [b, 0, 0])
+            pl.store(out, t, [b, 0, 0])
+
+
+@pl.jit(auto_mutex=True)
+def transposed_view(x: pl.Tensor[[16, 32], pl.DT_FP32], out: pl.Tensor[[32, 16], pl.DT_FP32]):
+    transposed = pl.make_tensor(pl.make_ptr(x), [32, 16], [1, 32])  # the docs' swapped strides
+    g = pl.make_tile_group(type=pl.TileType(shape=[32, 16], dtype=pl.DT_FP32), addrs=0,
+                           mutex_ids=[0])
+    with pl.section_vector():
+        t = g.current()
+        pl.load(t, transposed, [0, 0])
+        pl.store(out, t, [0, 0])
+
+
+@pytest.mark.parametrize("nb", [2, 3])
+def test_make_tensor_strided_3d_and_transposed_views(nb):
+    src = torch.randn(16, nb, 32)
+
+    def run():
+        out = torch.zeros(nb, 16, 32)
+        batch_major_view(src.reshape(-1).clone(), out, nb)
+        return out
+    assert torch.equal(first_case_natively(run), src.permute(1, 0, 2))
+    x = torch.randn(16, 32)
+    assert torch.equal(on_sim(lambda: _launch_out_shape(transposed_view, x, (32, 16))), x.t())
+
+
+def _launch_out_shape(k, x, shape):
+    out = torch.zeros(shape)
+    k(x, out)
+    return out
