@@ -151,9 +151,19 @@ def _as_field(ctx: ParseContext, value: Any, ft: Any, node: ast.AST) -> Expr:
     member typed by its initial value, so `s.n = 2.5` into an int field keeps 2."""
     e = to_expr(ctx, value, node)
     et = getattr(e, "type", None)
-    if isinstance(ft, ScalarType) and isinstance(et, ScalarType) and et != ft:
+    if isinstance(ft, ScalarType) and isinstance(et, ScalarType) and et != ft and not (
+            _widens(et.dtype, ft.dtype)):
         return Cast(e, ft, e.span)
     return e
+
+
+def _widens(src: Any, dst: Any) -> bool:
+    """Every value of integer dtype `src` is kept by `dst` (INT32 into an INDEX member)."""
+    if not (src.is_int and dst.is_int):
+        return False
+    signed_src, signed_dst = src.kind != "uint", dst.kind != "uint"
+    return dst.bits > src.bits and (signed_dst or not signed_src) or (
+        dst.bits == src.bits and signed_src == signed_dst)
 
 
 def _assign_subscript(ctx: ParseContext, target: ast.Subscript, value: Any,
