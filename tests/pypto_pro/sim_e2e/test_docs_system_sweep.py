@@ -14,6 +14,7 @@ with its error class and words, at the kernel line.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import pytest
@@ -1602,3 +1603,89 @@ def _launch_out_shape(k, x, shape):
     out = torch.zeros(shape)
     k(x, out)
     return out
+
+
+@pl.jit()
+def nested_struct(n: pl.DT_INT32, out: pl.Tensor[[4], pl.DT_INT32]):
+    s = pl.struct("Outer", a=1, inner=pl.struct("Inner", x=2, y=[3, 4]))
+    with pl.section_vector():
+        s.inner.x = n
+        s.inner.y[1] = s.inner.x * 10
+        pl.setval(out, 0, s.a)
+        pl.setval(out, 1, s.inner.x)
+        pl.setval(out, 2, s.inner.y[0])
+        pl.setval(out, 3, s.inner.y[1])
+
+
+@pytest.mark.parametrize("n", [7, -3])
+def test_a_struct_field_holding_a_struct(n):
+    assert _ints(nested_struct, 4, n) == [1, n, 3, n * 10]
+
+
+@pl.jit(auto_mutex=True)
+def static_rows(x: pl.Tensor[[pl.STATIC, 32], pl.DT_FP32],
+                y: pl.Tensor[[pl.DYNAMIC, 32], pl.DT_FP32]):
+    g = pl.make_tile_group(type=pl.TileType(shape=[16, 32], dtype=pl.DT_FP32), addrs=0,
+                           mutex_ids=[0, 1])
+    with pl.section_vector():
+        for i in pl.range(0, x.shape[0] / 16):
+            t = g.next()
+            pl.load(t, x, [i * 16, 0])
+            pl.store(y, t, [i * 16, 0])
+
+
+def test_static_dims_specialise_per_value_and_dynamic_dims_do_not():
+    static_rows.compiled_variants.clear()
+    for rows, yrows, variants in [(32, 32, 1), (32, 48, 1), (48, 48, 2), (32, 64, 2)]:
+        x = torch.randn(rows, 32)
+        y = on_sim(lambda x=x, yrows=yrows: _launch_out_shape(static_rows, x, (yrows, 32)))
+        assert torch.equal(y[:rows], x) and not y[rows:].any()
+        assert len(static_rows.compiled_variants) == variants
+
+
+class ModeKey:
+    A = TilingKeyField(bits=1, values=[0, 1])
+
+
+@pl.jit(tiling_key=ModeKey, datatype={"x": "dt", "y": "dt"}, auto_mutex=True)
+def dtype_branches(x: pl.Tensor[[16, 32], pl.DT_FP32], y: pl.Tensor[[16, 32], pl.DT_FP32]):
+    g = pl.make_tile_group(type=pl.TileType(shape=[16, 32], dtype=dt), addrs=0,  # noqa: F821
+                           mutex_ids=[0])
+    with pl.section_vector():
+        t = g.current()
+        pl.load(t, x, [0, 0])
+        if dt == pl.DT_FP16:  # noqa: F821  (a compile-time comparison of the datatype variable)
+            pl.adds(t, t, 1.0)
+        else:
+            pl.adds(t, t, 2.0)
+        if A == 1:  # noqa: F821
+            pl.muls(t, t, 3.0)
+        pl.store(y, t, [0, 0])
+
+
+@pytest.mark.parametrize("a,dt,tdt", [
+    (0, pl.DT_FP32, torch.float32), (0, pl.DT_FP16, torch.float16),
+    (1, pl.DT_FP32, torch.float32), (1, pl.DT_BF16, torch.bfloat16)])
+def test_datatype_variable_compared_at_compile_time(a, dt, tdt):
+    x = torch.ones(16, 32, dtype=tdt)
+
+    def run():
+        y = torch.zeros(16, 32, dtype=tdt)
+        dtype_branches[None, 1, {"A": a}, {"x": dt, "y": dt}](x, y)
+        return y
+    want = (1 + (1 if dt == pl.DT_FP16 else 2)) * (3 if a else 1)
+    assert (first_case_natively(run) == want).all()
+
+
+@pytest.mark.parametrize("launch,error,fragment", [
+    (lambda k, x: k(x, x.clone()), InvalidArgument, "cannot be called directly"),
+    (lambda k, x: k[None, 1, [0]](x, x.clone()), InvalidArgument, "Expected kernel[stream"),
+    (lambda k, x: k[None, 1, {"A": 0}, {"x": pl.DT_FP32, "y": pl.DT_FP16}](x, x.clone()),
+     InvalidArgument, "disagree"),
+    (lambda k, x: k[None, 1, {"A": 0}, {"x": "fp32", "y": "fp32"}](x, x.clone()), TypeError,
+     "must be a pl.DT_* dtype"),
+    (lambda k, x: k[None, 1, {"A": 2}, {"x": pl.DT_FP32, "y": pl.DT_FP32}](x, x.clone()),
+     InvalidArgument, "not a candidate")])
+def test_tiling_key_and_datatype_launch_refusals(launch, error, fragment):
+    with pytest.raises(error, match=re.escape(fragment)):
+        launch(dtype_branches, torch.ones(16, 32))
