@@ -1689,3 +1689,47 @@ def test_datatype_variable_compared_at_compile_time(a, dt, tdt):
 def test_tiling_key_and_datatype_launch_refusals(launch, error, fragment):
     with pytest.raises(error, match=re.escape(fragment)):
         launch(dtype_branches, torch.ones(16, 32))
+
+
+@dataclass
+class BoundTiling:
+    n: int
+    offs: int[4]
+    scale: float
+
+
+@pl.jit(auto_mutex=True)
+def fields_as_bounds(x: pl.Tensor[[16, 32], pl.DT_FP16], o2: pl.Tensor[[3], pl.DT_INT32],
+                     out: pl.Tensor[[16, 32], pl.DT_FP16], t: BoundTiling):
+    s = pl.struct("Bound", n=0, arr=[1, 2, 3])
+    g = pl.make_tile_group(type=pl.TileType(shape=[16, 32], dtype=pl.DT_FP16), addrs=0,
+                           mutex_ids=[0])
+    with pl.section_vector():
+        s.n = t.n
+        total = 0
+        for i in pl.range(0, s.n):          # a struct field as a loop bound
+            total = total + t.offs[i]
+        for j in pl.range(3):
+            total = total + s.arr[j] * 4
+        pl.setval(o2, 0, total)
+        pl.setval(o2, 1, max(t.scale, 1.5) * 2)
+        pl.setval(o2, 2, min(t.n, 2))
+        c = g.current()
+        pl.load(c, x, [0, 0])
+        pl.adds(c, c, pl.const(0.5, pl.DT_FP16))
+        pl.muls(c, c, t.scale)
+        pl.store(out, c, [0, 0])
+
+
+@pytest.mark.parametrize("n,scale", [(3, 0.75), (1, 2.5)])
+def test_struct_and_tiling_fields_as_loop_bounds_and_scalars(n, scale):
+    x = (torch.randint(-8, 8, (16, 32)) / 4).half()
+    o2 = torch.zeros(3, dtype=torch.int32)
+    offs = [1, 10, 100, 1000]
+
+    def run():
+        out = torch.zeros(16, 32, dtype=torch.float16)
+        fields_as_bounds(x, o2, out, BoundTiling(n=n, offs=offs, scale=scale))
+        return out
+    assert torch.equal(first_case_natively(run), ((x + 0.5) * scale))
+    assert o2.tolist() == [sum(offs[:n]) + 24, int(max(scale, 1.5) * 2), min(n, 2)]
