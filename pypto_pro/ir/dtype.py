@@ -8,6 +8,27 @@ import enum
 from typing import NamedTuple
 
 
+class _Answer(int):
+    """An int that can also be called: the real `DataType` answers `bits()` / `is_float()` /
+    `is_int()` as methods (its docs' spelling), while this package reads them as attributes
+    (`dtype.bits`, `if dtype.is_float:`); both spellings give the same value."""
+
+    __slots__ = ()
+
+    def __call__(self) -> int | bool:
+        return int(self) if type(self) is _Bits else bool(self)
+
+    def __repr__(self) -> str:
+        return repr(self()) if type(self) is not _Bits else int.__repr__(self)
+
+
+class _Bits(_Answer):
+    __slots__ = ()
+
+
+_YES, _NO = _Answer(1), _Answer(0)
+
+
 class _DTypeInfo(NamedTuple):  # (not a dataclass: a new process creates it at import)
     bits: int
     ctype: str | None  # C++ spelling in generated code (None: storage only)
@@ -75,7 +96,7 @@ class DataType(enum.Enum):
     # and these are read per simulated op)
     @property
     def bits(self) -> int:
-        return _INFO[self._value_].bits
+        return _BITS[self._value_]
 
     @property
     def itemsize(self) -> int:
@@ -92,11 +113,11 @@ class DataType(enum.Enum):
 
     @property
     def is_float(self) -> bool:
-        return _INFO[self._value_].kind == "float"
+        return _YES if _INFO[self._value_].kind == "float" else _NO
 
     @property
     def is_int(self) -> bool:
-        return _INFO[self._value_].kind in ("int", "uint", "index")
+        return _YES if _INFO[self._value_].kind in ("int", "uint", "index") else _NO
 
     @property
     def family(self) -> str:
@@ -104,9 +125,26 @@ class DataType(enum.Enum):
         mixed with where the real frontend is lenient (SIMT signatures, tuples)."""
         return "int" if self.is_int else self.kind
 
-    @property
-    def is_signed(self) -> bool:
-        return self.kind in ("int", "index", "float")
+    # the real DataType's query methods, as its docs name them
+    def get_bit(self) -> int:
+        return self.bits()
+
+    def is_signed_int(self) -> bool:
+        return self.kind == "int"
+
+    def is_unsigned_int(self) -> bool:
+        return self.kind == "uint"
+
+    is_signed = is_signed_int
+    is_unsigned = is_unsigned_int
+
+    def to_string(self) -> str:
+        """The real `str(dtype)`: "fp16", "bfloat16", "int32", ... (this package's own `str`
+        stays the `pl.DT_FP16` spelling its messages use)."""
+        return _REAL_NAMES.get(self._value_, self._value_.lower())
+
+    def to_c_type_string(self) -> str:
+        return self.ctype or "unknown"
 
     @property
     def torch_dtype(self):
@@ -123,6 +161,9 @@ class DataType(enum.Enum):
 
     __str__ = __repr__
 
+
+_BITS = {name: _Bits(info.bits) for name, info in _INFO.items()}
+_REAL_NAMES = {"BF16": "bfloat16"}
 
 #: dtypes exported as `pl.DT_*` (INDEX is internal: loop variables and shape dims).
 PUBLIC_DTYPES = tuple(d for d in DataType if d is not DataType.INDEX)

@@ -256,7 +256,27 @@ class TileType(Frozen):
                                        f"the shape {shape}")
             object.__setattr__(self, "valid_shape", vs)
         if self.pad is not None and not isinstance(self.pad, TilePad):
-            object.__setattr__(self, "pad", TilePad(int(self.pad)))
+            if not isinstance(self.pad, int) or isinstance(self.pad, bool):
+                raise TypeError("TileType.pad must be a TilePad or integer 0/1/2/3")
+            if self.pad not in (0, 1, 2, 3):
+                raise ValueError("TileType.pad must be one of TilePad.null/zero/max/min")
+            object.__setattr__(self, "pad", TilePad(self.pad))
+        self._check_layout()
+
+    def _check_layout(self) -> None:
+        """A layout its memory space holds on no arch is refused here, as the real TileType
+        refuses it when constructed (a ValueError); what depends on the arch is checked when
+        the kernel is compiled for one."""
+        from .parser.tile_layouts import tile_layout
+
+        refusals = []
+        for arch in ("a5", "a3"):
+            try:
+                tile_layout(self.target_memory, self.layout, self.dtype, arch)
+                return
+            except ValueError as e:
+                refusals.append(e)
+        raise refusals[0]
 
     @property
     def nbytes(self) -> int:

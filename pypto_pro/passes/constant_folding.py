@@ -66,7 +66,7 @@ def _const(value: int | bool, like: Expr) -> Expr | None:
     if isinstance(value, bool) or not dtype.is_int:
         return None
     bits = dtype.bits
-    lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if dtype.is_signed else \
+    lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if dtype.kind != "uint" else \
         (0, (1 << bits) - 1)
     return ConstInt(value, dtype, like.span) if lo <= value <= hi else None
 

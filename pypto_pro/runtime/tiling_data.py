@@ -173,9 +173,10 @@ def _parse_field(owner: str, name: str, annotation: Any, env: dict) -> TilingFie
             and node.value.id in _KINDS):
         length = _array_length(node.slice, env, where)
         return TilingField(name, node.value.id, _KINDS[node.value.id][1], length)
-    raise InvalidType(f"{where}: unsupported annotation {annotation!r}; use int, float, bool "
-                      "or an array T[N] (with `from __future__ import annotations`)",
-                      module="PRO_RUNTIME")
+    # (a ValueError, as the real runtime's "Invalid tiling field ... annotation")
+    raise InvalidArgument(f"{where}: unsupported annotation {annotation!r}; use int, float, "
+                          "bool or an array T[N] (with `from __future__ import annotations`)",
+                          module="PRO_RUNTIME")
 
 
 def _array_length(node: ast.expr, env: dict, where: str) -> int:
@@ -187,8 +188,8 @@ def _array_length(node: ast.expr, env: dict, where: str) -> int:
     elif isinstance(node, ast.Name) and node.id in env:
         length = env[node.id]
     else:
-        raise InvalidType(f"{where}: array size must be an int literal or a module constant",
-                          module="PRO_RUNTIME")
+        raise InvalidArgument(f"{where}: array size must be an int literal or a module "
+                              "constant", module="PRO_RUNTIME")
     if not isinstance(length, int) or isinstance(length, bool) or not 1 <= length <= MAX_ARRAY:
         raise OutOfRange(f"{where}: array size must be in 1..{MAX_ARRAY}, got {length!r}",
                          module="PRO_RUNTIME")

@@ -26,6 +26,7 @@ from ..markers import kind_of
 from ..signatures import bind_keywords
 from .context import GroupChoice, ParseContext, PyList
 from .expr import eval_expr, is_const, to_expr, try_const, unary
+from .tile_layouts import LayoutRefused
 from .values import BoundMethod, Fallback
 
 
@@ -113,6 +114,8 @@ def _apply_at_parse_time(ctx: ParseContext, callee: Any, args: list, kwargs: dic
     except PyptoError as e:
         e.with_span(ctx.span(node))
         raise
+    except LayoutRefused as e:  # a pl.TileType built in the kernel: as its make_tile reports it
+        raise ctx.builder_error(str(e), node) from None
     except Exception as e:  # a user's compile-time Python failed: report it at the call
         raise ctx.error(ParserTypeError, f"compile-time call failed: {type(e).__name__}: {e}",
                         node) from e

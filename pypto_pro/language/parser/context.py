@@ -228,6 +228,14 @@ class ParseContext:
                 self.builder.emit(AssignStmt(index, value.index, span))
             frame.scope[name] = GetItem(value.value, index, value.type, value.span)
             return
+        if isinstance(value, Var) and not mutable and value in frame.var_depth and not \
+                isinstance(value.type, StructType) and not is_group(value):
+            # `saved = total` where `total` is reassigned later: its Var changes with it, so
+            # `saved` takes the value it has now (a tile: the tile it names now)
+            var = self.new_var(name, value.type, span)
+            self.builder.emit(AssignStmt(var, value, span))
+            frame.scope[name] = var
+            return
         if not isinstance(value, Expr) or (isinstance(value, Var) and not mutable) or \
                 is_group(value):
             frame.scope[name] = value

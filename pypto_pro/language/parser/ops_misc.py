@@ -64,13 +64,16 @@ def const(ctx: ParseContext, node: ast.Call, op: str) -> Any:
 
 
 def min_max(ctx: ParseContext, node: ast.Call, op: str) -> Any:
-    args, _ = eval_args(ctx, node)
-    if len(args) < 2:
-        raise ctx.error(ParserTypeError, f"{op} needs at least two scalars", node)
-    result = args[0]
-    for a in args[1:]:
-        result = binary(ctx, BinOp.Min if op == "min" else BinOp.Max, result, a, node)
-    return result
+    """`max(a, b)` / `pl.max(a, b)` of two scalars (the real parser takes exactly two)."""
+    if node.keywords:
+        raise ctx.error(InvalidOperationError, f"Scalar operation '{op}' does not accept "
+                                               f"keyword arguments", node)
+    if len(node.args) != 2:
+        raise ctx.error(InvalidOperationError, f"Scalar binary operation '{op}' requires "
+                                               f"exactly 2 arguments, got {len(node.args)}",
+                        node)
+    a, b = eval_args(ctx, node)[0]
+    return binary(ctx, BinOp.Min if op == "min" else BinOp.Max, a, b, node)
 
 
 def astype(ctx: ParseContext, node: ast.Call, op: str) -> Any:
@@ -199,22 +202,31 @@ def offset_pointer(ctx: ParseContext, ptr: Any, offset: Any, node: ast.AST) -> A
 
 def struct(ctx: ParseContext, node: ast.Call, op: str) -> Any:
     """`pl.struct("Name", f=v, arr=[0, 0])` (a C++ class; a list makes an array field) and
-    `pl.struct_array(N, "Name", ...)`: N such structs, `arr[i].f`, `arr[i].arr[j]`."""
+    `pl.struct_array(N, "Name", ...)`: N such structs, `arr[i].f`, `arr[i].arr[j]`. Refusals
+    in the real parser's words."""
+    _no_star_kwargs(ctx, node, op)
     args, kw = eval_args(ctx, node)
     if op == "struct_array":
         n = args[0] if args else None
         name = args[1] if len(args) > 1 else None
-        if not isinstance(n, int) or isinstance(n, bool) or n <= 0:
-            raise ctx.error(ParserSyntaxError, "pl.struct_array(N, 'Name', field=...): N must be "
-                                               "a positive compile-time int", node)
+        if not isinstance(n, int) or isinstance(n, bool):
+            raise ctx.error(ParserSyntaxError, "pl.struct_array() requires an integer size as "
+                                               "first argument", node,
+                            hint='Use pl.struct_array(N, "Name", field1=0, field2=0, ...)')
+        if n < 1:
+            raise ctx.error(ParserSyntaxError, f"pl.struct_array() size must be a positive "
+                                               f"integer, got {n}", node)
+        if not isinstance(name, str) or not name.isidentifier():
+            raise ctx.error(ParserSyntaxError, 'pl.struct_array(N, "Name", ...) requires a '
+                                               'string struct name as second arg', node)
     else:
         n, name = None, args[0] if args else None
-    if not isinstance(name, str) or not name.isidentifier():
-        raise ctx.error(ParserSyntaxError, f"pl.{op} needs a struct name string (a C "
-                                           f"identifier)", node)
+        if not isinstance(name, str) or not name.isidentifier():
+            raise ctx.error(ParserSyntaxError, "pl.struct needs a struct name string (a C "
+                                               "identifier)", node)
     if not kw:
-        raise ctx.error(ParserSyntaxError, f"pl.{op}(...) needs at least one keyword field",
-                        node)
+        what = 'pl.struct_array(N, "Name", ...)' if n else 'pl.struct("Name", ...)'
+        raise ctx.error(ParserSyntaxError, f"{what} requires at least one keyword field", node)
     fields, values = [], []
     for k, v in kw.items():
         e = _field_value(ctx, k, v, node)
@@ -249,14 +261,20 @@ def _field_value(ctx: ParseContext, name: str, value: Any, node: ast.AST) -> Exp
 
 def make_tuple(ctx: ParseContext, node: ast.Call, op: str) -> Any:
     """`pl.make_tuple(a=x, b=y)`: a compile-time named tuple; `t.a` is `x` itself."""
-    args, kw = eval_args(ctx, node)
-    if args:
-        raise ctx.error(ParserSyntaxError, "pl.make_tuple() takes field=value keywords, not "
-                                           "positional arguments", node)
-    if not kw:
-        raise ctx.error(ParserSyntaxError, "pl.make_tuple() needs at least one field=value",
-                        node)
+    _no_star_kwargs(ctx, node, op)
+    if node.args:
+        raise ctx.error(ParserSyntaxError, "pl.make_tuple() does not accept positional "
+                                           "arguments; use keyword args", node)
+    if not node.keywords:
+        raise ctx.error(ParserSyntaxError, "pl.make_tuple() requires at least one keyword "
+                                           "argument (field=value)", node)
+    _, kw = eval_args(ctx, node)
     return NamedTuple(list(kw.values()), tuple(kw))
+
+
+def _no_star_kwargs(ctx: ParseContext, node: ast.Call, op: str) -> None:
+    if any(k.arg is None for k in node.keywords):
+        raise ctx.error(ParserSyntaxError, f"pl.{op}() does not support **kwargs", node)
 
 
 # ---------------------------------------------------------------- SIMT (spec §2.14)

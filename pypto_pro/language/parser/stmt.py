@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import math
 from collections.abc import Iterator
 from typing import Any
 
@@ -15,8 +16,8 @@ from ...errors import (
     UnsupportedFeatureError,
 )
 from ...ir.nodes import (
-    BinOp, BreakStmt, ConstBool, ConstInt, ContinueStmt, Expr, ForStmt, GetField, IfStmt,
-    ReturnStmt, SectionStmt, SetField, UnOp, WhileStmt, seq,
+    BinaryExpr, BinOp, BreakStmt, Cast, ConstBool, ConstInt, ContinueStmt, Expr, ForStmt,
+    GetField, IfStmt, ReturnStmt, SectionStmt, SetField, UnOp, WhileStmt, seq,
 )
 from ...ir.types import (
     INDEX, ArrayType, ScalarType, SectionKind, StructType, TensorType, TileGroupType, TileType,
@@ -140,9 +141,29 @@ def _assign_field(ctx: ParseContext, target: ast.Attribute, value: Any, node: as
                                                f"elements, got {len(items)}", node)
         for j, v in enumerate(items):
             ctx.builder.emit(SetField(base, target.attr, ConstInt(j, span=span),
-                                      to_expr(ctx, v, node), span))
+                                      _as_field(ctx, v, ft.elem, node), span))
         return
-    ctx.builder.emit(SetField(base, target.attr, None, to_expr(ctx, value, node), span))
+    ctx.builder.emit(SetField(base, target.attr, None, _as_field(ctx, value, ft, node), span))
+
+
+def _as_field(ctx: ParseContext, value: Any, ft: Any, node: ast.AST) -> Expr:
+    """`value` converted to the scalar field type it is stored in: the field is a C++ struct
+    member typed by its initial value, so `s.n = 2.5` into an int field keeps 2."""
+    e = to_expr(ctx, value, node)
+    et = getattr(e, "type", None)
+    if isinstance(ft, ScalarType) and isinstance(et, ScalarType) and et != ft and not (
+            _widens(et.dtype, ft.dtype)):
+        return Cast(e, ft, e.span)
+    return e
+
+
+def _widens(src: Any, dst: Any) -> bool:
+    """Every value of integer dtype `src` is kept by `dst` (INT32 into an INDEX member)."""
+    if not (src.is_int and dst.is_int):
+        return False
+    signed_src, signed_dst = src.kind != "uint", dst.kind != "uint"
+    return dst.bits > src.bits and (signed_dst or not signed_src) or (
+        dst.bits == src.bits and signed_src == signed_dst)
 
 
 def _assign_subscript(ctx: ParseContext, target: ast.Subscript, value: Any,
@@ -159,7 +180,7 @@ def _assign_subscript(ctx: ParseContext, target: ast.Subscript, value: Any,
         return
     if isinstance(t, ArrayType) and isinstance(base, GetField):  # s.arr[i] = v
         ctx.builder.emit(SetField(base.value, base.name, array_index(ctx, t, index, node),
-                                  to_expr(ctx, value, node), ctx.span(node)))
+                                  _as_field(ctx, value, t.elem, node), ctx.span(node)))
         return
     if isinstance(base, GetField):
         raise ctx.error(ParserTypeError, f"Cannot subscript struct field '{base.name}': field "
@@ -274,6 +295,8 @@ def _range_args(ctx: ParseContext, node: ast.For) -> tuple[Any, Any, Any]:
     if len(args) > 3:
         raise ctx.error(ParserSyntaxError, "pl.range() takes at most 3 arguments", it,
                         hint=_RANGE_FORMS)
+    stop_at = 0 if len(args) == 1 else 1
+    args[stop_at] = _integral_stop(ctx, args[stop_at], it)
     for a in args:
         t = getattr(a, "type", None)
         known, c = try_const(a)
@@ -284,6 +307,35 @@ def _range_args(ctx: ParseContext, node: ast.For) -> tuple[Any, Any, Any]:
     if len(args) == 1:
         return 0, args[0], 1
     return args[0], args[1], args[2] if len(args) == 3 else 1
+
+
+def _integral_stop(ctx: ParseContext, stop: Any, node: ast.AST) -> Any:
+    """A float stop (`x.shape[0] / TILE_M`, as the docs write it) as the integer bound with the
+    same iterations: the real loop is `for (uint64_t i = start; i < stop; ...)`, and an
+    integer i is below s exactly when it is below ceil(s). A run-time `a / b` of integers by a
+    positive constant b is `(a + b - 1) // b`; another run-time float bound is refused."""
+    known, value = try_const(stop)
+    if known:
+        return math.ceil(value) if isinstance(value, float) else stop
+    t = getattr(stop, "type", None)
+    if not (isinstance(t, ScalarType) and t.dtype.is_float):
+        return stop
+    num = den = None
+    if isinstance(stop, BinaryExpr) and stop.op is BinOp.FloatDiv:
+        num, den = _int_operand(stop.lhs), _int_operand(stop.rhs)
+    k, d = try_const(den)
+    if num is None or not (k and isinstance(d, int) and d > 0):
+        raise ctx.error(UnsupportedFeatureError, "a run-time float pl.range bound", node,
+                        hint="write an integer bound, e.g. (n + t - 1) // t instead of n / t")
+    return binary(ctx, BinOp.FloorDiv, binary(ctx, BinOp.Add, num, d - 1, node), d, node)
+
+
+def _int_operand(e: Any) -> Any:
+    """`e` without the float conversion the division put on it, if it is an integer."""
+    if isinstance(e, Cast):
+        e = e.operand
+    t = getattr(e, "type", None)
+    return e if isinstance(t, ScalarType) and t.dtype.is_int else None
 
 
 def _for(ctx: ParseContext, node: ast.For) -> None:

@@ -266,7 +266,7 @@ DSL_CASES = [(k_control, ["i_3, s_3 = while ir.cond(i_1 < n, iter_args=(i_1, s_1
                              "arr: ir.Array[ir.Struct[Ring, head=ir.INDEX, "
                              "offs=ir.Array[ir.INDEX, 2]], 4] = ",
                              "arr[1].head = n", "arr[n % 4].offs[1] = n",
-                             "cfg.count = cfg.count + 1"]),
+                             "cfg.count = ir.cast(cfg.count + 1, ir.INT32)"]),
              (k_vf_shadow, ["    x: ir.Reg[ir.FP32] = ir.call @vf.load_align(a, 0, ",
                             "ir.call @block.store(x, a, [0, 0]"]),
              (k_nested_view, ["= ir.call @block.subview(t, [8, 0], [min(",

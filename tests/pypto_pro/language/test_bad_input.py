@@ -80,7 +80,7 @@ CASES = [
             pass
         """, S),
     Case("range_float_bound", """
-        for i in pl.range(2.5):  # !
+        for i in pl.range(0.5, 4):  # !
             pass
         """, T),
     Case("range_zero_step", """
@@ -261,12 +261,12 @@ CASES = [
             pl.move(b, a, acc_to_vec_mode=pl.AccToVecMode.DualModeSplitM)  # !
         """, OP),
     Case("acc_with_zn_layout", """
-        tt = pl.TileType([16, 16], pl.DT_FP32, pl.MemorySpace.Acc, layout=pl.ZN)
-        t = pl.make_tile(tt, addr=0)  # !
+        tt = pl.TileType([16, 16], pl.DT_FP32, pl.MemorySpace.Acc, layout=pl.ZN)  # !
+        t = pl.make_tile(tt, addr=0)
         """, S),
     Case("left_with_nn_layout", """
-        tt = pl.TileType([16, 16], pl.DT_FP16, pl.MemorySpace.Left, layout=pl.NN)
-        t = pl.make_tile(tt, addr=0)  # !
+        tt = pl.TileType([16, 16], pl.DT_FP16, pl.MemorySpace.Left, layout=pl.NN)  # !
+        t = pl.make_tile(tt, addr=0)
         """, S),
     # ------------------------------------------------------------ placement and tile types
     Case("vec_not_32_aligned", """

@@ -148,5 +148,5 @@ def test_unsupported_field_annotation():
     class Bad:
         a: list[int]
 
-    with pytest.raises(InvalidType, match="Bad.a: unsupported annotation 'list\\[int\\]'"):
+    with pytest.raises(ValueError, match="Bad.a: unsupported annotation 'list\\[int\\]'"):
         tiling_fields(Bad)
