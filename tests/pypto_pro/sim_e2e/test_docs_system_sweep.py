@@ -1099,7 +1099,7 @@ PARAMS = ("out: pl.Tensor[[4], pl.DT_INT32], n: pl.DT_INT32, f: pl.DT_FP32, "
      "'Slice' expressions are not supported"),
     ("array_iterated", "a = pl.struct_array(2, 'S', x=0)\nfor slot in a:\n"
                        "    pl.setval(out, 0, slot.x)", ParserSyntaxError,
-     "must iterate over pl.range"),
+     "For loop must use pl.range()"),
     ("max_of_three", "pl.setval(out, 0, max(n, 1, 2))", InvalidOperationError,
      "Scalar binary operation 'max' requires exactly 2 arguments, got 3"),
     ("min_of_one", "pl.setval(out, 0, pl.min(n))", InvalidOperationError,
