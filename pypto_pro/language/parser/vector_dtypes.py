@@ -25,6 +25,7 @@ _RELU = frozenset({D.FP16, D.FP32, D.INT32})  # TRELU
 _HALF_FLOAT = frozenset({D.FP16, D.FP32})  # TUnaryCheck's data type check, TAXPY
 _BITS_124 = frozenset(_I8 | _I16 | _I32 | {D.FP16, D.BF16, D.FP32})  # sizeof(T) in 1, 2, 4
 _INTS_124 = frozenset(_I8 | _I16 | _I32)
+_EXPAND = frozenset(_I8 | _I16 | _I32 | {D.FP16, D.BF16, D.FP32})  # TROWEXPAND* / TCOLEXPANDOP
 
 #: op -> (operand position whose dtype decides, dtypes taken, the instruction's words)
 TAKES: dict[str, tuple[int, frozenset[D], str]] = {
@@ -73,6 +74,14 @@ TAKES: dict[str, tuple[int, frozenset[D], str]] = {
     "block.cmps": (1, _ALL, "TCMPS: Invalid data type."),
     "block.sels": (0, _ALL - {D.BF16}, "TSELS: Invalid data type"),
     "block.expands": (0, _ALL, "TEXPANDS: Invalid data type"),
+    **{f"block.row_expand_{n}": (0, _EXPAND, f"Fix: TROWEXPAND{n.upper()} Invalid data type.")
+       for n in ("add", "sub", "mul", "max", "min")},
+    "block.row_expand_div": (0, _EXPAND, "Fix: TROWEXPANDDIV invalid data type."),
+    **{f"block.col_expand_{n}": (0, _EXPAND, "Fix: TCOLEXPANDOP Invalid data type.")
+       for n in ("add", "sub", "mul", "div", "max", "min")},
+    "block.row_expand_expdif": (0, _HALF_FLOAT, "Fix: TROWEXPANDEXPDIF Invalid data type."),
+    "block.col_expand_expdif": (0, _HALF_FLOAT, "Fix: TCOLEXPANDEXPDIF Invalid data type "
+                                                "(exp(a-b) supports half/float only)."),
 }
 
 

@@ -69,11 +69,15 @@ def scalar_in_dtype(value: float | int, dtype: DataType) -> torch.Tensor:
     return got
 
 
-def _div(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    if a.is_floating_point():
-        return a / b
+def integer_div(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """Integer quotients truncated toward zero (a zero divisor, undefined on the hardware by
+    the docs, gives 0)."""
     safe = torch.where(b == 0, 1, b)
     return torch.where(b == 0, 0, torch.div(a, safe, rounding_mode="trunc"))
+
+
+def _div(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    return a / b if a.is_floating_point() else integer_div(a, b)
 
 
 def _rem(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:

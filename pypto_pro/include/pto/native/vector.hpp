@@ -659,7 +659,7 @@ inline void expand_bin(const char* op, BinOp kind, Out& out, Src& src, Sc& sc, i
     auto a = read_block(view(src, line), 0, 0, o.vr, o.vc);
     auto sv = view(sc, line);
     auto b = Axis == 1 ? read_block(sv, 0, 0, o.vr, 1) : read_block(sv, 0, 0, 1, o.vc);
-    if ((kind == BinOp::DIV || kind == BinOp::EXPDIF) && !Elem<T>::is_float) {
+    if (kind == BinOp::EXPDIF && !Elem<T>::is_float) {  // TROWEXPANDDIV takes 8/16/32-bit ints
         raise_fault(FaultKind::Trap, line, "%s: %s needs a float tile", where().c_str(), op);
     }
     for (int64_t r = 0; r < o.vr; ++r) {
