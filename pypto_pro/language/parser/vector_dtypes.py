@@ -1,4 +1,5 @@
-"""The element dtypes each tile-level vector op takes on a5, refused at the call's line.
+"""The element dtypes each tile-level vector op takes on a5 (and fill_index's one row),
+refused at the call's line.
 
 The real frontend builds these ops without a dtype check; its C++ compile then fails on the
 static_assert of the pto-isa instruction the op lowers to (`include/pto/npu/a5/T*.hpp`). Ours
@@ -74,6 +75,8 @@ TAKES: dict[str, tuple[int, frozenset[D], str]] = {
     "block.cmps": (1, _ALL, "TCMPS: Invalid data type."),
     "block.sels": (0, _ALL - {D.BF16}, "TSELS: Invalid data type"),
     "block.expands": (0, _ALL, "TEXPANDS: Invalid data type"),
+    "block.transpose": (1, _BITS_124, "Fix: TTRANS has unsupported data type."),
+    "block.fill_index": (0, frozenset(_I16 | _I32), "Fix: TCI only supports uint16/32 or int16/32"),
     **{f"block.row_expand_{n}": (0, _EXPAND, f"Fix: TROWEXPAND{n.upper()} Invalid data type.")
        for n in ("add", "sub", "mul", "max", "min")},
     "block.row_expand_div": (0, _EXPAND, "Fix: TROWEXPANDDIV invalid data type."),
@@ -92,7 +95,13 @@ def check_vector_dtype(ctx: ParseContext, op: str, args: tuple, node: ast.AST) -
         return
     position, takes, words = entry
     t = getattr(args[position], "type", None) if position < len(args) else None
-    if not isinstance(t, TileType) or t.dtype in takes:
+    if not isinstance(t, TileType):
+        return
+    if t.dtype in takes:
+        if op == "block.fill_index" and t.shape[0] != 1:  # TCI writes one row
+            raise ctx.error(NotSupported, f"fill_index on a {t.shape[0]}-row tile: Fix: TCI "
+                                          f"expect row is 1", node,
+                            hint="fill_index fills a [1, n] tile")
         return
     names = ", ".join(sorted(d.name for d in takes))
     raise ctx.error(NotSupported, f"{op.removeprefix('block.')} on {t.dtype.name} tiles: "

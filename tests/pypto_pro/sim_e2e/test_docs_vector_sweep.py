@@ -512,7 +512,10 @@ _REFUSED = [("pl.relu(o, a)", "int8", "TRELU: Invalid data type."),
             ("pl.fused_mul_add(o, a, a)", "int8", "Fix: TMUL has invalid data type."),
             ("pl.partmul(o, a, a)", "int64", "Fix: TPARTMUL Invalid data type."),
             ("pl.expand_max(o, a, t, dim=1)", "int64", "Fix: TCOLEXPANDOP Invalid data type."),
-            ("pl.expand_div(o, a, t, dim=0)", "uint64", "Fix: TROWEXPANDDIV invalid data type.")]
+            ("pl.expand_div(o, a, t, dim=0)", "uint64", "Fix: TROWEXPANDDIV invalid data type."),
+            ("pl.fill_index(o, 0)", "fp32", "Fix: TCI only supports uint16/32 or int16/32"),
+            ("pl.fill_index(o, 0)", "int32", "Fix: TCI expect row is 1"),
+            ("pl.transpose(o, a)", "int64", "Fix: TTRANS has unsupported data type.")]
 
 
 @pytest.mark.parametrize("call,dt,words", _REFUSED, ids=[f"{c.split('(')[0]}-{d}"
@@ -681,3 +684,171 @@ def test_fused_ops_are_their_instruction_sequences(dt):
         alpha = compute(dt, torch.tensor([1.5]).to(DT[dt][1]))
         expect(got["o_axpy"], stored(dt, _rounded(dt, alpha * bs) + os_) if dt == "fp32" else
                stored(dt, alpha * bs + os_), "axpy")
+
+
+# ---------------------------------------------------------------- partial (tail) ops
+
+PART = {"partadd": torch.add, "partmax": torch.maximum, "partmin": torch.minimum,
+        "partmul": torch.mul}
+_PART_CASES = [(op, dt) for op in PART for dt in ["int8", "uint16", "int32", "fp16", "bf16",
+                                                  "fp32"] + (["int64"] if op != "partmul" else [])]
+
+
+@pytest.mark.parametrize("op,dt", _PART_CASES, ids=[f"{o}-{d}" for o, d in _PART_CASES])
+def test_part_ops_combine_where_both_are_valid_and_copy_elsewhere(op, dt):
+    """`part<op>(out, src0, src1)`: where both sources are valid the op, where only one is,
+    that one's value; the smaller source is src1 in one call and src0 in the other."""
+    c = cols_of(dt)
+    small = (2, c - 3)
+    tiles = [T("a", dt), T("b", dt, valid=small), T("o1", dt, "out"), T("o2", dt, "out")]
+    body = f"""
+        pl.{op}(o1, a, b)
+        pl.{op}(o2, b, a)
+    """
+    a, b = values(dt, (ROWS, c), 15, small=True), values(dt, (ROWS, c), 16, small=True)
+    got = launch(tiles, body, {"a": a, "b": b})
+    ca, cb = compute(dt, a), compute(dt, b)
+    both = stored(dt, PART[op](ca, cb))
+    want = a.clone()
+    want[:small[0], :small[1]] = both[:small[0], :small[1]]
+    expect(got["o1"], want, "src1 smaller")
+    expect(got["o2"], want, "src0 smaller")
+
+
+# ---------------------------------------------------------------- argmax / argmin
+
+_ARG_CASES = [("argmax", 0, dt) for dt in ["fp16", "fp32"]] + \
+    [("argmin", 0, dt) for dt in ["fp16", "fp32"]] + \
+    [(op, 1, dt) for op in ("argmax", "argmin") for dt in ["int8", "uint8", "int16", "int32",
+                                                          "fp16", "bf16", "fp32"]]
+
+
+@pytest.mark.parametrize("op,dim,dt", _ARG_CASES, ids=[f"{o}-dim{m}-{d}" for o, m, d in _ARG_CASES])
+def test_argmax_argmin_index_of_the_first_extreme(op, dim, dt):
+    """dim=0: each row's column index of its extreme into [rows, 1] INT32; dim=1: each
+    column's row index into [1, cols]; ties give the first index (pto-isa compares strictly)."""
+    c = cols_of(dt)
+    r = 8 if dim == 0 else ROWS
+    oshape = (r, 1) if dim == 0 else (1, c)
+    tiles = [T("a", dt, shape=(r, c)), T("tmp", dt, "tmp", shape=(r, c)),
+             T("o", "int32", "out", shape=oshape)]
+    a = values(dt, (r, c), 17, small=True)
+    if dim == 0:
+        a[0, :] = a[0, 0]  # a tied row
+    else:
+        a[:, 0] = a[0, 0]  # a tied column
+    got = launch(tiles, f"pl.{op}(o, a, tmp, dim={dim})", {"a": a})
+    ca = compute(dt, a)
+    axis = 1 if dim == 0 else 0
+    ext = (ca.amax if op == "argmax" else ca.amin)(dim=axis, keepdim=True)
+    first = (ca == ext).int().argmax(dim=axis, keepdim=True)  # the first index holding it
+    expect(got["o"], first.int(), op)
+
+
+# ---------------------------------------------------------------- fills, xor, fused casts
+
+
+@pytest.mark.parametrize("dt", ["int8", "uint16", "int32", "int64", "fp16", "bf16", "fp32"])
+def test_expands_whole_and_tail(dt):
+    """`expands(out, scalar)` fills the valid window with the scalar in the tile's dtype."""
+    c = cols_of(dt)
+    tail = (3, c - 2)
+    tiles = [T("e", dt, "out"), T("et", dt, "out", valid=tail)]
+    s = _scalar_text(dt, -3 if dt not in ("uint16",) else 3)
+    got = launch(tiles, f"pl.expands(e, {s})\npl.expands(et, {s})", {})
+    v = stored(dt, torch.full((ROWS, c), float(s) if dt in FLOATS else int(s)))
+    expect(got["e"], v, "expands")
+    expect(got["et"], in_valid(fill(tiles[1]), tiles[1], v), "expands tail")
+
+
+@pytest.mark.parametrize("dt", ["int32", "int16", "uint16", "uint32"])
+def test_fill_index_one_row(dt):
+    """`fill_index(out, start)` on a [1, n] tile: start, start + 1, ... over the valid
+    columns (its page lists INT32; TCI takes the 16-bit and unsigned ones too)."""
+    c = 2 * cols_of(dt)
+    tiles = [T("f", dt, "out", shape=(1, c)), T("ft", dt, "out", shape=(1, c), valid=(1, c - 5))]
+    got = launch(tiles, "pl.fill_index(f, 5)\npl.fill_index(ft, 9)", {})
+    expect(got["f"], stored(dt, torch.arange(5, 5 + c).reshape(1, c)), "fill_index")
+    want = fill(tiles[1])
+    want[0, :c - 5] = stored(dt, torch.arange(9, 9 + c - 5))
+    expect(got["ft"], want, "tail")
+
+
+@pytest.mark.parametrize("dt", ["int8", "uint8", "int16", "uint16", "int32", "uint32"])
+def test_xor_with_its_tmp_tile(dt):
+    c = cols_of(dt)
+    tiles = [T("a", dt), T("b", dt), T("tmp", dt, "tmp"), T("o", dt, "out")]
+    a, b = values(dt, (ROWS, c), 18), values(dt, (ROWS, c), 19)
+    got = launch(tiles, "pl.xor(o, a, b, tmp)", {"a": a, "b": b})
+    expect(got["o"], stored(dt, compute(dt, a) ^ compute(dt, b)), "xor")
+
+
+@pytest.mark.parametrize("src,dst", [("fp32", "fp16"), ("fp32", "bf16"), ("fp16", "fp32"),
+                                     ("fp32", "fp32"), ("fp16", "fp16")])
+def test_fused_casts_through_lhs(src, dst):
+    """add_relu_cast / sub_relu_cast: TADD / TSUB(lhs, lhs, rhs), TRELU(lhs, lhs),
+    TCVT(out, lhs, mode); mul_cast: TMUL(lhs, lhs, rhs), TCVT(out, lhs, mode)."""
+    c = max(cols_of(src), cols_of(dst))
+    sh = (ROWS, c)
+    ops = ["add_relu_cast", "sub_relu_cast", "mul_cast"]
+    tiles = [T("b", src, shape=sh)]
+    body = []
+    for op in ops:
+        tiles += [T(f"l_{op}", src, "io", shape=sh), T(f"o_{op}", dst, "out", shape=sh)]
+        body.append(f"pl.{op}(o_{op}, l_{op}, b, target_type=pl.{DT[dst][0]}, "
+                    f"mode=pl.RoundMode.CAST_RINT)")
+    g = torch.Generator().manual_seed(20)
+    lhs = (torch.randn(sh, generator=g) * 100).to(DT[src][1])
+    b = (torch.randn(sh, generator=g) * 100).to(DT[src][1])
+    inputs = {"b": b, **{f"l_{op}": lhs for op in ops}}
+    got = launch(tiles, "\n".join(body), inputs)
+    cl, cb = compute(src, lhs), compute(src, b)
+    for op, fn, relu in (("add_relu_cast", torch.add, True), ("sub_relu_cast", torch.sub, True),
+                         ("mul_cast", torch.mul, False)):
+        mid = _rounded(src, fn(cl, cb))
+        if relu:
+            mid = torch.relu(mid)
+        expect(got[f"l_{op}"], stored(src, mid), f"{op} lhs")
+        expect(got[f"o_{op}"], stored(dst, mid), f"{op} out")
+
+
+# ---------------------------------------------------------------- transpose, getval / setval
+
+
+@pytest.mark.parametrize("dt", ["int8", "uint8", "int16", "int32", "uint32", "fp16", "bf16",
+                                "fp32"])
+def test_transpose(dt):
+    """`transpose(out, src)`: out[j, i] = src[i, j]; both leading dims span whole 32-byte
+    blocks (its page), so a [32 / size, 64 / size] source."""
+    size = DT[dt][1].itemsize
+    r, c = 32 // size, 64 // size
+    tiles = [T("a", dt, shape=(r, c)), T("o", dt, "out", shape=(c, r))]
+    a = values(dt, (r, c), 21)
+    got = launch(tiles, "pl.transpose(o, a)", {"a": a})
+    expect(got["o"], a.t().contiguous(), "transpose")
+
+
+@pytest.mark.parametrize("dt", ["int8", "int16", "uint16", "int32", "int64", "fp16", "bf16",
+                                "fp32"])
+def test_getval_setval_by_index_and_offset(dt):
+    """`x = t[i, j]` / `pl.getval(t, offset)` read one element (integers widen, floats as
+    stored), `t[i, j] = v` / `pl.setval(t, offset, v)` write one, converted to the dtype;
+    here a read element written elsewhere and a constant written by linear offset."""
+    c = cols_of(dt)
+    tiles = [T("x", dt, "io")]
+    v = "-2.5" if dt in FLOATS else ("7" if dt == "uint16" else "-7")
+    body = f"""
+        e = x[1, 2]
+        x[2, 3] = e
+        f = pl.getval(x, {c + 3})
+        pl.setval(x, 0, f)
+        x[3, 0] = {v}
+        pl.setval(x, {3 * c + 1}, {v})
+    """
+    a = values(dt, (ROWS, c), 22)
+    got = launch(tiles, body, {"x": a})
+    want = a.clone()
+    want[2, 3] = a[1, 2]
+    want[0, 0] = a[1, 3]
+    want[3, 0] = want[3, 1] = stored(dt, torch.tensor([float(v)]))[0]
+    expect(got["x"], want, "getval / setval")
