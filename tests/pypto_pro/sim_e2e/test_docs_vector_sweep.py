@@ -852,3 +852,62 @@ def test_getval_setval_by_index_and_offset(dt):
     want[0, 0] = a[1, 3]
     want[3, 0] = want[3, 1] = stored(dt, torch.tensor([float(v)]))[0]
     expect(got["x"], want, "getval / setval")
+
+
+# ---------------------------------------------------------------- gather / scatter
+
+#: (data dtype, index dtype): the TSCATTER combinations of the scatter page; gather's page
+#: takes 16 / 32-bit indices (32-bit for b64 data)
+_INDEXED = [("fp32", "int32"), ("int32", "uint32"), ("int64", "int32"), ("fp16", "int16"),
+            ("bf16", "uint16"), ("int8", "int16")]
+
+
+@pytest.mark.parametrize("dt,it", _INDEXED, ids=[f"{d}-{i}" for d, i in _INDEXED])
+def test_gather_and_scatter_by_flat_index(dt, it):
+    """`gather(out, src, idx, tmp)`: out_flat[i] = src_flat[idx[i]]; `scatter(out, src, idx)`:
+    out_flat[idx[i]] = src_flat[i]; a permutation (no write conflicts: undefined)."""
+    c = max(cols_of(dt), cols_of(it))
+    sh = (ROWS, c)
+    tiles = [T("a", dt, shape=sh), T("i", it, shape=sh), T("tmp", it, "tmp", shape=sh),
+             T("g", dt, "out", shape=sh), T("s", dt, "out", shape=sh)]
+    body = """
+        pl.gather(g, a, i, tmp)
+        pl.scatter(s, a, i)
+    """
+    n = ROWS * c
+    perm = torch.randperm(n, generator=torch.Generator().manual_seed(23))
+    a = values(dt, sh, 24)
+    idx = perm.reshape(sh).to(DT[it][1])
+    got = launch(tiles, body, {"a": a, "i": idx})
+    flat = a.reshape(-1)
+    expect(got["g"], flat[perm].reshape(sh), "gather")
+    scattered = flat.clone()
+    scattered[perm] = flat
+    expect(got["s"], scattered.reshape(sh), "scatter")
+
+
+# ---------------------------------------------------------------- runtime scalar operands
+
+
+@pytest.mark.parametrize("dt,sdt", [("fp32", "DT_FP32"), ("fp16", "DT_FP32"),
+                                    ("int32", "DT_INT32"), ("int16", "DT_INT32")])
+def test_tile_scalar_forms_with_a_runtime_scalar(dt, sdt):
+    """A kernel scalar parameter as the tile-scalar operand (the pages: int / float /
+    Scalar): converted to the tile dtype as the instruction's scalar argument takes it (an
+    fp32 scalar rounds to nearest even into fp16, an int32 one wraps into int16)."""
+    c = cols_of(dt)
+    ops = {"add": torch.add, "sub": torch.sub, "mul": torch.mul, "maximum": torch.maximum,
+           "minimum": torch.minimum}
+    tiles = [T("a", dt)] + [T(f"o_{op}", dt, "out") for op in ops]
+    body = "\n".join(f"pl.{op}(o_{op}, a, s)" for op in ops)
+    a = values(dt, (ROWS, c), 25, small=True)
+    s = 1.0009765625 + 2 ** -12 if dt in FLOATS else 70000 + 3  # rounds / wraps in the tile dtype
+    if dt == "fp32":
+        s = 1.375
+    if dt == "int32":
+        s = -3
+    got = launch(tiles, body, {"a": a}, scalars=f"s: pl.{sdt}", scalar_values=(s,))
+    sv = compute(dt, torch.tensor([s]).to(DT[dt][1])) if dt in FLOATS else \
+        compute(dt, torch.tensor([s]).to(DT[dt][1]))
+    for op, fn in ops.items():
+        expect(got[f"o_{op}"], stored(dt, fn(compute(dt, a), sv)), op)
