@@ -944,3 +944,51 @@ def test_vector_mask_calls_leave_tile_ops_whole():
     got = launch(tiles, body, {"a": a, "b": b})
     for name in ("o1", "o2", "o3"):
         expect(got[name], a + b, name)
+
+
+# ---------------------------------------------------------------- sort32
+
+
+def _sorted_records(vals: torch.Tensor, idx: torch.Tensor, n: int) -> torch.Tensor:
+    """Each row's first `n` values in groups of 32, each group sorted descending (ties: the
+    smaller index first), as 8-byte (value, zero pad, uint32 index) records (pto-isa
+    TSORT32)."""
+    rows = []
+    for r in range(vals.shape[0]):
+        out = []
+        for g in range(0, n, 32):
+            v, i = vals[r, g:min(g + 32, n)], idx[r, g:min(g + 32, n)]
+            order = sorted(range(len(v)), key=lambda k: (-float(v[k]), int(i[k])))
+            for k in order:
+                value = v[k:k + 1].contiguous().view(torch.uint8)
+                pad = torch.zeros(4 - value.numel(), dtype=torch.uint8)
+                out.append(torch.cat([value, pad, i[k:k + 1].contiguous().view(torch.uint8)]))
+        rows.append(torch.cat(out))
+    return torch.stack(rows)
+
+
+@pytest.mark.parametrize("dt", ["fp16", "fp32"])
+def test_sort32_groups_of_32_descending_with_ties_and_a_tail(dt):
+    """`sort32(dst, src, idx[, tmp])`: every 32 values of a row sorted descending with their
+    uint32 indices (equal values keep index order); a valid width that is not a multiple of
+    32 sorts its last, short group too (with `tmp`)."""
+    per = 8 // DT[dt][1].itemsize  # output elements per record
+    n, tail = 64, 40
+    tiles = [T("a", dt, shape=(2, n)), T("i", "uint32", shape=(2, n)),
+             T("d", dt, "out", shape=(2, n * per)),
+             T("at", dt, shape=(2, n), valid=(2, tail)),
+             T("it", "uint32", shape=(2, n), valid=(2, tail)),
+             T("tmp", dt, "tmp", shape=(2, n * per)),
+             T("dt", dt, "out", shape=(2, n * per), valid=(2, tail * per))]
+    body = """
+        pl.sort32(d, a, i)
+        pl.sort32(dt, at, it, tmp)
+    """
+    g = torch.Generator().manual_seed(28)
+    a = (torch.randint(-6, 6, (2, n), generator=g).float() / 2).to(DT[dt][1])  # many ties
+    idx = (torch.arange(2 * n).reshape(2, n) * 3 + 100).to(torch.int32)
+    got = launch(tiles, body, {"a": a, "i": idx, "at": a, "it": idx})
+    whole = got["d"].contiguous().view(torch.uint8)
+    expect(whole, _sorted_records(a, idx, n), "sort32")
+    part = got["dt"].contiguous().view(torch.uint8)[:, :tail * 8]
+    expect(part, _sorted_records(a, idx, tail), "tail")
