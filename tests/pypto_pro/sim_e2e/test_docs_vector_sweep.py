@@ -992,3 +992,24 @@ def test_sort32_groups_of_32_descending_with_ties_and_a_tail(dt):
     expect(whole, _sorted_records(a, idx, n), "sort32")
     part = got["dt"].contiguous().view(torch.uint8)[:, :tail * 8]
     expect(part, _sorted_records(a, idx, tail), "tail")
+
+
+# ---------------------------------------------------------------- gathermask
+
+_PATTERNS = {1: (0, 2), 2: (1, 2), 3: (0, 4), 4: (1, 4), 5: (2, 4), 6: (3, 4), 7: (0, 1)}
+
+
+@pytest.mark.parametrize("dt", ["int8", "fp16", "fp32", "int64"])
+def test_gathermask_every_pattern(dt):
+    """`gathermask(out, src, pattern_mode=k)`: 1 / 2 the even / odd columns, 3..6 one column
+    of every 4, 7 all of them; `out` has the picked columns only."""
+    c = 4 * cols_of(dt)
+    tiles = [T("a", dt, shape=(ROWS, c))]
+    body = []
+    for k, (start, step) in _PATTERNS.items():
+        tiles.append(T(f"o{k}", dt, "out", shape=(ROWS, c // step)))
+        body.append(f"pl.gathermask(o{k}, a, pattern_mode={k})")
+    a = values(dt, (ROWS, c), 29)
+    got = launch(tiles, "\n".join(body), {"a": a})
+    for k, (start, step) in _PATTERNS.items():
+        expect(got[f"o{k}"], a[:, start::step].contiguous(), f"pattern {k}")
