@@ -1,5 +1,5 @@
-"""The element dtypes each tile-level vector op takes on a5 (and fill_index's one row),
-refused at the call's line.
+"""What the real toolchain refuses of a tile-level vector op, refused at the call's line: the
+element dtypes each op takes on a5 (and fill_index's one row), gathermask's pattern.
 
 The real frontend builds these ops without a dtype check; its C++ compile then fails on the
 static_assert of the pto-isa instruction the op lowers to (`include/pto/npu/a5/T*.hpp`). Ours
@@ -88,8 +88,17 @@ TAKES: dict[str, tuple[int, frozenset[D], str]] = {
 }
 
 
-def check_vector_dtype(ctx: ParseContext, op: str, args: tuple, node: ast.AST) -> None:
-    """Refuse `op` on a tile dtype its pto-isa instruction does not take (NotSupported)."""
+def check_vector_op(ctx: ParseContext, op: str, args: tuple, kwargs: dict,
+                    node: ast.AST) -> None:
+    """Refuse `op` on a tile dtype its pto-isa instruction does not take, and a gathermask
+    pattern the real code generator has no MaskPattern for (NotSupported)."""
+    if op == "block.gathermask":
+        mode = kwargs.get("pattern_mode")
+        if not isinstance(mode, int) or isinstance(mode, bool) or not 1 <= mode <= 7:
+            raise ctx.error(NotSupported, f"block.gathermask: pattern_mode must be 1-7, got "
+                                          f"{mode}", node,
+                            hint="1 / 2: even / odd columns, 3..6: one column of every 4, "
+                                 "7: all")
     entry = TAKES.get(op)
     if entry is None:
         return
