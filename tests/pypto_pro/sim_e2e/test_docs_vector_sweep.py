@@ -32,7 +32,7 @@ from dual_backend import first_case_natively
 from kernel_source import assert_refused
 
 import pypto_pro.language as pl  # noqa: F401  (the generated kernels import it)
-from pypto_pro.errors import NotSupported
+from pypto_pro.errors import NotSupported, OutOfRange
 
 # name -> (pl dtype name, torch storage dtype, unsigned bit width or 0)
 DT = {
@@ -1013,3 +1013,30 @@ def test_gathermask_every_pattern(dt):
     got = launch(tiles, "\n".join(body), {"a": a})
     for k, (start, step) in _PATTERNS.items():
         expect(got[f"o{k}"], a[:, start::step].contiguous(), f"pattern {k}")
+
+
+@pytest.mark.parametrize("call,error,words", [
+    ("pl.gathermask(o, a, pattern_mode=8)", NotSupported, "pattern_mode must be 1-7, got 8"),
+    ("pl.gathermask(o, a, pattern_mode=0)", NotSupported, "pattern_mode must be 1-7, got 0"),
+    ("pl.maximum(o, a, t, dim=3)", OutOfRange, "dim must be None"),
+    ("pl.minimum(o, a, t, dim=-1)", OutOfRange, "dim must be None"),
+    ("pl.sum(o, a, t, dim=2)", OutOfRange, "dim must be 0"),
+])
+def test_out_of_range_modes_are_refused_at_their_line(tmp_path, call, error, words):
+    """A gathermask pattern the real code generator has no MaskPattern for (its words), a
+    reduction `dim` other than 0 / 1."""
+    body = f"""
+        tt = pl.TileType(shape=[4, 16], dtype=pl.DT_FP32, target_memory=pl.MemorySpace.Vec)
+        ga = pl.make_tile_group(type=tt, addrs=0x0, mutex_ids=[0])
+        go = pl.make_tile_group(type=tt, addrs=0x1000, mutex_ids=[1])
+        gt = pl.make_tile_group(type=tt, addrs=0x2000, mutex_ids=[2])
+        with pl.section_vector():
+            a = ga.current()
+            o = go.current()
+            t = gt.current()
+            pl.load(a, x, [0, 0])
+            {call}
+            pl.store(y, o, [0, 0])
+    """
+    params = "x: pl.Tensor[[4, 16], pl.DT_FP32], y: pl.Tensor[[4, 16], pl.DT_FP32]"
+    assert_refused(error, words, tmp_path, "modes", params, body, jit="pl.jit(auto_mutex=True)")
