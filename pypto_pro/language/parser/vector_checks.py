@@ -88,6 +88,24 @@ TAKES: dict[str, tuple[int, frozenset[D], str]] = {
 }
 
 
+#: further operands' dtypes: op -> ((position, dtypes taken, the instruction's words), ...)
+OPERANDS: dict[str, tuple[tuple[int, frozenset[D], str], ...]] = {
+    "block.sort32": ((1, _HALF_FLOAT, "Dst and src must be float or half."),
+                     (2, frozenset({D.UINT32}), "Idx must be uint32_t.")),
+    "block.gather": ((2, frozenset(_I16 | _I32), "Fix: TGATHER expect b16/b32"),),
+}
+
+
+def _operand_rules(ctx: ParseContext, op: str, args: tuple, node: ast.AST) -> None:
+    for position, takes, words in OPERANDS.get(op, ()):
+        t = getattr(args[position], "type", None) if position < len(args) else None
+        if isinstance(t, TileType) and t.dtype not in takes:
+            names = ", ".join(sorted(d.name for d in takes))
+            raise ctx.error(NotSupported, f"{op.removeprefix('block.')} with a {t.dtype.name} "
+                                          f"operand {position + 1}: {words}", node,
+                            hint=f"a5's instruction takes {names} there")
+
+
 def check_vector_op(ctx: ParseContext, op: str, args: tuple, kwargs: dict,
                     node: ast.AST) -> None:
     """Refuse `op` on a tile dtype its pto-isa instruction does not take, and a gathermask
@@ -99,6 +117,7 @@ def check_vector_op(ctx: ParseContext, op: str, args: tuple, kwargs: dict,
                                           f"{mode}", node,
                             hint="1 / 2: even / odd columns, 3..6: one column of every 4, "
                                  "7: all")
+    _operand_rules(ctx, op, args, node)
     entry = TAKES.get(op)
     if entry is None:
         return
