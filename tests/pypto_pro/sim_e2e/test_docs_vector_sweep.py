@@ -522,7 +522,10 @@ _REFUSED = [("pl.relu(o, a)", "int8", "TRELU: Invalid data type."),
             ("pl.expand_div(o, a, t, dim=0)", "uint64", "Fix: TROWEXPANDDIV invalid data type."),
             ("pl.fill_index(o, 0)", "fp32", "Fix: TCI only supports uint16/32 or int16/32"),
             ("pl.fill_index(o, 0)", "int32", "Fix: TCI expect row is 1"),
-            ("pl.transpose(o, a)", "int64", "Fix: TTRANS has unsupported data type.")]
+            ("pl.transpose(o, a)", "int64", "Fix: TTRANS has unsupported data type."),
+            ("pl.sort32(o, a, t)", "fp32", "Idx must be uint32_t."),
+            ("pl.sort32(o, a, t)", "int32", "Dst and src must be float or half."),
+            ("pl.gather(o, a, t, t)", "fp32", "Fix: TGATHER expect b16/b32")]
 
 
 @pytest.mark.parametrize("call,dt,words", _REFUSED, ids=[f"{c.split('(')[0]}-{d}"
