@@ -408,7 +408,10 @@ template <typename Out, typename Src, typename S>
 inline void axpy(Out& out, Src& src, S alpha, int line)
 {
     using T = typename Out::DType;
-    require_same<Out, Src>("TAXPY", line);
+    // the widening form: a half source into a float accumulator (pto-isa TAXPY)
+    if constexpr (!(std::is_same_v<T, float> && std::is_same_v<typename Src::DType, half>)) {
+        require_same<Out, Src>("TAXPY", line);
+    }
     auto o = view(out, line);
     auto a = read_block(view(src, line), 0, 0, o.vr, o.vc);
     auto d = read_block(o, 0, 0, o.vr, o.vc);
