@@ -1043,3 +1043,13 @@ def test_out_of_range_modes_are_refused_at_their_line(tmp_path, call, error, wor
     """
     params = "x: pl.Tensor[[4, 16], pl.DT_FP32], y: pl.Tensor[[4, 16], pl.DT_FP32]"
     assert_refused(error, words, tmp_path, "modes", params, body, jit="pl.jit(auto_mutex=True)")
+
+
+def test_axpy_widening_fp16_source_into_fp32():
+    """The axpy page: `src` FP16 with `out` FP32 is the widening form (pto-isa TAXPY: each
+    half widened exactly, then out = alpha * src + out in fp32)."""
+    tiles = [T("s", "fp16", shape=(ROWS, 16)), T("o", "fp32", "io", shape=(ROWS, 16))]
+    s = values("fp16", (ROWS, 16), 30)
+    o = values("fp32", (ROWS, 16), 31)
+    got = launch(tiles, "pl.axpy(o, s, 1.5)", {"s": s, "o": o})
+    expect(got["o"], 1.5 * s.float() + o, "axpy fp16 -> fp32")
