@@ -1053,3 +1053,33 @@ def test_axpy_widening_fp16_source_into_fp32():
     o = values("fp32", (ROWS, 16), 31)
     got = launch(tiles, "pl.axpy(o, s, 1.5)", {"s": s, "o": o})
     expect(got["o"], 1.5 * s.float() + o, "axpy fp16 -> fp32")
+
+
+@pytest.mark.parametrize("dt", ["fp16", "int32"])
+def test_runtime_valid_shapes_bound_the_vector_ops(dt):
+    """Tiles declared with valid_shape=[-1, -1] and sized at run time by `set_validshape`
+    (the set_validshape page's tail pattern): each op computes only that window."""
+    c = cols_of(dt)
+    dyn = "valid_shape=[-1, -1]"
+    tiles = [T("a", dt, extra=dyn), T("b", dt, extra=dyn), T("o", dt, "out", extra=dyn),
+             T("e", dt, "out", extra=dyn)]
+    body = """
+        pl.set_validshape(a, [n, m])
+        pl.set_validshape(b, [n, m])
+        pl.set_validshape(o, [n, m])
+        pl.set_validshape(e, [n, m])
+        pl.load(a, g_a, [0, 0])
+        pl.load(b, g_b, [0, 0])
+        pl.mul(o, a, b)
+        pl.abs(e, a)
+    """
+    # the loads of `launch` come before the body: load again after sizing the tiles
+    a, b = values(dt, (ROWS, c), 32, small=True), values(dt, (ROWS, c), 33, small=True)
+    n, m = 3, c - 7
+    got = launch(tiles, body, {"a": a, "b": b}, scalars="n: pl.DT_INT32, m: pl.DT_INT32",
+                 scalar_values=(n, m))
+    want_o, want_e = fill(tiles[2]), fill(tiles[3])
+    want_o[:n, :m] = stored(dt, compute(dt, a) * compute(dt, b))[:n, :m]
+    want_e[:n, :m] = stored(dt, compute(dt, a).abs())[:n, :m]
+    expect(got["o"], want_o, "mul")
+    expect(got["e"], want_e, "abs")
