@@ -357,6 +357,9 @@ inline void cast(Out& out, Src& src, RoundMode mode, int line)
                                 where().c_str());
                 }
                 d = encode<D>(v, mode);
+            } else if constexpr ((std::is_same_v<S, int32_t> && std::is_same_v<D, int16_t>) ||
+                                 (std::is_same_v<S, int64_t> && std::is_same_v<D, int32_t>)) {
+                d = static_cast<D>(static_cast<int64_t>(v));  // a5 TCVT: saturation off, low bits
             } else {
                 d = Elem<D>::saturate_int(v);
             }
