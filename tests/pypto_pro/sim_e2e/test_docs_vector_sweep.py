@@ -1083,3 +1083,22 @@ def test_runtime_valid_shapes_bound_the_vector_ops(dt):
     want_e[:n, :m] = stored(dt, compute(dt, a).abs())[:n, :m]
     expect(got["o"], want_o, "mul")
     expect(got["e"], want_e, "abs")
+
+
+@pytest.mark.parametrize("src,dst", [("int32", "int16"), ("int64", "int32"), ("int32", "int8"),
+                                     ("int16", "int8")])
+def test_cast_integer_narrowing(src, dst):
+    """Integer narrowing as a5's TCVT(dst, src, mode) does it: INT32 -> INT16 and INT64 ->
+    INT32 with saturation off by default (the low bits), the others saturating."""
+    c = max(cols_of(src), cols_of(dst))
+    sh = (ROWS, c)
+    tiles = [T("a", src, shape=sh), T("o", dst, "out", shape=sh)]
+    a = values(src, sh, 34)
+    got = launch(tiles, "pl.cast(o, a)", {"a": a})
+    ca = compute(src, a)
+    if (src, dst) in (("int32", "int16"), ("int64", "int32")):
+        want = stored(dst, ca)  # wraps
+    else:
+        info = torch.iinfo(DT[dst][1])
+        want = stored(dst, ca.clamp(info.min, info.max))
+    expect(got["o"], want, f"{src}->{dst}")
