@@ -28,6 +28,7 @@ from .context import GroupChoice, ParseContext, PyList
 from .expr import eval_expr, is_const, to_expr, try_const, unary
 from .tile_layouts import LayoutRefused
 from .values import BoundMethod, Fallback
+from .vector_checks import check_vector_op
 
 
 def resolve_callee(ctx: ParseContext, func: ast.expr) -> Any:
@@ -207,6 +208,7 @@ def emit_op(ctx: ParseContext, op: str, args: list, kwargs: dict, node: ast.AST,
                     i in reads and spec.family in ("vec_scalar", "vec_ternary", "store")):
                 raise ctx.error(ParserTypeError, f"argument {i + 1} of {op} must be a tile, got "
                                                  f"{_kind(exprs[i])}", node)
+    check_vector_op(ctx, op, exprs, kwargs, node)
     kw = tuple((k, _kwarg_value(ctx, v, node)) for k, v in kwargs.items() if v is not None)
     rtype = result_type if result_type is not None else NoneType()
     call = Call(op, exprs, kw, rtype, ctx.span(node))

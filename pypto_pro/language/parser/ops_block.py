@@ -703,6 +703,9 @@ def arith(ctx: ParseContext, node: ast.Call, op: str) -> Any:
     args, kw = eval_args(ctx, node)
     name = {"and_": "and"}.get(op, op)
     if kw.get("dim") is not None and op in ("maximum", "minimum"):
+        if kw["dim"] not in (0, 1):  # as pl.sum / pl.argmax refuse it
+            raise ctx.error(OutOfRange, f"pl.{op}: dim must be None (element-wise), 0 (along "
+                                        f"the last axis) or 1", node)
         axis = "row" if kw["dim"] == 0 else "col"
         return emit_op(ctx, f"block.{axis}_{'max' if op == 'maximum' else 'min'}", args, {},
                        node)

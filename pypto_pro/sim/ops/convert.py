@@ -3,7 +3,8 @@
 Rounding follows the `mode` kwarg exactly (pto-isa RoundMode: NONE, RINT = half to even,
 ROUND = half away from zero, FLOOR, CEIL, TRUNC, ODD); `cast` defaults to CAST_ROUND as
 `pl.cast` does. Float -> integer conversions saturate to the
-target range (NaN -> 0), integer -> narrower integer saturates, float -> float overflows to
+target range (NaN -> 0), integer -> narrower integer saturates except INT32 -> INT16 and
+INT64 -> INT32, which wrap (`WRAPPING`), float -> float overflows to
 inf under nearest rounding and to the largest finite value under directed rounding (formats
 without inf, e.g. FP8 E4M3FN, saturate). `BATCH_IMPLS` cast many cores' tiles at once
 (`batching`).
@@ -18,20 +19,28 @@ from pypto_pro.ir.dtype import DataType
 from . import SimOpError
 from .batching import Writes, batched, column, stack_blocks, tile_writes
 from .elementwise import NUMERIC, block_values
-from .numerics import RoundMode, int_to_stored, saturate_int, to_compute
+from .numerics import RoundMode, int_to_stored, saturate_int, to_compute, wrap_int
 from .operands import encode, require_dtype, round_mode, tile_arg
 
+#: the integer narrowings pto-isa's a5 TCVT runs with saturation off by default (the type-specific
+#: defaults of its 3-argument overload, the one the real code generator emits): they keep the
+#: low bits
+WRAPPING = {(DataType.INT32, DataType.INT16), (DataType.INT64, DataType.INT32)}
 CASTABLE = NUMERIC + (DataType.FP8E4M3FN, DataType.FP8E5M2, DataType.HF8, DataType.FP4E2M1,
                       DataType.FP4E1M2, DataType.FP4, DataType.INT4, DataType.UINT4,
                       DataType.BOOL)
 
 
-def convert(values: torch.Tensor, src: DataType, dst: DataType, mode: RoundMode) -> torch.Tensor:
-    """Compute values of dtype `src` converted into `dst`'s storage with rounding `mode`."""
+def convert(values: torch.Tensor, src: DataType, dst: DataType, mode: RoundMode, *,
+            tcvt: bool = True) -> torch.Tensor:
+    """Compute values of dtype `src` converted into `dst`'s storage with rounding `mode`;
+    `tcvt`: with TCVT's default saturation per conversion (`WRAPPING`), else saturating."""
     if src.is_float or dst.is_float:
         if mode is RoundMode.CAST_ODD and not dst.is_float:
             raise SimOpError(f"block.cast: CAST_ODD needs a float target, not {dst.value}")
         return encode(dst, values, mode)
+    if tcvt and (src, dst) in WRAPPING:
+        return wrap_int(values, dst)
     return int_to_stored(saturate_int(values, dst), dst)
 
 

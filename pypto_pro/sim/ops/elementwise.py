@@ -69,11 +69,15 @@ def scalar_in_dtype(value: float | int, dtype: DataType) -> torch.Tensor:
     return got
 
 
-def _div(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    if a.is_floating_point():
-        return a / b
+def integer_div(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """Integer quotients truncated toward zero (a zero divisor, undefined on the hardware by
+    the docs, gives 0)."""
     safe = torch.where(b == 0, 1, b)
     return torch.where(b == 0, 0, torch.div(a, safe, rounding_mode="trunc"))
+
+
+def _div(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    return a / b if a.is_floating_point() else integer_div(a, b)
 
 
 def _rem(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
@@ -407,9 +411,15 @@ def subsc(args: list, kwargs: dict) -> None:
 
 
 def axpy(args: list, kwargs: dict) -> None:
-    """`axpy(out, src, alpha)`: out = alpha * src + out."""
-    out, (src,) = _ternary("block.axpy", args, 1)
-    store(out, scalar_in_dtype(args[2], out.dtype) * src + block_values(out, out.valid))
+    """`axpy(out, src, alpha)`: out = alpha * src + out, alpha in src's dtype (pto-isa TAXPY
+    takes it as `TileDataSrc::DType`); an FP16 src into an FP32 out is the widening form."""
+    op = "block.axpy"
+    out, src = tile_arg(args[0], op=op, position=0), tile_arg(args[1], op=op, position=1)
+    if (out.dtype, src.dtype) != (DataType.FP32, DataType.FP16):
+        require_same_dtype(op, out, src)
+    require_dtype(op, (out,), FLOATS)
+    alpha = scalar_in_dtype(args[2], src.dtype)
+    store(out, alpha * block_values(src, out.valid) + block_values(out, out.valid))
 
 
 PART = {"partadd": torch.add, "partmax": torch.maximum, "partmin": torch.minimum,

@@ -17,16 +17,26 @@ from pypto_pro.ir.dtype import DataType
 from ..step import Step
 from . import SimOpError, batching
 from .batching import Writes, batched, column, per_call, stack_blocks, tile_writes
-from .elementwise import FLOATS, NUMERIC, block_values
+from .elementwise import FLOATS, NUMERIC, block_values, integer_div
 from .numerics import to_compute
 from .operands import encode, require_dtype, require_same_dtype, store, tile_arg
 
 Binary = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+
+
+def _div(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+    """TROWEXPANDDIV / TCOLEXPANDDIV: floats divide (the `out=` form for FP32 in place),
+    integers too (8/16/32-bit: pto-isa's vdiv, truncating)."""
+    if a.is_floating_point():
+        return torch.div(a, b, out=out)
+    return integer_div(a, b)
+
+
 OPS: dict[str, tuple[Binary, tuple]] = {
     "add": (torch.add, NUMERIC),
     "sub": (torch.sub, NUMERIC),
     "mul": (torch.mul, NUMERIC),
-    "div": (torch.div, FLOATS),
+    "div": (_div, NUMERIC),
     "max": (torch.maximum, NUMERIC),
     "min": (torch.minimum, NUMERIC),
     "expdif": (lambda a, b: torch.exp(a - b), FLOATS),

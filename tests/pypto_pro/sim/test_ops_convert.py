@@ -37,8 +37,15 @@ def test_float_to_int_saturates_and_nan_is_zero():
     x = torch.tensor([1e10, -1e10, float("nan"), 300.0, -300.0])
     assert cast(x, D.FP32, D.INT32, R.CAST_RINT).tolist()[:3] == [2**31 - 1, -2**31, 0]
     assert cast(x, D.FP32, D.INT8, R.CAST_RINT).tolist()[3:] == [127, -128]
+    assert cast(torch.tensor([300, -300]), D.INT32, D.INT8, R.CAST_NONE).tolist() == [127, -128]
+
+
+def test_int32_to_int16_and_int64_to_int32_keep_the_low_bits():
+    """pto-isa's a5 TCVT(dst, src, mode) runs these two narrowings with saturation off."""
     assert cast(torch.tensor([70000, -70000]), D.INT32, D.INT16, R.CAST_NONE).tolist() == \
-        [32767, -32768]
+        [4464, -4464]
+    assert cast(torch.tensor([2**32 + 5, -(2**31) - 1]), D.INT64, D.INT32,
+                R.CAST_NONE).tolist() == [5, 2**31 - 1]
 
 
 def test_fp32_to_fp16_trunc_rint_round_odd_differ():

@@ -357,6 +357,9 @@ inline void cast(Out& out, Src& src, RoundMode mode, int line)
                                 where().c_str());
                 }
                 d = encode<D>(v, mode);
+            } else if constexpr ((std::is_same_v<S, int32_t> && std::is_same_v<D, int16_t>) ||
+                                 (std::is_same_v<S, int64_t> && std::is_same_v<D, int32_t>)) {
+                d = static_cast<D>(static_cast<int64_t>(v));  // a5 TCVT: saturation off, low bits
             } else {
                 d = Elem<D>::saturate_int(v);
             }
@@ -408,7 +411,10 @@ template <typename Out, typename Src, typename S>
 inline void axpy(Out& out, Src& src, S alpha, int line)
 {
     using T = typename Out::DType;
-    require_same<Out, Src>("TAXPY", line);
+    // the widening form: a half source into a float accumulator (pto-isa TAXPY)
+    if constexpr (!(std::is_same_v<T, float> && std::is_same_v<typename Src::DType, half>)) {
+        require_same<Out, Src>("TAXPY", line);
+    }
     auto o = view(out, line);
     auto a = read_block(view(src, line), 0, 0, o.vr, o.vc);
     auto d = read_block(o, 0, 0, o.vr, o.vc);
@@ -659,7 +665,7 @@ inline void expand_bin(const char* op, BinOp kind, Out& out, Src& src, Sc& sc, i
     auto a = read_block(view(src, line), 0, 0, o.vr, o.vc);
     auto sv = view(sc, line);
     auto b = Axis == 1 ? read_block(sv, 0, 0, o.vr, 1) : read_block(sv, 0, 0, 1, o.vc);
-    if ((kind == BinOp::DIV || kind == BinOp::EXPDIF) && !Elem<T>::is_float) {
+    if (kind == BinOp::EXPDIF && !Elem<T>::is_float) {  // TROWEXPANDDIV takes 8/16/32-bit ints
         raise_fault(FaultKind::Trap, line, "%s: %s needs a float tile", where().c_str(), op);
     }
     for (int64_t r = 0; r < o.vr; ++r) {

@@ -104,7 +104,7 @@ def astype(st, a: list, kw: dict, old: Reg | None, dtype: DataType | None) -> Re
     if not src.dtype.is_float and not target.is_float and not saturate:
         converted = wrap_int(values, target)
     else:
-        converted = convert(values, src.dtype, target, mode)
+        converted = convert(values, src.dtype, target, mode, tcvt=False)  # saturate=ON
     return _place(converted, dst_lanes, on, target)
 
 
