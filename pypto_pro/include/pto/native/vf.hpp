@@ -1043,6 +1043,7 @@ inline void vf_reduce(RegTensor<T>& dst, const RegTensor<T>& src, const MaskReg&
         }
     }
     C out[8];
+    C first[kVL];  // the lanes' values, for the index of a vcmax / vcmin
     for (int g = 0; g < groups; ++g) {
         C v[kVL];
         bool any = false;
@@ -1051,12 +1052,28 @@ inline void vf_reduce(RegTensor<T>& dst, const RegTensor<T>& src, const MaskReg&
             const bool on = mask.template active<T>(lane);
             any = any || on;
             v[i] = on ? Elem<T>::load(src.v[lane]) : filler;
+            first[lane] = Elem<T>::load(src.v[lane]);
         }
         out[g] = vf_tree(v, n, op);
         if (kind != SUM && !any) out[g] = C(0);
     }
     if (mode == MODE_ZEROING) dst = RegTensor<T>{};
     for (int g = 0; g < groups; ++g) dst.v[g] = vf_round<T>(out[g]);
+    if (kind == SUM || datablock) return;
+    // vcmax / vcmin: the first active lane holding the result goes to lane 1, as an integer of
+    // the lane width (pto-isa's TRowReduceIdx de-interleaves it out of the odd lanes)
+    int64_t index = 0;
+    for (int lane = 0; lane < lanes; ++lane) {
+        const C x = first[lane];
+        bool hit = x == out[0];
+        if constexpr (std::is_floating_point_v<C>) hit = hit || (x != x && out[0] != out[0]);
+        if (mask.template active<T>(lane) && hit) {
+            index = lane;
+            break;
+        }
+    }
+    uint8_t* bytes = reinterpret_cast<uint8_t*>(&dst.v[1]);
+    for (size_t b = 0; b < sizeof(T); ++b) bytes[b] = static_cast<uint8_t>(index >> (8 * b));
 }
 
 }  // namespace pypto_native

@@ -281,8 +281,31 @@ def _reduce(name: str):
         keep = old if merging(kw, a, 3) and old is not None and old.dtype == x.dtype else None
         result = (keep.values() if keep is not None else torch.zeros_like(values)).clone()
         result[:groups] = out
-        return from_values(result, x.dtype)
+        reduced = from_values(result, x.dtype)
+        if name == "reduce_sum" or per_block:
+            return reduced
+        return _with_index(reduced, _first_lane_of(values, active, out[0]))
     return op
+
+
+def _first_lane_of(values: torch.Tensor, active: torch.Tensor, pick: torch.Tensor) -> int:
+    """The first active lane holding `pick` (a NaN result: the first active NaN); 0 when no
+    lane is active."""
+    hit = active & ((values == pick) | (values.isnan() & pick.isnan())
+                    if values.is_floating_point() else values == pick)
+    found = hit.nonzero()
+    return int(found[0]) if found.numel() else 0
+
+
+def _with_index(r: Reg, index: int) -> Reg:
+    """`vcmax` / `vcmin` put the first max / min lane's index in lane 1 as an integer of the
+    lane width (pto-isa's TRowReduceIdx de-interleaves it out of the odd lanes)."""
+    data = r.data.clone()
+    data.view(_SAME_WIDTH_INT_TORCH[data.element_size()])[1] = index
+    return Reg(data, r.dtype)
+
+
+_SAME_WIDTH_INT_TORCH = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
 
 
 def pair_reduce_sum(st, a: list, kw: dict, old: Reg | None, dtype: DataType | None) -> Reg:
