@@ -118,6 +118,11 @@ def _result_type(ctx: ParseContext, name: str, args: list, kw: dict, node: ast.A
                                              f"take the result's from; pass dtype=", node)
         dtype = DataType.FP32
     reg = declared if isinstance(declared, RegType) else RegType(dtype)
+    if name == "exp_sub" and reg.dtype is not DataType.FP32:
+        # the real backend's vexpdif writes FP32 only (a CHECK failure there, after parsing)
+        raise ctx.error(ParserTypeError, f"vf.exp_sub writes an FP32 register, not "
+                                         f"{reg.dtype.value}", node,
+                        hint="FP16 sources: r = vf.exp_sub(a, b, preg, dtype=pl.DT_FP32)")
     if name in ("addc", "subc"):
         return TupleType((MaskType(dtype), reg))
     if name in _PAIRS or (name == "load_align" and _pairs(target)):

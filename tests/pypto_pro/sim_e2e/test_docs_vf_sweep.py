@@ -16,9 +16,8 @@ at the kernel line.
 from __future__ import annotations
 
 import importlib.util
-import itertools
-import math
 import textwrap
+from fractions import Fraction
 from pathlib import Path
 
 import pytest
@@ -333,3 +332,362 @@ def test_reductions_value_index_and_tail(kdir, dt):
             same(got[i][1:], w[1:], f"{op} {m}")
         else:
             same(got[i], w, f"{op} {m}")
+
+
+# ---------------------------------------------------------------- composite (fused) ops
+
+
+def round_exact(q: Fraction, dt: str) -> float:
+    """The value of `dt` nearest the exact rational `q` (ties to even): an independent
+    reference for the fused ops' single rounding."""
+    tdt = DT[dt]
+    near = torch.tensor(float(q)).to(tdt)
+    bits = torch.int16 if tdt.itemsize == 2 else torch.int32
+    code = int(near.view(bits))
+    cands = [torch.tensor(c, dtype=bits).view(tdt) for c in (code - 1, code, code + 1)]
+    cands = [c for c in cands if c.float().isfinite()]
+    best = min(cands, key=lambda c: (abs(Fraction(float(c)) - q), int(c.view(bits)) & 1))
+    return float(best)
+
+
+@pytest.mark.parametrize("dt", ["DT_FP32", "DT_FP16", "DT_BF16"])
+def test_fused_multiply_adds_round_once(kdir, dt):
+    """mul_add_dst (dst = a·b + dst) and mul_dst_add (dst = dst·a + b) are one instruction
+    each: the docs say the product is neither truncated nor rounded, so the result is the exact
+    value rounded once; values with long mantissas make two roundings visible."""
+    n = lanes(dt)
+    body = f"""
+        every = vf.create_mask(pattern=pl.MaskPattern.ALL, dtype=pl.{dt})
+        a = vf.load_align(x_t, 0)
+        b = vf.load_align(y_t, 0)
+        d = vf.load_align(x_t, {n})
+        d = vf.mul_add_dst(a, b, every)
+        vf.store_align(o_t, d, every, 0)
+        e = vf.load_align(y_t, {n})
+        e = vf.mul_dst_add(a, b, every)
+        vf.store_align(o_t, e, every, {n})
+    """
+    k = kernel(kdir, body, dt, cols=2 * n, out_cols=2 * n)
+    g = torch.Generator().manual_seed(7)
+    x = (torch.randn(1, 2 * n, generator=g) * 3).to(DT[dt])
+    y = (torch.randn(1, 2 * n, generator=g) * 3).to(DT[dt])
+    got = slots(launch(k, x, y, torch.zeros(1, 2 * n, dtype=DT[dt])), n)
+    fx, fy = [Fraction(float(v)) for v in x.flatten()], [Fraction(float(v)) for v in y.flatten()]
+    add_dst = [round_exact(fx[i] * fy[i] + fx[n + i], dt) for i in range(n)]
+    dst_add = [round_exact(fy[n + i] * fx[i] + fy[i], dt) for i in range(n)]
+    same(got[0], torch.tensor(add_dst).to(DT[dt]), "mul_add_dst")
+    same(got[1], torch.tensor(dst_add).to(DT[dt]), "mul_dst_add")
+
+
+@pytest.mark.parametrize("dt", FLOATS)
+def test_axpy_abs_sub_and_exp_sub(kdir, dt):
+    """axpy (dst = s·src + dst), abs_sub |a - b|, exp_sub e^(a - b) (FP16 sources: the even or
+    odd half, by layout, widened to FP32 before the subtraction, an FP32 result)."""
+    n = lanes(dt)
+    lines = [f"every = vf.create_mask(pattern=pl.MaskPattern.ALL, dtype=pl.{dt})",
+             "a = vf.load_align(x_t, 0)", "b = vf.load_align(y_t, 0)",
+             "d = vf.load_align(y_t, 0)", "d = vf.axpy(a, 1.5, every)",
+             "vf.store_align(o_t, d, every, 0)",
+             "r = vf.abs_sub(a, b, every)", f"vf.store_align(o_t, r, every, {n})"]
+    k = kernel(kdir, "\n".join(lines), dt, out_cols=2 * n)
+    x, y = rand(dt, n, 8), rand(dt, n, 9)
+    got = slots(launch(k, x, y, torch.zeros(1, 2 * n, dtype=DT[dt])), n)
+    xf, yf = x.float().flatten(), y.float().flatten()
+    same(got[0], (1.5 * xf + yf).to(DT[dt]), "axpy")
+    same(got[1], (xf - yf).abs().to(DT[dt]), "abs_sub")
+
+    f32 = [f"every = vf.create_mask(pattern=pl.MaskPattern.ALL, dtype=pl.{dt})",
+           "a = vf.load_align(x_t, 0)", "b = vf.load_align(y_t, 0)"]
+    layouts = ["ZERO", "ONE"] if dt == "DT_FP16" else ["ZERO"]
+    for i, layout in enumerate(layouts):
+        f32 += [f"r = vf.exp_sub(a, b, every, layout=pl.CastLayout.{layout}, dtype=pl.DT_FP32)",
+                f"vf.store_align(o_t, r, every, {i * 64})"]
+    k = kernel(kdir, "\n".join(f32), dt, "DT_FP32", out_cols=64 * len(layouts))
+    x, y = rand(dt, n, 10, -4, 4), rand(dt, n, 11, -4, 4)
+    got = slots(launch(k, x, y, torch.zeros(1, 64 * len(layouts))), 64)
+    diff = (x.float() - y.float()).flatten()
+    for i, layout in enumerate(layouts):
+        part = diff if dt == "DT_FP32" else diff[i::2]
+        torch.testing.assert_close(got[i], torch.exp(part), rtol=2e-6, atol=0, msg=layout)
+
+
+def test_muls_cast_rounds_the_fp32_product_into_fp16(kdir):
+    """muls_cast: FP32 · scalar rounded to FP16 (CAST_ROUND), into the even (ZERO) or odd (ONE)
+    halves of the FP16 register."""
+    body = """
+        every = vf.create_mask(pattern=pl.MaskPattern.ALL, dtype=pl.DT_FP32)
+        wide = vf.create_mask(pattern=pl.MaskPattern.ALL, dtype=pl.DT_FP16)
+        a = vf.load_align(x_t, 0)
+        r = vf.muls_cast(a, 0.3, every, dtype=pl.DT_FP16)
+        vf.store_align(o_t, r, wide, 0)
+        r = vf.muls_cast(a, 0.3, every, dtype=pl.DT_FP16, layout=pl.CastLayout.ONE)
+        vf.store_align(o_t, r, wide, 128)
+    """
+    k = kernel(kdir, body, "DT_FP32", "DT_FP16", cols=64, out_cols=256)
+    x = torch.randn(1, 64, generator=torch.Generator().manual_seed(12)) * 100
+    got = slots(launch(k, x, x, torch.zeros(1, 256, dtype=torch.float16)), 128)
+    prod = (x.flatten() * torch.tensor(0.3, dtype=torch.float32)).half()
+    same(got[0][0::2], prod, "ZERO")
+    same(got[1][1::2], prod, "ONE")
+
+
+# ---------------------------------------------------------------- logic and shifts
+
+BITWISE = {"and_": torch.bitwise_and, "or_": torch.bitwise_or, "xor": torch.bitwise_xor}
+
+
+@pytest.mark.parametrize("dt", ARITH)
+def test_bitwise_ops_on_the_lanes_bits(kdir, dt):
+    """and_ / or_ / xor on every listed dtype (floats by their bits), not_ where listed."""
+    n = lanes(dt)
+    ops = list(BITWISE) + (["not_"] if dt != "DT_BF16" else [])
+    lines = [f"every = vf.create_mask(pattern=pl.MaskPattern.ALL, dtype=pl.{dt})",
+             "a = vf.load_align(x_t, 0)", "b = vf.load_align(y_t, 0)"]
+    for i, op in enumerate(ops):
+        call = f"vf.{op}(a, every)" if op == "not_" else f"vf.{op}(a, b, every)"
+        lines += [f"r = {call}", f"vf.store_align(o_t, r, every, {i * n})"]
+    k = kernel(kdir, "\n".join(lines), dt, out_cols=len(ops) * n)
+    x, y = rand(dt, n, 13), rand(dt, n, 14)
+    got = slots(launch(k, x, y, torch.zeros(1, len(ops) * n, dtype=DT[dt])), n)
+    ib = {1: torch.uint8, 2: torch.int16, 4: torch.int32}[x.element_size()]
+    xb, yb = x.flatten().view(ib), y.flatten().view(ib)
+    for i, op in enumerate(ops):
+        want = ~xb if op == "not_" else BITWISE[op](xb, yb)
+        same(got[i].view(ib), want, op)
+
+
+@pytest.mark.parametrize("dt", INTS)
+def test_shifts_scalar_and_per_lane(kdir, dt):
+    """shift_left / shift_right by a scalar and by a register of per-lane amounts: logical for
+    unsigned types, arithmetic right shifts for signed ones, high bits dropped."""
+    n = lanes(dt)
+    body = f"""
+        every = vf.create_mask(pattern=pl.MaskPattern.ALL, dtype=pl.{dt})
+        a = vf.load_align(x_t, 0)
+        s = vf.load_align(y_t, 0)
+        r = vf.shift_left(a, 3, every)
+        vf.store_align(o_t, r, every, 0)
+        r = vf.shift_right(a, 3, every)
+        vf.store_align(o_t, r, every, {n})
+        r = vf.shift_left(a, s, every)
+        vf.store_align(o_t, r, every, {2 * n})
+        r = vf.shift_right(a, s, every)
+        vf.store_align(o_t, r, every, {3 * n})
+    """
+    k = kernel(kdir, body, dt, out_cols=4 * n)
+    x = rand(dt, n, 15)
+    amounts = wrap(torch.randint(0, BITS[dt], (1, n), generator=torch.Generator().manual_seed(16)),
+                   dt)
+    got = slots(launch(k, x, amounts, torch.zeros(1, 4 * n, dtype=DT[dt])), n)
+    xv, sv = value(x, dt).flatten(), value(amounts, dt).flatten()
+    same(got[0], wrap(xv << 3, dt), "shl scalar")
+    same(got[1], wrap(xv >> 3, dt), "shr scalar")
+    same(got[2], wrap(xv << sv, dt), "shl lanes")
+    same(got[3], wrap(xv >> sv, dt), "shr lanes")
+
+
+# ---------------------------------------------------------------- compare and select
+
+COMPARE = {"eq": torch.eq, "ne": torch.ne, "gt": torch.gt, "ge": torch.ge, "lt": torch.lt,
+           "le": torch.le}
+
+
+@pytest.mark.parametrize("dt", ARITH)
+def test_compares_select_register_and_scalar_operands(kdir, dt):
+    """Each compare against a register and against a scalar, under a tail preg (lanes it does
+    not select compare false), picked with select(a, b, mask); NaN compares unordered."""
+    n = lanes(dt)
+    tail = n - 5
+    s = 0.5 if DT[dt].is_floating_point else 7
+    lines = [f"every = vf.create_mask(pattern=pl.MaskPattern.ALL, dtype=pl.{dt})",
+             f"part = vf.update_mask({tail}, dtype=pl.{dt})",
+             "a = vf.load_align(x_t, 0)", "b = vf.load_align(y_t, 0)"]
+    cases = [(op, rhs) for op in COMPARE for rhs in ("b", str(s))]
+    for i, (op, rhs) in enumerate(cases):
+        lines += [f"m = vf.{op}(a, {rhs}, part)", "r = vf.select(a, b, m)",
+                  f"vf.store_align(o_t, r, every, {i * n})"]
+    k = kernel(kdir, "\n".join(lines), dt, out_cols=len(cases) * n)
+    x, y = rand(dt, n, 17, -4, 4), rand(dt, n, 18, -4, 4)
+    y[0, :n // 4] = x[0, :n // 4]  # equal lanes
+    if DT[dt].is_floating_point:
+        x[0, n // 4] = float("nan")
+        x[0, n // 4 + 1] = s
+    else:
+        x[0, n // 4 + 1] = s
+    got = slots(launch(k, x, y, torch.zeros(1, len(cases) * n, dtype=DT[dt])), n)
+    xv, yv = value(x, dt).flatten(), value(y, dt).flatten()
+    on = torch.arange(n) < tail
+    for i, (op, rhs) in enumerate(cases):
+        other = yv if rhs == "b" else torch.full_like(xv, float(s) if xv.is_floating_point()
+                                                      else int(s))
+        m = COMPARE[op](xv, other) & on
+        same(got[i], torch.where(m, x.flatten(), y.flatten()), f"{op} {rhs}")
+
+
+# ---------------------------------------------------------------- broadcasts, ramps, masks
+
+
+@pytest.mark.parametrize("dt", ARITH)
+def test_full_scalar_and_lane_broadcasts_and_arange(kdir, dt):
+    """full(scalar, dtype=) rounded into the dtype, full(reg, preg, pos=LOWEST / HIGHEST),
+    full under a tail preg zeroing and merging, arange ramps up and down."""
+    n = lanes(dt)
+    s = -2.75 if DT[dt].is_floating_point else -3
+    body = f"""
+        every = vf.create_mask(pattern=pl.MaskPattern.ALL, dtype=pl.{dt})
+        part = vf.update_mask({n // 2 + 1}, dtype=pl.{dt})
+        a = vf.load_align(x_t, 0)
+        r = vf.full({s}, every, dtype=pl.{dt})
+        vf.store_align(o_t, r, every, 0)
+        r = vf.full(a, every)
+        vf.store_align(o_t, r, every, {n})
+        r = vf.full(a, every, pos=pl.DuplicatePos.HIGHEST)
+        vf.store_align(o_t, r, every, {2 * n})
+        r = vf.full({s}, part, dtype=pl.{dt})
+        vf.store_align(o_t, r, every, {3 * n})
+        a = vf.full({s}, part, dtype=pl.{dt}, mode=pl.MergeMode.MERGING)
+        vf.store_align(o_t, a, every, {4 * n})
+        r = vf.arange(5, dtype=pl.{dt})
+        vf.store_align(o_t, r, every, {5 * n})
+        r = vf.arange(5, dtype=pl.{dt}, index_order=pl.IndexOrder.DECREASE_ORDER)
+        vf.store_align(o_t, r, every, {6 * n})
+    """
+    k = kernel(kdir, body, dt, out_cols=7 * n)
+    x = rand(dt, n, 19)
+    got = slots(launch(k, x, x, torch.zeros(1, 7 * n, dtype=DT[dt])), n)
+    flat = x.flatten()
+    sv = rounded(torch.full((n,), s, dtype=torch.float64 if DT[dt].is_floating_point
+                            else torch.int64), dt)
+    on = torch.arange(n) < n // 2 + 1
+    ramp = torch.arange(n) + 5
+    same(got[0], sv, "full scalar")
+    same(got[1], flat[:1].expand(n), "LOWEST")
+    same(got[2], flat[-1:].expand(n), "HIGHEST")
+    same(got[3], torch.where(on, sv, torch.zeros_like(sv)), "zeroing")
+    same(got[4], torch.where(on, sv, flat), "merging")
+    same(got[5], rounded(ramp, dt), "arange")
+    same(got[6], rounded(ramp.flip(0), dt), "arange DEC")
+
+
+# ---------------------------------------------------------------- loads and stores
+
+
+@pytest.mark.parametrize("dt", ["DT_INT8", "DT_FP16", "DT_BF16", "DT_FP32", "DT_UINT32"])
+def test_load_align_distributions(kdir, dt):
+    """NORM at element and [row, col] offsets, BRC (one element everywhere), US (VL/2 of data,
+    each element twice), DS (2·VL, every other element), UNPK (VL/2, each element zero-extended
+    to twice its width), BLK (one 32-byte block to all eight), E2B (eight elements, each over a
+    block; B16 / B32), DINTLV (even and odd elements into two registers)."""
+    n = lanes(dt)
+    b = BITS[dt]
+    loads = [("NORM", f"vf.load_align(x_t, {n // 2})"),
+             ("ROWCOL", f"vf.load_align(x_t, [1, {256 // b}])"),
+             ("BRC", f"vf.load_align(x_t, 5, dist=pl.LoadDist.BRC)"),
+             ("DS", "vf.load_align(x_t, 0, dist=pl.LoadDist.DS)") if b != 32 else None,
+             ("US", "vf.load_align(x_t, 0, dist=pl.LoadDist.US)") if b != 32 else None,
+             ("UNPK", "vf.load_align(x_t, 0, dist=pl.LoadDist.UNPK)"),
+             ("BLK", "vf.load_align(x_t, 0, dist=pl.LoadDist.BLK)"),
+             ("E2B", "vf.load_align(x_t, 0, dist=pl.LoadDist.E2B)") if b != 8 else None]
+    loads = [c for c in loads if c is not None]
+    lines = [f"every = vf.create_mask(pattern=pl.MaskPattern.ALL, dtype=pl.{dt})"]
+    for i, (_, call) in enumerate(loads):
+        lines += [f"r = {call}", f"vf.store_align(o_t, r, every, {i * n})"]
+    lines += [f"ev, od = vf.load_align(x_t, 0, dist=pl.LoadDist.DINTLV_B{max(b, 8)})",
+              f"vf.store_align(o_t, ev, every, {len(loads) * n})",
+              f"vf.store_align(o_t, od, every, {(len(loads) + 1) * n})"]
+    k = kernel(kdir, "\n".join(lines), dt, rows=3, out_cols=(len(loads) + 2) * n)
+    x = rand(dt, 3 * n, 20).reshape(3, n)  # three register-wide rows: [row, col] offsets
+    got = slots(launch(k, x, x, torch.zeros(3, (len(loads) + 2) * n, dtype=DT[dt]))[0], n)
+    flat = x.flatten()
+    ib = {8: torch.uint8, 16: torch.int16, 32: torch.int32}[b]
+    zero = torch.zeros(n // 2, dtype=ib)
+    want = {
+        "NORM": flat[n // 2: n // 2 + n], "ROWCOL": flat[n + 256 // b:][:n],
+        "BRC": flat[5].expand(n), "DS": flat[0:2 * n:2], "US": flat[:n // 2].repeat_interleave(2),
+        "UNPK": torch.stack([flat[:n // 2].view(ib), zero], 1).reshape(-1).view(DT[dt]),
+        "BLK": flat[:32 * 8 // b].repeat(8), "E2B": flat[:8].repeat_interleave(n // 8),
+    }
+    for i, (name, _) in enumerate(loads):
+        same(got[i], want[name], name)
+    same(got[len(loads)], flat[0:2 * n:2], "DINTLV even")
+    same(got[len(loads) + 1], flat[1:2 * n:2], "DINTLV odd")
+
+
+@pytest.mark.parametrize("dt", ["DT_INT8", "DT_FP16", "DT_FP32", "DT_INT32"])
+def test_store_align_distributions_and_tails(kdir, dt):
+    """NORM under a tail preg (the lanes it does not select keep what the tile held),
+    FIRST_ELEMENT (one element, whatever the mask), PACK (the low half of every element,
+    packed), INTLV (two registers interleaved)."""
+    n = lanes(dt)
+    b = BITS[dt]
+    lines = [f"every = vf.create_mask(pattern=pl.MaskPattern.ALL, dtype=pl.{dt})",
+             f"part = vf.update_mask({n // 2 + 3}, dtype=pl.{dt})",
+             f"first = vf.create_mask(pattern=pl.MaskPattern.VL1, dtype=pl.{dt})",
+             "a = vf.load_align(x_t, 0)", "c = vf.load_align(y_t, 0)",
+             "vf.store_align(o_t, c, every, 0)",
+             f"vf.store_align(o_t, c, every, {n})",
+             f"vf.store_align(o_t, c, every, {2 * n})",
+             "vf.mem_bar(mode=pl.MemBarMode.VST_VST)",
+             "vf.store_align(o_t, a, part, 0)",
+             f"vf.store_align(o_t, a, first, {n}, dist=pl.StoreDist.FIRST_ELEMENT)"]
+    if b != 8:
+        lines += [f"vf.store_align(o_t, a, every, {2 * n}, dist=pl.StoreDist.PACK)"]
+    lines += [f"vf.store_align(o_t + {3 * n}, a, c, every, dist=pl.StoreDist.INTLV)"]
+    k = kernel(kdir, "\n".join(lines), dt, out_cols=5 * n)
+    x, y = rand(dt, n, 21), rand(dt, n, 22)
+    got = slots(launch(k, x, y, torch.zeros(1, 5 * n, dtype=DT[dt])), n)
+    xf, yf = x.flatten(), y.flatten()
+    on = torch.arange(n) < n // 2 + 3
+    same(got[0], torch.where(on, xf, yf), "NORM tail")
+    same(got[1], torch.cat([xf[:1], yf[1:]]), "FIRST_ELEMENT")
+    if b != 8:
+        ib = {16: torch.int16, 32: torch.int32}[b]
+        half = {16: torch.uint8, 32: torch.int16}[b]
+        low = xf.view(ib).view(half)[0::2]  # little-endian: the low half comes first
+        same(got[2].view(half)[:n], low, "PACK low halves")
+        same(got[2].view(half)[n:], yf.view(half)[n:], "PACK leaves the rest")
+    same(torch.cat([got[3], got[4]]), torch.stack([xf, yf], 1).reshape(-1), "INTLV")
+
+
+# ---------------------------------------------------------------- predicates
+
+
+PATTERNS = {"ALL": lambda n: n, "ALLF": lambda n: 0, "VL1": lambda n: 1, "VL2": lambda n: 2,
+            "VL3": lambda n: 3, "VL4": lambda n: 4, "VL8": lambda n: 8, "VL16": lambda n: 16,
+            "VL32": lambda n: 32, "VL64": lambda n: 64, "VL128": lambda n: 128,
+            "H": lambda n: n // 2, "Q": lambda n: n // 4}
+
+
+@pytest.mark.parametrize("dt", ["DT_INT8", "DT_FP16", "DT_FP32"])
+def test_create_mask_patterns_update_mask_and_mask_logic(kdir, dt):
+    """Every MaskPattern (VLk beyond the register: every lane; M3 / M4 every third / fourth
+    lane), update_mask(n) for n below, at and past the lane count, predicate and / or / not and
+    select on predicates, each shown by x under it (or_(x, x, mask): zeroing)."""
+    n = lanes(dt)
+    masks = [f"vf.create_mask(pattern=pl.MaskPattern.{p}, dtype=pl.{dt})"
+             for p in [*PATTERNS, "M3", "M4"]]
+    masks += [f"vf.update_mask({c}, dtype=pl.{dt})" for c in (0, 7, n, n + 9)]
+    lines = ["a = vf.load_align(x_t, 0)"]
+    for i, m in enumerate(masks):
+        lines += [f"m = {m}", "r = vf.or_(a, a, m)", f"vf.store_align(o_t, r, every, {i * n})"]
+    lines = [f"every = vf.create_mask(pattern=pl.MaskPattern.ALL, dtype=pl.{dt})"] + lines
+    lines += [f"h = vf.create_mask(pattern=pl.MaskPattern.H, dtype=pl.{dt})",
+              f"m3 = vf.create_mask(pattern=pl.MaskPattern.M3, dtype=pl.{dt})",
+              "both = vf.and_(h, m3, every)", "either = vf.or_(h, m3, every)",
+              "neither = vf.not_(either, every)"]
+    base = len(masks)
+    for j, name in enumerate(["both", "either", "neither"]):
+        lines += [f"r = vf.or_(a, a, {name})", f"vf.store_align(o_t, r, every, {(base + j) * n})"]
+    k = kernel(kdir, "\n".join(lines), dt, out_cols=(base + 3) * n)
+    x = rand(dt, n, 23)
+    x = torch.where(x == 0, torch.ones_like(x), x)
+    got = slots(launch(k, x, x, torch.zeros(1, (base + 3) * n, dtype=DT[dt])), n)
+    idx = torch.arange(n)
+    ons = [idx < min(n, f(n)) for f in PATTERNS.values()]
+    ons += [idx % 3 == 0, idx % 4 == 0]
+    ons += [idx < min(n, c) for c in (0, 7, n, n + 9)]
+    h, m3 = idx < n // 2, idx % 3 == 0
+    ons += [h & m3, h | m3, ~(h | m3)]
+    flat = x.flatten()
+    for i, on in enumerate(ons):
+        same(got[i], torch.where(on, flat, torch.zeros_like(flat)), f"mask {i}")

@@ -907,6 +907,45 @@ inline C vf_int(C x, C y, int op)
 }
 }  // namespace pypto_native
 
+namespace pypto_native {
+//! `v` (round-to-nearest) one step towards its exact value `v + rest` when inexact and even:
+//! rounding to odd, so a later single rounding into a narrower type stays correct
+template <typename F>
+inline F vf_round_to_odd(F v, double rest)
+{
+    using I = std::conditional_t<sizeof(F) == 8, uint64_t, uint32_t>;
+    I raw;
+    std::memcpy(&raw, &v, sizeof(F));
+    if (rest == 0 || !std::isfinite(v) || (raw & 1) != 0 || rest != rest) return v;
+    return std::nextafter(v, rest > 0 ? F(INFINITY) : F(-INFINITY));
+}
+
+//! x * y + c rounded once into T (vmula / vmadd: the docs' fused multiply-add); integers wrap.
+//! The product is exact in double, TwoSum gives the sum's error, and rounding to odd at double
+//! (FP32 results) or float (16-bit results) leaves vf_round the only rounding; the simulator
+//! computes the same (ops_arith.fused).
+template <typename T>
+inline CT<T> vf_fma(CT<T> x, CT<T> y, CT<T> c)
+{
+    if constexpr (std::is_integral_v<CT<T>>) {
+        return x * y + c;
+    } else {
+        const double p = static_cast<double>(x) * static_cast<double>(y);
+        const double cd = static_cast<double>(c);
+        const double s = p + cd;
+        const double bb = s - p;
+        const double err = (p - (s - bb)) + (cd - bb);
+        if constexpr (sizeof(T) == 4) {
+            return static_cast<float>(vf_round_to_odd(s, err));
+        } else {
+            const float f = static_cast<float>(s);
+            const double rest = s - static_cast<double>(f);
+            return vf_round_to_odd(f, rest != 0 ? rest : err);
+        }
+    }
+}
+}  // namespace pypto_native
+
 PYPTO_VF_BIN(vadd, x + y)
 PYPTO_VF_BIN(vsub, x - y)
 PYPTO_VF_BIN(vmul, x * y)
@@ -924,8 +963,8 @@ PYPTO_VF_BINS(vshl, vf_int(x, y, 3))
 PYPTO_VF_BINS(vshr, vf_int(x, y, 4))
 PYPTO_VF_BINS(vaxpy, y * x + Elem<T>::load(dst.v[i]))
 PYPTO_VF_BIN(vprelu, (x < 0 ? x * y : x))
-PYPTO_VF_BIN(vmula, x * y + Elem<T>::load(dst.v[i]))
-PYPTO_VF_BIN(vmadd, x * Elem<T>::load(dst.v[i]) + y)
+PYPTO_VF_BIN(vmula, vf_fma<T>(x, y, Elem<T>::load(dst.v[i])))
+PYPTO_VF_BIN(vmadd, vf_fma<T>(x, Elem<T>::load(dst.v[i]), y))
 PYPTO_VF_UN(vabs, (x < 0 ? -x : x))
 PYPTO_VF_UN(vlog2, vf_ln(x) / CT<T>(0.6931471805599453))
 PYPTO_VF_UN(vlog10, vf_ln(x) / CT<T>(2.302585092994046))

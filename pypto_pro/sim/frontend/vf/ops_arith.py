@@ -157,20 +157,48 @@ def axpy(st, a: list, kw: dict, old: Reg | None, dtype: DataType | None) -> Reg:
     return _finish("axpy", alpha * x.values() + _old_values(old, x), x, a, kw, old, 2, 3)
 
 
+def _round_to_odd(v: torch.Tensor, rest: torch.Tensor) -> torch.Tensor:
+    """`v` (a round-to-nearest result) moved one step towards its exact value `v + rest` when
+    inexact and even: rounding to odd, which a later single rounding to a narrower type keeps
+    correct."""
+    as_int = v.view(torch.int64 if v.dtype == torch.float64 else torch.int32)
+    bump = (rest != 0) & v.isfinite() & ((as_int & 1) == 0)
+    toward = torch.where(rest > 0, float("inf"), float("-inf")).to(v.dtype)
+    return torch.where(bump, torch.nextafter(v, toward), v)
+
+
+def fused(x: torch.Tensor, y: torch.Tensor, c: torch.Tensor, dtype: DataType) -> torch.Tensor:
+    """x * y + c with one rounding into `dtype` (the docs: vmula / vmadd round the exact
+    result once). Integers wrap. Floats: the product is exact in float64, TwoSum gives the
+    sum's error, and rounding to odd at float64 (FP32 results) or float32 (16-bit results)
+    makes the final rounding the only one; the native header computes the same."""
+    if not x.is_floating_point():
+        return x * y + c
+    p, cd = x.double() * y.double(), c.double()
+    s = p + cd
+    bb = s - p
+    err = (p - (s - bb)) + (cd - bb)
+    if bits(dtype) == 32:
+        return _round_to_odd(s, err).float()
+    f = s.float()
+    rest = s - f.double()
+    return _round_to_odd(f, torch.where(rest != 0, rest, err))
+
+
 def mul_add_dst(st, a: list, kw: dict, old: Reg | None, dtype: DataType | None) -> Reg:
-    """dst = a * b + dst."""
+    """dst = a * b + dst, fused."""
     x, y = reg(a[0], "mul_add_dst"), reg(a[1], "mul_add_dst")
     same_dtype("mul_add_dst", x, y)
-    return _finish("mul_add_dst", x.values() * y.values() + _old_values(old, x), x, a, kw, old,
-                   2, 3)
+    return _finish("mul_add_dst", fused(x.values(), y.values(), _old_values(old, x), x.dtype),
+                   x, a, kw, old, 2, 3)
 
 
 def mul_dst_add(st, a: list, kw: dict, old: Reg | None, dtype: DataType | None) -> Reg:
-    """dst = a * dst + b."""
+    """dst = a * dst + b, fused."""
     x, y = reg(a[0], "mul_dst_add"), reg(a[1], "mul_dst_add")
     same_dtype("mul_dst_add", x, y)
-    return _finish("mul_dst_add", x.values() * _old_values(old, x) + y.values(), x, a, kw, old,
-                   2, 3)
+    return _finish("mul_dst_add", fused(x.values(), _old_values(old, x), y.values(), x.dtype),
+                   x, a, kw, old, 2, 3)
 
 
 def mull(st, a: list, kw: dict, old: Reg | None, dtype: DataType | None) -> tuple[Reg, Reg]:
