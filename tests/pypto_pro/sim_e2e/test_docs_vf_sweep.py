@@ -691,3 +691,228 @@ def test_create_mask_patterns_update_mask_and_mask_logic(kdir, dt):
     flat = x.flatten()
     for i, on in enumerate(ons):
         same(got[i], torch.where(on, flat, torch.zeros_like(flat)), f"mask {i}")
+
+
+# ---------------------------------------------------------------- conversions
+
+ROUNDS = ["CAST_RINT", "CAST_ROUND", "CAST_FLOOR", "CAST_CEIL", "CAST_TRUNC"]
+
+
+def to_integer(v: torch.Tensor, mode: str) -> torch.Tensor:
+    """float64 values rounded to integers by a VFRoundMode."""
+    if mode == "CAST_RINT":
+        return torch.round(v)
+    if mode == "CAST_ROUND":
+        return torch.sign(v) * torch.floor(v.abs() + 0.5)
+    return {"CAST_FLOOR": torch.floor, "CAST_CEIL": torch.ceil, "CAST_TRUNC": torch.trunc}[mode](v)
+
+
+def low_bits(v: torch.Tensor) -> torch.Tensor:
+    """The low 64 bits of each integral float64 value (exact, however large)."""
+    mant, exp = torch.frexp(v)
+    m = (mant * 2.0 ** 53).to(torch.int64)
+    shift = (exp - 53).to(torch.int64)
+    up = torch.where(shift >= 64, torch.zeros_like(m), m << shift.clamp(0, 63))
+    return torch.where(shift >= 0, up, m >> (-shift).clamp(0, 63))
+
+
+def float_to_int(v: torch.Tensor, dt: str, mode: str, sat: bool) -> torch.Tensor:
+    """The docs' table 6: saturate ON clamps; OFF keeps the low bits of the rounded integer;
+    ±inf gives the type's extremes and NaN 0 either way."""
+    r = to_integer(v.double(), mode)
+    bits = BITS[dt]
+    lo = 0 if dt.startswith("DT_U") else -(1 << (bits - 1))
+    hi = lo + (1 << bits) - 1
+    finite = torch.nan_to_num(r, nan=0.0, posinf=0.0, neginf=0.0)
+    if sat:
+        out = finite.clamp(lo, hi).to(torch.int64)
+    else:
+        out = low_bits(finite)
+    out = torch.where(r == float("inf"), hi, torch.where(r == float("-inf"), lo, out))
+    return wrap(out, dt)
+
+
+CONVERSIONS = [  # (src, dst, layouts): narrowing places results at lanes r·i + layout
+    ("DT_FP32", "DT_INT32", ["ZERO"]), ("DT_FP32", "DT_INT16", ["ZERO", "ONE"]),
+    ("DT_FP16", "DT_INT8", ["ZERO", "ONE"]), ("DT_FP16", "DT_UINT8", ["ZERO"]),
+    ("DT_FP16", "DT_INT16", ["ZERO"]), ("DT_FP16", "DT_INT32", ["ZERO", "ONE"]),
+    ("DT_BF16", "DT_INT32", ["ONE"]),
+]
+
+
+@pytest.mark.parametrize("src,dst,layouts", CONVERSIONS,
+                         ids=[f"{s[3:]}-{d[3:]}" for s, d, _ in CONVERSIONS])
+def test_astype_float_to_int_round_modes_and_saturation(kdir, src, dst, layouts):
+    """Every round mode, saturate OFF (the default: out-of-range values keep their low bits,
+    e.g. half 257 → uint8 1) and ON (clamped), ±inf and NaN, each layout."""
+    n_src, n_dst = lanes(src), lanes(dst)
+    cases = [(m, s, lay) for m in ROUNDS for s in ("OFF", "ON") for lay in layouts]
+    lines = [f"every = vf.create_mask(pattern=pl.MaskPattern.ALL, dtype=pl.{src})",
+             f"wide = vf.create_mask(pattern=pl.MaskPattern.ALL, dtype=pl.{dst})",
+             "a = vf.load_align(x_t, 0)"]
+    for i, (m, s, lay) in enumerate(cases):
+        lines += [f"r = vf.astype(a, every, dtype=pl.{dst}, round_mode=pl.VFRoundMode.{m}, "
+                  f"saturate=pl.SaturateMode.{s}, layout=pl.CastLayout.{lay})",
+                  f"vf.store_align(o_t, r, wide, {i * n_dst})"]
+    k = kernel(kdir, "\n".join(lines), src, dst, cols=n_src, out_cols=len(cases) * n_dst)
+    g = torch.Generator().manual_seed(24)
+    top = {"DT_FP16": 60000.0, "DT_BF16": 3e9, "DT_FP32": 3e9}[src]
+    x = (torch.rand(n_src, generator=g, dtype=torch.float64) * 2 - 1)
+    x = x * torch.where(torch.arange(n_src) % 3 == 0, top, 300.0)
+    x[:8] = torch.tensor([2.5, -2.5, 257.0, -129.5, float("inf"), float("-inf"), float("nan"),
+                          0.5])
+    x = x.to(DT[src]).reshape(1, -1)
+    out = launch(k, x, x, torch.zeros(1, len(cases) * n_dst, dtype=DT[dst]))
+    got = slots(out, n_dst)
+    ratio = max(1, n_dst // n_src)
+    shrink = max(1, n_src // n_dst)
+    for i, (m, s, lay) in enumerate(cases):
+        part = ["ZERO", "ONE"].index(lay)
+        src_lanes = torch.arange(0, n_src) if shrink == 1 else torch.arange(part, n_src, shrink)
+        conv = float_to_int(x.flatten()[src_lanes], dst, m, s == "ON")
+        want = torch.zeros(n_dst, dtype=DT[dst])
+        if ratio > 1:
+            want[part::ratio] = conv
+        else:
+            want[:conv.numel()] = conv
+        same(got[i], want, f"{m} {s} {lay}")
+
+
+def round_float_to(v: torch.Tensor, dt: str, mode: str) -> torch.Tensor:
+    """float64 values rounded into `dt` by a VFRoundMode (the two neighbours of each value
+    in `dt`, picked as the mode says; IEEE overflow to inf for RINT / ROUND)."""
+    tdt = DT[dt]
+    ib = torch.int16 if tdt.itemsize == 2 else torch.int32
+    near = v.to(tdt)
+    exact = near.double() == v
+    code = near.view(ib).long()
+    # the neighbour on the other side of v, one code away
+    other_code = torch.where(near.double() > v, code - torch.where(code >= 0, 1, -1),
+                             code + torch.where(code >= 0, 1, -1))
+    other = wrap(other_code, "DT_INT16" if tdt.itemsize == 2 else "DT_INT32").view(tdt)
+    lower = torch.where(near.double() > v, other, near)
+    upper = torch.where(near.double() > v, near, other)
+    if mode == "CAST_RINT":
+        pick = near
+    elif mode == "CAST_FLOOR":
+        pick = lower
+    elif mode == "CAST_CEIL":
+        pick = upper
+    elif mode == "CAST_TRUNC":
+        pick = torch.where(v > 0, lower, upper)
+    elif mode == "CAST_ODD":
+        pick = torch.where((lower.view(ib) & 1) == 1, lower, upper)
+    else:  # CAST_ROUND: nearest, ties away from zero
+        dl, du = v - lower.double(), upper.double() - v
+        pick = torch.where(dl < du, lower, torch.where(du < dl, upper,
+                                                       torch.where(v > 0, upper, lower)))
+        pick = torch.where(near.isinf(), near, pick)  # overflow: ±inf, as for RINT
+    return torch.where(exact, near, pick)
+
+
+F2F = [("DT_FP32", "DT_FP16", ROUNDS + ["CAST_ODD"]), ("DT_FP32", "DT_BF16", ROUNDS),
+       ("DT_BF16", "DT_FP16", ROUNDS), ("DT_FP16", "DT_BF16", ROUNDS)]
+
+
+@pytest.mark.parametrize("src,dst,modes", F2F, ids=[f"{s[3:]}-{d[3:]}" for s, d, _ in F2F])
+def test_astype_float_to_float_round_modes_and_saturation(kdir, src, dst, modes):
+    """Narrowing float conversions in every listed round mode (layout ZERO / ONE where the
+    widths differ); specials: saturate OFF keeps NaN and ±inf, ON turns NaN into 0 and clamps
+    ±inf and overflow to the largest finite value (the docs' table 6)."""
+    n_src, n_dst = lanes(src), lanes(dst)
+    ratio = n_dst // n_src
+    lays = ["ZERO", "ONE"] if ratio > 1 else ["ZERO"]
+    cases = [(m, "OFF", lay) for m in modes for lay in lays] + [("CAST_RINT", "ON", "ZERO")]
+    lines = [f"every = vf.create_mask(pattern=pl.MaskPattern.ALL, dtype=pl.{src})",
+             f"wide = vf.create_mask(pattern=pl.MaskPattern.ALL, dtype=pl.{dst})",
+             "a = vf.load_align(x_t, 0)"]
+    for i, (m, s, lay) in enumerate(cases):
+        layout = f", layout=pl.CastLayout.{lay}" if ratio > 1 else ""
+        sat = f", saturate=pl.SaturateMode.{s}" if s == "ON" else ""
+        lines += [f"r = vf.astype(a, every, dtype=pl.{dst}, round_mode=pl.VFRoundMode.{m}"
+                  f"{layout}{sat})", f"vf.store_align(o_t, r, wide, {i * n_dst})"]
+    k = kernel(kdir, "\n".join(lines), src, dst, out_cols=len(cases) * n_dst)
+    g = torch.Generator().manual_seed(25)
+    x = (torch.randn(1, n_src, generator=g) * 100).to(DT[src])
+    big = 1e6 if dst == "DT_FP16" else 1.0
+    x[0, :6] = torch.tensor([float("nan"), float("inf"), float("-inf"), big, -big, 0.0])
+    got = slots(launch(k, x, x, torch.zeros(1, len(cases) * n_dst, dtype=DT[dst])), n_dst)
+    v = x.double().flatten()
+    top = torch.finfo(DT[dst]).max
+    for i, (m, s, lay) in enumerate(cases):
+        conv = round_float_to(v, dst, m)
+        if s == "ON":
+            conv = torch.nan_to_num(v, nan=0.0).clamp(-top, top)
+            conv = round_float_to(conv, dst, m)
+        else:
+            conv = torch.where(v.isnan() | v.isinf(), v.to(DT[dst]), conv)
+        want = torch.zeros(n_dst, dtype=DT[dst])
+        want[["ZERO", "ONE"].index(lay)::ratio] = conv
+        same(got[i][6:], want[6:], f"{m} {s} {lay}")
+        if s == "ON" or ratio == 1:
+            same(got[i][:6 * ratio], want[:6 * ratio], f"{m} {s} specials")
+
+
+WIDEN = [("DT_FP16", "DT_FP32"), ("DT_BF16", "DT_FP32"), ("DT_INT16", "DT_FP32"),
+         ("DT_INT8", "DT_FP16"), ("DT_UINT8", "DT_FP16"), ("DT_INT8", "DT_INT16"),
+         ("DT_INT16", "DT_INT32"), ("DT_UINT16", "DT_UINT32"), ("DT_UINT8", "DT_UINT32"),
+         ("DT_INT8", "DT_INT32"), ("DT_INT16", "DT_UINT32")]
+
+
+@pytest.mark.parametrize("src,dst", WIDEN, ids=[f"{s[3:]}-{d[3:]}" for s, d in WIDEN])
+def test_astype_widening_reads_the_layouts_lanes(kdir, src, dst):
+    """Widening by r reads source lanes r·i + layout (ZERO / ONE, TWO / THREE for 4x) under a
+    tail preg of source lanes; exact values; INT16 → UINT32 saturates negatives to 0 (the
+    docs: narrow to wide unsigned only saturates)."""
+    n_src, n_dst = lanes(src), lanes(dst)
+    r = n_src // n_dst
+    lays = ["ZERO", "ONE", "TWO", "THREE"][:r]
+    tail = n_src - 2 * r - 1
+    lines = [f"part = vf.update_mask({tail}, dtype=pl.{src})",
+             f"wide = vf.create_mask(pattern=pl.MaskPattern.ALL, dtype=pl.{dst})",
+             "a = vf.load_align(x_t, 0)"]
+    for i, lay in enumerate(lays):
+        lines += [f"o = vf.astype(a, part, dtype=pl.{dst}, layout=pl.CastLayout.{lay})",
+                  f"vf.store_align(o_t, o, wide, {i * n_dst})"]
+    k = kernel(kdir, "\n".join(lines), src, dst, out_cols=len(lays) * n_dst)
+    x = rand(src, n_src, 26, -300, 300)
+    got = slots(launch(k, x, x, torch.zeros(1, len(lays) * n_dst, dtype=DT[dst])), n_dst)
+    v = value(x, src).flatten()
+    if dst == "DT_UINT32" and src == "DT_INT16":
+        v = v.clamp(min=0)
+    on = torch.arange(n_src) < tail
+    for i, lay in enumerate(lays):
+        picked = torch.where(on, v, torch.zeros_like(v))[i::r]
+        want = picked.to(DT[dst]) if DT[dst].is_floating_point else wrap(picked.long(), dst)
+        same(got[i], want, lay)
+
+
+NARROW_INT = [("DT_INT32", "DT_INT16"), ("DT_INT32", "DT_UINT16"), ("DT_UINT32", "DT_UINT16"),
+              ("DT_INT16", "DT_UINT8"), ("DT_UINT16", "DT_UINT8"), ("DT_INT32", "DT_UINT8"),
+              ("DT_UINT32", "DT_INT16")]
+
+
+@pytest.mark.parametrize("src,dst", NARROW_INT, ids=[f"{s[3:]}-{d[3:]}" for s, d in NARROW_INT])
+def test_astype_integer_narrowing_wraps_or_saturates(kdir, src, dst):
+    """Integer narrowing: saturate OFF keeps the low bits (int32 256 → uint8 0), ON clamps to
+    the target range; results at lanes r·i + layout, the rest zero."""
+    n_src, n_dst = lanes(src), lanes(dst)
+    r = n_dst // n_src
+    cases = [(s, lay) for s in ("OFF", "ON") for lay in ["ZERO", "ONE", "TWO", "THREE"][:r]]
+    lines = [f"every = vf.create_mask(pattern=pl.MaskPattern.ALL, dtype=pl.{src})",
+             f"wide = vf.create_mask(pattern=pl.MaskPattern.ALL, dtype=pl.{dst})",
+             "a = vf.load_align(x_t, 0)"]
+    for i, (s, lay) in enumerate(cases):
+        lines += [f"o = vf.astype(a, every, dtype=pl.{dst}, layout=pl.CastLayout.{lay}, "
+                  f"saturate=pl.SaturateMode.{s})", f"vf.store_align(o_t, o, wide, {i * n_dst})"]
+    k = kernel(kdir, "\n".join(lines), src, dst, out_cols=len(cases) * n_dst)
+    x = rand(src, n_src, 27)
+    got = slots(launch(k, x, x, torch.zeros(1, len(cases) * n_dst, dtype=DT[dst])), n_dst)
+    v = value(x, src).flatten()
+    bits = BITS[dst]
+    lo = 0 if dst.startswith("DT_U") else -(1 << (bits - 1))
+    for i, (s, lay) in enumerate(cases):
+        conv = wrap(v.clamp(lo, lo + (1 << bits) - 1) if s == "ON" else v, dst)
+        want = torch.zeros(n_dst, dtype=DT[dst])
+        want[["ZERO", "ONE", "TWO", "THREE"].index(lay)::r] = conv
+        same(got[i], want, f"{s} {lay}")

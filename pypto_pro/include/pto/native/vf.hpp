@@ -1240,6 +1240,23 @@ inline void vf_cast_lanes(int part, F f)
     }
 }
 
+//! float → integer with saturate OFF (the docs' astype table 6): the rounded integer's low
+//! bits, ±inf the type's extremes, NaN 0 (the simulator's _float_to_int_wrapping)
+template <typename D>
+inline D vf_float_to_int_wrapping(double x, pto::RoundMode round)
+{
+    const double r = round_to_integer(x, round);
+    if (r != r) return D(0);
+    if (std::isinf(r)) return r > 0 ? std::numeric_limits<D>::max() : std::numeric_limits<D>::lowest();
+    if (std::fabs(r) < 9.2e18) return Elem<D>::wrap(static_cast<int64_t>(r));
+    int e = 0;
+    const double mant = std::frexp(std::fabs(r), &e);  // |r| = mant · 2^e, e > 63
+    const uint64_t m = static_cast<uint64_t>(std::ldexp(mant, 53));
+    uint64_t low = e - 53 >= 64 ? 0 : m << (e - 53);
+    if (r < 0) low = ~low + 1;
+    return Elem<D>::wrap(static_cast<int64_t>(low));
+}
+
 }  // namespace pypto_native
 
 //! astype (see `vf_cast_lanes`); the other destination lanes are zero
@@ -1258,14 +1275,18 @@ inline void vcvt(RegTensor<D>& dst, const RegTensor<S>& src, const MaskReg& mask
         if constexpr (Elem<D>::is_float) {
             if (saturate == ON) {
                 const double top = format_of(Elem<D>::dt).max_finite;
-                value = encode<D>(std::min(std::max(static_cast<double>(x), -top), top), round);
+                const double v = static_cast<double>(x);  // NaN → 0 (the docs' table 6)
+                value = encode<D>(v != v ? 0.0 : std::min(std::max(v, -top), top), round);
             } else {
                 value = encode<D>(x, round);
             }
         } else if constexpr (Elem<S>::is_float) {
-            value = encode<D>(x, round);
+            value = saturate == ON ? encode<D>(x, round)
+                                   : vf_float_to_int_wrapping<D>(static_cast<double>(x), round);
         } else {
-            value = saturate == ON ? Elem<D>::saturate_int(x) : Elem<D>::wrap(x);
+            // a wider target always saturates (INT16 → UINT32: negatives → 0, the docs)
+            value = saturate == ON || sizeof(D) > sizeof(S) ? Elem<D>::saturate_int(x)
+                                                            : Elem<D>::wrap(x);
         }
         vf_set(out, d, value);
     });
