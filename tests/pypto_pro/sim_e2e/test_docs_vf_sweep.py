@@ -582,7 +582,7 @@ def test_load_align_distributions(kdir, dt):
     b = BITS[dt]
     loads = [("NORM", f"vf.load_align(x_t, {n // 2})"),
              ("ROWCOL", f"vf.load_align(x_t, [1, {256 // b}])"),
-             ("BRC", f"vf.load_align(x_t, 5, dist=pl.LoadDist.BRC)"),
+             ("BRC", "vf.load_align(x_t, 5, dist=pl.LoadDist.BRC)"),
              ("DS", "vf.load_align(x_t, 0, dist=pl.LoadDist.DS)") if b != 32 else None,
              ("US", "vf.load_align(x_t, 0, dist=pl.LoadDist.US)") if b != 32 else None,
              ("UNPK", "vf.load_align(x_t, 0, dist=pl.LoadDist.UNPK)"),
@@ -916,3 +916,80 @@ def test_astype_integer_narrowing_wraps_or_saturates(kdir, src, dst):
         want = torch.zeros(n_dst, dtype=DT[dst])
         want[["ZERO", "ONE", "TWO", "THREE"].index(lay)::r] = conv
         same(got[i], want, f"{s} {lay}")
+
+
+# ---------------------------------------------------------------- VF functions as composed
+
+SOFTMAX_ROWS, SOFTMAX_COLS = 8, 208  # 3 registers and a 16-lane tail a row; rows 32B-aligned
+SOFTMAX = """
+full = vf.create_mask(pl.MaskPattern.ALL, dtype=pl.DT_FP32)
+for r in pl.range({rows}):
+    base = r * {cols}
+    mx = vf.full(-3.0e38, full, dtype=pl.DT_FP32)
+    for j in pl.range({nreg}):
+        m = vf.update_mask({cols} - j * 64, dtype=pl.DT_FP32)
+        xv = vf.load_align(x_t, base + j * 64)
+        mx = vf.max(mx, xv, m, mode=pl.MergeMode.MERGING)
+    row_max = vf.reduce_max(mx, full)
+    bmax = vf.full(row_max, full)
+    acc = vf.full(0.0, full, dtype=pl.DT_FP32)
+    for j in pl.range({nreg}):
+        m = vf.update_mask({cols} - j * 64, dtype=pl.DT_FP32)
+        xv = vf.load_align(x_t, base + j * 64)
+{exp}
+        acc = vf.add(acc, e, full)
+        vf.store_align(y_t, e, m, base + j * 64)
+    row_sum = vf.reduce_sum(acc, full)
+    bsum = vf.full(row_sum, full)
+    vf.mem_bar(pl.MemBarMode.VST_VLD)
+{normalize}
+"""
+EXP_TWO_OPS = """\
+        d = vf.sub(xv, bmax, m)
+        e = vf.exp(d, m)"""
+EXP_FUSED = """\
+        e = vf.exp_sub(xv, bmax, m)"""
+NORMALIZE_FP32 = """\
+    for j in pl.range({nreg}):
+        m = vf.update_mask({cols} - j * 64, dtype=pl.DT_FP32)
+        e = vf.load_align(y_t, base + j * 64)
+        p = vf.div(e, bsum, m)
+        vf.store_align(o_t, p, m, base + j * 64)"""
+NORMALIZE_FP16 = """\
+    for j in pl.range(0, {nreg}, 2):
+        m0 = vf.update_mask({cols} - j * 64, dtype=pl.DT_FP32)
+        m1 = vf.update_mask({cols} - j * 64 - 64, dtype=pl.DT_FP32)
+        h = vf.update_mask({cols} - j * 64, dtype=pl.DT_FP16)
+        e0 = vf.load_align(y_t, base + j * 64)
+        e1 = vf.load_align(y_t, base + j * 64 + 64)
+        p0 = vf.div(e0, bsum, m0)
+        p1 = vf.div(e1, bsum, m1)
+        q0 = vf.astype(p0, full, dtype=pl.DT_FP16)
+        q1 = vf.astype(p1, full, dtype=pl.DT_FP16)
+        q, _ = vf.de_interleave(q0, q1)
+        vf.store_align(o_t, q, h, base + j * 64)"""
+
+
+@pytest.mark.parametrize("form", ["sub_exp_fp32", "exp_sub_fp16"])
+def test_softmax_rows_in_a_vector_function(kdir, form):
+    """The flash-attention softmax row by row inside one vector function: a loop over the
+    tile's rows, each walked in registers with update_mask tails; max (MERGING) →
+    reduce_max → full → sub + exp (or exp_sub) → sum → reduce_sum → full → div, the
+    probabilities stored as FP32, or cast to FP16 (even lanes) and paired by de_interleave."""
+    rows, cols = SOFTMAX_ROWS, SOFTMAX_COLS
+    nreg = -(-cols // 64)
+    fp16 = form.endswith("fp16")
+    nreg_pairs = nreg + nreg % 2
+    body = SOFTMAX.format(rows=rows, cols=cols, nreg=nreg,
+                          exp=EXP_FUSED if fp16 else EXP_TWO_OPS,
+                          normalize=(NORMALIZE_FP16 if fp16 else NORMALIZE_FP32).format(
+                              nreg=nreg_pairs if fp16 else nreg, cols=cols))
+    k = kernel(kdir, body, "DT_FP32", "DT_FP16" if fp16 else "DT_FP32", cols=cols, rows=rows)
+    x = torch.randn(rows, cols, generator=torch.Generator().manual_seed(30)) * 4
+    out = launch(k, x, torch.zeros(rows, cols),
+                 torch.zeros(rows, cols, dtype=torch.float16 if fp16 else torch.float32))
+    want = torch.softmax(x, dim=-1)
+    if fp16:
+        torch.testing.assert_close(out.float(), want, rtol=1e-3, atol=1e-4)
+    else:
+        torch.testing.assert_close(out, want, rtol=2e-6, atol=1e-8)

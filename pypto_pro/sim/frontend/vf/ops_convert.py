@@ -7,10 +7,11 @@
   type. The predicate selects source lanes (a narrowing FP4 conversion reads the even one of
   each pair).
 * `astype(src, mask, dtype, layout, round_mode, saturate)`: the only path to FP8 / FP4 / HiF8.
-  Float targets round with `round_mode` (CAST_HYBRID as RINT); saturate ON clamps float results
-  to the largest finite value and integer results to the range; OFF (the default) wraps
-  integer → narrower integer (a wider one always saturates: INT16 → UINT32 makes negatives 0) and keeps the low bits of a float's rounded integer (±inf → the extremes,
-  NaN → 0), as the docs' table 6 says.
+  Float targets round with `round_mode` (CAST_HYBRID as RINT). As the docs' table 6 says:
+  saturate ON clamps float results to the largest finite value (NaN → 0) and integer results
+  to the range; OFF (the default) wraps integer → narrower integer (a wider one always
+  saturates: INT16 → UINT32 makes negatives 0) and keeps the low bits of a float's rounded
+  integer (±inf → the extremes, NaN → 0).
 * `exp_sub(a, b, mask[, layout], dtype=)`: e^(a - b) computed in float32 (FP16 sources to an
   FP32 result take lanes 2i + layout). `muls_cast(src, s, mask, dtype=FP16, layout)`:
   src × s rounded half away from zero (CAST_ROUND) into lanes 2i + layout.
