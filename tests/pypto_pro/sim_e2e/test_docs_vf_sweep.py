@@ -993,3 +993,111 @@ def test_softmax_rows_in_a_vector_function(kdir, form):
         torch.testing.assert_close(out.float(), want, rtol=1e-3, atol=1e-4)
     else:
         torch.testing.assert_close(out, want, rtol=2e-6, atol=1e-8)
+
+
+# ---------------------------------------------------------------- special values, the rest
+
+
+@pytest.mark.parametrize("dt", FLOATS)
+def test_special_values_of_the_two_operand_ops(kdir, dt):
+    """x / 0 = ±inf, 0 / 0 = NaN, inf - inf = NaN; max(-0, +0) = +0 and min(-0, +0) = -0 (the
+    max / min pages); NaN in add and mul propagates; prelu / leaky_relu keep x ≥ 0 (and -0)."""
+    n = lanes(dt)
+    ops = ["div", "sub", "max", "min", "add", "mul", "prelu"]
+    lines = [f"every = vf.create_mask(pattern=pl.MaskPattern.ALL, dtype=pl.{dt})",
+             "a = vf.load_align(x_t, 0)", "b = vf.load_align(y_t, 0)"]
+    for i, op in enumerate(ops):
+        lines += [f"r = vf.{op}(a, b, every)", f"vf.store_align(o_t, r, every, {i * n})"]
+    lines += ["r = vf.leaky_relu(a, 0.25, every)", f"vf.store_align(o_t, r, every, {len(ops) * n})"]
+    k = kernel(kdir, "\n".join(lines), dt, out_cols=(len(ops) + 1) * n)
+    inf, nan = float("inf"), float("nan")
+    pairs = [(1.0, 0.0), (-1.0, 0.0), (0.0, 0.0), (inf, inf), (-0.0, 0.0), (0.0, -0.0),
+             (nan, 1.0), (1.0, nan), (-2.0, 3.0), (2.0, -3.0), (-0.0, -0.0)]
+    x, y = rand(dt, n, 31), rand(dt, n, 32)
+    x[0, :len(pairs)] = torch.tensor([p[0] for p in pairs])
+    y[0, :len(pairs)] = torch.tensor([p[1] for p in pairs])
+    got = slots(launch(k, x, y, torch.zeros(1, (len(ops) + 1) * n, dtype=DT[dt])), n)
+    xf, yf = x.float().flatten(), y.float().flatten()
+
+    def signed_max(a, b, pick_max):
+        """IEEE max / min with -0 < +0 (NaN propagates)."""
+        both_zero = (a == 0) & (b == 0)
+        zeros = torch.where(torch.signbit(a) & torch.signbit(b), -0.0, 0.0) if pick_max else \
+            torch.where(torch.signbit(a) | torch.signbit(b), -0.0, 0.0)
+        plain = torch.maximum(a, b) if pick_max else torch.minimum(a, b)
+        return torch.where(both_zero, zeros, plain)
+    refs = {"div": xf / yf, "sub": xf - yf, "max": signed_max(xf, yf, True),
+            "min": signed_max(xf, yf, False), "add": xf + yf, "mul": xf * yf,
+            "prelu": torch.where(xf < 0, xf * yf, xf)}
+    for i, op in enumerate(ops):
+        same(got[i], refs[op].to(DT[dt]), op)
+    same(got[len(ops)], torch.where(xf < 0, xf * 0.25, xf).to(DT[dt]), "leaky_relu")
+
+
+@pytest.mark.parametrize("dt", ["DT_INT16", "DT_FP16", "DT_INT32", "DT_FP32"])
+def test_datablock_and_pair_reductions_and_truncate(kdir, dt):
+    """reduce_sum / reduce_max / reduce_min with datablock=True (one 32-byte block each, the
+    eight results in the lowest lanes, as pto-isa's vcgmax users store them), pair_reduce_sum
+    (lane i = src[2i] + src[2i+1], the upper half zero) and, for floats, truncate."""
+    n = lanes(dt)
+    ops = [f"vf.reduce_sum(a, every, datablock=True)",
+           f"vf.reduce_max(a, every, datablock=True)",
+           f"vf.reduce_min(a, every, datablock=True)", "vf.pair_reduce_sum(a, every)"]
+    if DT[dt].is_floating_point:
+        ops.append("vf.truncate(a, every)")
+    lines = [f"every = vf.create_mask(pattern=pl.MaskPattern.ALL, dtype=pl.{dt})",
+             "a = vf.load_align(x_t, 0)"]
+    for i, call in enumerate(ops):
+        lines += [f"r = {call}", f"vf.store_align(o_t, r, every, {i * n})"]
+    k = kernel(kdir, "\n".join(lines), dt, out_cols=len(ops) * n)
+    x = rand(dt, n, 33, -20, 20) if DT[dt].is_floating_point else \
+        wrap(rand("DT_INT32", n, 33).long() % 1000 - 500, dt)
+    got = slots(launch(k, x, x, torch.zeros(1, len(ops) * n, dtype=DT[dt])), n)
+    v = value(x, dt).flatten()
+    blocks = v.reshape(8, -1)
+    for i, red in enumerate([blocks.sum(1), blocks.max(1).values, blocks.min(1).values]):
+        want = torch.zeros(n, dtype=v.dtype)
+        want[:8] = red
+        same(got[i], rounded(want, dt), ["sum", "max", "min"][i])
+    pairs = torch.zeros(n, dtype=v.dtype)
+    pairs[:n // 2] = v[0::2] + v[1::2]
+    same(got[3], rounded(pairs, dt), "pair_reduce_sum")
+    if DT[dt].is_floating_point:
+        same(got[4], torch.trunc(x.flatten()), "truncate")
+
+
+@pytest.mark.parametrize("dt", ["DT_INT8", "DT_FP16", "DT_FP32", "DT_UINT32"])
+def test_interleave_de_interleave_unsqueeze_squeeze(kdir, dt):
+    """interleave (a0 b0 a1 b1 … of the lower halves, then of the upper halves), de_interleave
+    (even lanes of a‖b, odd lanes), squeeze (active lanes packed to the front, the rest zero)
+    and unsqueeze (lane i counts the active lanes before i, the docs' figure), on integers."""
+    n = lanes(dt)
+    lines = [f"every = vf.create_mask(pattern=pl.MaskPattern.ALL, dtype=pl.{dt})",
+             "a = vf.load_align(x_t, 0)", "b = vf.load_align(y_t, 0)",
+             "lo, hi = vf.interleave(a, b)", "vf.store_align(o_t, lo, every, 0)",
+             f"vf.store_align(o_t, hi, every, {n})", "ev, od = vf.de_interleave(a, b)",
+             f"vf.store_align(o_t, ev, every, {2 * n})", f"vf.store_align(o_t, od, every, {3 * n})",
+             "pos = vf.gt(a, b, every)", "s = vf.squeeze(a, pos)",
+             f"vf.store_align(o_t, s, every, {4 * n})"]
+    slots_n = 5
+    if not DT[dt].is_floating_point:
+        lines += [f"u = vf.unsqueeze(pos, dtype=pl.{dt})", f"vf.store_align(o_t, u, every, {5 * n})"]
+        slots_n = 6
+    k = kernel(kdir, "\n".join(lines), dt, out_cols=slots_n * n)
+    x, y = rand(dt, n, 34), rand(dt, n, 35)
+    got = slots(launch(k, x, y, torch.zeros(1, slots_n * n, dtype=DT[dt])), n)
+    xf, yf = x.flatten(), y.flatten()
+    both = torch.stack([xf, yf], 1).reshape(-1)
+    same(got[0], both[:n], "interleave lo")
+    same(got[1], both[n:], "interleave hi")
+    cat = torch.cat([xf, yf])
+    same(got[2], cat[0::2], "de_interleave even")
+    same(got[3], cat[1::2], "de_interleave odd")
+    pos = value(x, dt) > value(y, dt)
+    pos = pos.flatten()
+    packed = torch.zeros_like(xf)
+    packed[:int(pos.sum())] = xf[pos]
+    same(got[4], packed, "squeeze")
+    if slots_n == 6:
+        before = torch.cumsum(pos.long(), 0) - pos.long()
+        same(got[5], wrap(before, dt), "unsqueeze")

@@ -908,6 +908,22 @@ inline C vf_int(C x, C y, int op)
 }  // namespace pypto_native
 
 namespace pypto_native {
+//! vmax / vmin: -0 below +0 (max(-0, +0) = +0, min = -0, the docs' max / min pages), NaN in →
+//! the canonical NaN out (the simulator's ops_arith._extreme)
+template <typename C>
+inline C vf_extreme(C a, C b, bool pick_max)
+{
+    if constexpr (std::is_floating_point_v<C>) {
+        if (a != a || b != b) return NAN;
+        if (a == 0 && b == 0) {
+            const bool neg = pick_max ? std::signbit(a) && std::signbit(b)
+                                      : std::signbit(a) || std::signbit(b);
+            return neg ? C(-0.0) : C(0.0);
+        }
+    }
+    return (pick_max ? a > b : a < b) ? a : b;
+}
+
 //! `v` (round-to-nearest) one step towards its exact value `v + rest` when inexact and even:
 //! rounding to odd, so a later single rounding into a narrower type stays correct
 template <typename F>
@@ -950,14 +966,14 @@ PYPTO_VF_BIN(vadd, x + y)
 PYPTO_VF_BIN(vsub, x - y)
 PYPTO_VF_BIN(vmul, x * y)
 PYPTO_VF_BIN(vdiv, op_div(x, y))
-PYPTO_VF_BIN(vmax, op_max(x, y))
-PYPTO_VF_BIN(vmin, op_min(x, y))
+PYPTO_VF_BIN(vmax, vf_extreme(x, y, true))
+PYPTO_VF_BIN(vmin, vf_extreme(x, y, false))
 PYPTO_VF_BIN(vabsdif, (x > y ? x - y : y - x))
 PYPTO_VF_BINS(vadds, x + y)
 PYPTO_VF_BINS(vsubs, x - y)
 PYPTO_VF_BINS(vmuls, x * y)
-PYPTO_VF_BINS(vmaxs, op_max(x, y))
-PYPTO_VF_BINS(vmins, op_min(x, y))
+PYPTO_VF_BINS(vmaxs, vf_extreme(x, y, true))
+PYPTO_VF_BINS(vmins, vf_extreme(x, y, false))
 PYPTO_VF_BINS(vlrelu, (x < 0 ? x * y : x))
 PYPTO_VF_BINS(vshl, vf_int(x, y, 3))
 PYPTO_VF_BINS(vshr, vf_int(x, y, 4))
@@ -1128,8 +1144,8 @@ inline void vf_reduce(RegTensor<T>& dst, const RegTensor<T>& src, const MaskReg&
     }
 
 PYPTO_VF_RED(vcadd, SUM, acc + x)
-PYPTO_VF_RED(vcmax, MAX, op_max(acc, x))
-PYPTO_VF_RED(vcmin, MIN, op_min(acc, x))
+PYPTO_VF_RED(vcmax, MAX, vf_extreme(acc, x, true))
+PYPTO_VF_RED(vcmin, MIN, vf_extreme(acc, x, false))
 
 #define PYPTO_VF_CMP(NAME, MODE)                                                            \
     template <typename T>                                                                   \

@@ -62,17 +62,35 @@ def _shr(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return x >> y.clamp(0, 63)
 
 
+def _extreme(pick_max: bool) -> Fn:
+    """vmax / vmin: -0 below +0 (max(-0, +0) = +0, min = -0, the max / min pages), NaN in →
+    the canonical NaN out (torch.maximum's NaN bits and zero signs vary with its code path;
+    the native header computes the same)."""
+    def fn(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        if not x.is_floating_point():
+            return torch.maximum(x, y) if pick_max else torch.minimum(x, y)
+        out = torch.where(x > y if pick_max else x < y, x, y)
+        both = (x == 0) & (y == 0)
+        neg = torch.signbit(x) & torch.signbit(y) if pick_max else \
+            torch.signbit(x) | torch.signbit(y)
+        out = torch.where(both, torch.where(neg, -0.0, 0.0).to(out.dtype), out)
+        return torch.where(x.isnan() | y.isnan(), float("nan"), out)
+    return fn
+
+
+_MAX, _MIN = _extreme(True), _extreme(False)
+
 BINARY: dict[str, Fn] = {
     "add": torch.add, "sub": torch.sub, "mul": torch.mul, "div": _div,
-    "max": torch.maximum, "min": torch.minimum,
+    "max": _MAX, "min": _MIN,
     "abs_sub": lambda x, y: (x - y).abs(),
     "prelu": lambda x, y: torch.where(x < 0, x * y, x),
 }
 LOGIC: dict[str, Fn] = {"and_": torch.bitwise_and, "or_": torch.bitwise_or,
                         "xor": torch.bitwise_xor}
 SCALAR: dict[str, Fn] = {
-    "adds": torch.add, "subs": torch.sub, "muls": torch.mul, "mins": torch.minimum,
-    "maxs": torch.maximum, "leaky_relu": lambda x, y: torch.where(x < 0, x * y, x),
+    "adds": torch.add, "subs": torch.sub, "muls": torch.mul, "mins": _MIN,
+    "maxs": _MAX, "leaky_relu": lambda x, y: torch.where(x < 0, x * y, x),
     "shift_left": _shl, "shift_right": _shr,
 }
 UNARY: dict[str, Fn] = {
@@ -282,8 +300,7 @@ def tree(values: torch.Tensor, fn: Fn) -> torch.Tensor:
     return values[..., 0]
 
 
-_REDUCE: dict[str, Fn] = {"reduce_sum": torch.add, "reduce_max": torch.maximum,
-                          "reduce_min": torch.minimum}
+_REDUCE: dict[str, Fn] = {"reduce_sum": torch.add, "reduce_max": _MAX, "reduce_min": _MIN}
 
 
 def _reduce(name: str):
