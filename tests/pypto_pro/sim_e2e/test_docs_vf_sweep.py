@@ -1040,9 +1040,9 @@ def test_datablock_and_pair_reductions_and_truncate(kdir, dt):
     eight results in the lowest lanes, as pto-isa's vcgmax users store them), pair_reduce_sum
     (lane i = src[2i] + src[2i+1], the upper half zero) and, for floats, truncate."""
     n = lanes(dt)
-    ops = [f"vf.reduce_sum(a, every, datablock=True)",
-           f"vf.reduce_max(a, every, datablock=True)",
-           f"vf.reduce_min(a, every, datablock=True)", "vf.pair_reduce_sum(a, every)"]
+    ops = ["vf.reduce_sum(a, every, datablock=True)",
+           "vf.reduce_max(a, every, datablock=True)",
+           "vf.reduce_min(a, every, datablock=True)", "vf.pair_reduce_sum(a, every)"]
     if DT[dt].is_floating_point:
         ops.append("vf.truncate(a, every)")
     lines = [f"every = vf.create_mask(pattern=pl.MaskPattern.ALL, dtype=pl.{dt})",
@@ -1081,7 +1081,8 @@ def test_interleave_de_interleave_unsqueeze_squeeze(kdir, dt):
              f"vf.store_align(o_t, s, every, {4 * n})"]
     slots_n = 5
     if not DT[dt].is_floating_point:
-        lines += [f"u = vf.unsqueeze(pos, dtype=pl.{dt})", f"vf.store_align(o_t, u, every, {5 * n})"]
+        lines += [f"u = vf.unsqueeze(pos, dtype=pl.{dt})",
+                  f"vf.store_align(o_t, u, every, {5 * n})"]
         slots_n = 6
     k = kernel(kdir, "\n".join(lines), dt, out_cols=slots_n * n)
     x, y = rand(dt, n, 34), rand(dt, n, 35)
