@@ -20,7 +20,12 @@ import ast
 import enum
 from typing import Any
 
-from ...errors import InvalidOperationError, ParserTypeError
+from ...errors import (
+    InvalidOperationError,
+    ParserSyntaxError,
+    ParserTypeError,
+    UnsupportedFeatureError,
+)
 from ...ir import attrs
 from ...ir import ops as opreg
 from ...ir.dtype import DataType
@@ -40,6 +45,13 @@ _UNIFIED = {"move", "and_", "or_", "xor", "not_", "select", "pack", "unpack", "i
 _PAIRS = {"interleave", "de_interleave", "mull", "addc", "subc"}
 #: ops whose result type is not their operands' (the real parser requires dtype=)
 _TYPE_CHANGING = {"astype", "muls_cast", "pack", "unpack", "bit_cast"}
+#: ops whose real backend emits MODE_ZEROING only (VFZeroingOnly: MERGING is a CHECK failure
+#: there, whatever the docs' pages say); reductions take the mode as `merge_mode`
+_ZEROING_ONLY = {"abs", "abs_sub", "adds", "and_", "astype", "axpy", "div", "exp", "leaky_relu",
+                 "log10", "log2", "maxs", "mins", "mul", "mul_add_dst", "mul_dst_add", "muls",
+                 "neg", "not_", "pair_reduce_sum", "prelu", "relu", "sqrt", "sub", "subs",
+                 "truncate"}
+_REDUCTIONS = {"reduce_sum", "reduce_max", "reduce_min"}
 #: position of a `[row, col]` / element offset operand
 _OFFSET_POS = {"load_align": 1, "store_align": 3}
 
@@ -108,9 +120,9 @@ def _result_type(ctx: ParseContext, name: str, args: list, kw: dict, node: ast.A
     dtype = kw.get("dtype")
     if not isinstance(dtype, DataType):
         if name in _TYPE_CHANGING:
-            raise ctx.error(ParserTypeError, f"vf.{name} needs dtype= (its result type differs "
-                                             f"from its source's)", node,
-                            hint=f"e.g. vf.{name}(src, ..., dtype=pl.DT_FP16)")
+            raise ctx.error(ParserTypeError, f"vf.{name} requires explicit dtype kwarg because "
+                                             f"dst type differs from src. Example: vf.{name}"
+                                             f"(src, mask, dtype=pl.DT_FP16)", node)
         dtype = _operand_dtype(args)
     if dtype is None:
         if name not in ("full", "arange"):
@@ -219,6 +231,27 @@ def _nested(ctx: ParseContext, value: Any, op: str, node: ast.Call) -> Any:
                     hint="r = vf.add(a, b, mask) on its own line (one intrinsic each)")
 
 
+def _merging(args: list, kw: dict, key: str) -> bool:
+    values = [kw.get(key), *[a.value if isinstance(a, EnumConst) else a for a in args]]
+    return any(v is attrs.MergeMode.MERGING for v in values)
+
+
+def _check_forms(ctx: ParseContext, name: str, args: list, kw: dict, node: ast.Call,
+                 target: ast.expr | None) -> None:
+    """What the real frontend and backend refuse, in their words, at the call's line."""
+    if name in _PAIRS and isinstance(target, ast.Name):
+        raise ctx.error(ParserSyntaxError, f"vf.{name} produces 2 outputs, use tuple "
+                                           f"unpacking: reg0, reg1 = vf.{name}(...)", node)
+    if name in _ZEROING_ONLY and _merging(args, kw, "mode"):
+        raise ctx.error(UnsupportedFeatureError, f"vf.{name} only supports ZEROING mode on "
+                                                 f"current device", node,
+                        hint="MERGING is emitted for vf.add / vf.max / vf.min / vf.full / "
+                             "vf.move / vf.select only")
+    if name in _REDUCTIONS and _merging(args, kw, "merge_mode"):
+        raise ctx.error(UnsupportedFeatureError, f"vf.{name} only supports ZEROING mode on "
+                                                 f"current device, but got MERGING", node)
+
+
 def emit_vf(ctx: ParseContext, op: str, node: ast.Call) -> Any:
     if ctx.section != "vf":
         raise ctx.error(InvalidOperationError, f"{op} is only valid inside a "
@@ -235,6 +268,7 @@ def emit_vf(ctx: ParseContext, op: str, node: ast.Call) -> Any:
             for a, n in zip(args, node.args)]  # attribute enums stay enums (IR round trip)
     args = [_nested(ctx, a, op, node) for a in args]
     kw = {k: _nested(ctx, v, op, node) for k, v in kw.items()}
+    _check_forms(ctx, name, args, kw, node, target)
     spec = opreg.get(op)
     rtype = None if spec.returns == "none" else _result_type(ctx, name, args, kw, node, target)
     if name == "load_align" and isinstance(rtype, (RegType, TupleType)):

@@ -23,8 +23,10 @@ from pathlib import Path
 import pytest
 import torch
 from dual_backend import first_case_natively
+from kernel_source import compile_source
 
 import pypto_pro.language as pl  # noqa: F401  (the kernels' own import)
+from pypto_pro.errors import NotSupported, ParserSyntaxError, ParserTypeError
 
 # every dtype the pages list: (register lanes, torch twin); unsigned types travel bit for bit as
 # the signed torch type of their width
@@ -1102,3 +1104,61 @@ def test_interleave_de_interleave_unsqueeze_squeeze(kdir, dt):
     if slots_n == 6:
         before = torch.cumsum(pos.long(), 0) - pos.long()
         same(got[5], wrap(before, dt), "unsqueeze")
+
+
+# ---------------------------------------------------------------- refusals
+
+REFUSED_PRELUDE = """from pypto_pro.language import vf
+
+
+@pl.vector_function
+def body(x_t, o_t):
+    every = vf.create_mask(pattern=pl.MaskPattern.ALL, dtype=pl.DT_FP32)
+    a = vf.load_align(x_t, 0)
+    {line}
+    vf.store_align(o_t, a, every)
+"""
+REFUSED_KERNEL = """
+t = pl.TileType(shape=[1, 64], dtype=pl.DT_FP32, target_memory=pl.MemorySpace.Vec)
+xt = pl.make_tile(t, addr=0)
+ot = pl.make_tile(t, addr=0x400)
+with pl.section_vector():
+    pl.load(xt, x, [0, 0])
+    body(xt, ot)
+    pl.store(out, ot, [0, 0])
+"""
+REFUSED = [  # (the line, the error class, the real builder's words)
+    ("r = vf.astype(a, every)", ParserTypeError,
+     "vf.astype requires explicit dtype kwarg because dst type differs from src"),
+    ("r = vf.mull(a, a, every)", ParserSyntaxError,
+     "vf.mull produces 2 outputs, use tuple unpacking"),
+    ("r = vf.sub(a, a, every, mode=pl.MergeMode.MERGING)", NotSupported,
+     "vf.sub only supports ZEROING mode on current device"),
+    ("r = vf.exp(a, every, pl.MergeMode.MERGING)", NotSupported,
+     "vf.exp only supports ZEROING mode on current device"),
+    ("r = vf.astype(a, every, dtype=pl.DT_FP16, mode=pl.MergeMode.MERGING)", NotSupported,
+     "vf.astype only supports ZEROING mode on current device"),
+    ("r = vf.reduce_max(a, every, merge_mode=pl.MergeMode.MERGING)", NotSupported,
+     "vf.reduce_max only supports ZEROING mode on current device, but got MERGING"),
+    ("r = vf.exp_sub(a, a, every, dtype=pl.DT_FP16)", ParserTypeError,
+     "vf.exp_sub writes an FP32 register"),
+    ("vf.store_align(o_t, vf.add(a, a, every), every)", Exception,
+     "the result of vf.add must be assigned to a variable"),
+]
+
+
+@pytest.mark.parametrize("line,error,words", REFUSED, ids=[r[0].split("(")[0].split("= ")[-1]
+                                                           + str(i) for i, r in
+                                                           enumerate(REFUSED)])
+def test_refused_forms_raise_a_typed_error_at_the_call(tmp_path, line, error, words):
+    """What the real builder refuses (its parser, or its backend's CHECK after parsing) is a
+    typed error here at the call's line, in its words; MERGING is emitted for add / max / min /
+    full / move / select only (the backend's VFZeroingOnly)."""
+    with pytest.raises(error) as info:
+        compile_source(tmp_path, "refused", "x: pl.Tensor[[1, 64], pl.DT_FP32], "
+                       "out: pl.Tensor[[1, 64], pl.DT_FP32]", REFUSED_KERNEL,
+                       prelude=REFUSED_PRELUDE.format(line=line))
+    assert words in info.value.message
+    source = (tmp_path / "refused.py").read_text().splitlines()
+    assert info.value.span is not None
+    assert line in source[info.value.span.line - 1]
