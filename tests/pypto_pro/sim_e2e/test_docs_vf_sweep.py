@@ -1162,3 +1162,97 @@ def test_refused_forms_raise_a_typed_error_at_the_call(tmp_path, line, error, wo
     source = (tmp_path / "refused.py").read_text().splitlines()
     assert info.value.span is not None
     assert line in source[info.value.span.line - 1]
+
+
+# ---------------------------------------------------------------- gather and scatter
+
+GATHERS = [("DT_FP32", "DT_UINT32"), ("DT_FP16", "DT_UINT16"), ("DT_INT16", "DT_UINT16"),
+           ("DT_INT32", "DT_UINT32")]
+
+
+@pytest.mark.parametrize("dt,idx", GATHERS, ids=[g[0][3:] for g in GATHERS])
+def test_gather_tile_and_register_forms_and_scatter(kdir, dt, idx):
+    """gather(tile, index, preg): element index[i] of the tile into lane i (inactive lanes
+    zero); gather(reg, index): lane index[i] mod the lane count; scatter(tile, src, index,
+    preg): lane i to element index[i] (a permutation: unique indices, inactive lanes not
+    written). The indices travel in y as bits, loaded with dtype=."""
+    n = lanes(dt)
+    tail = n - 7
+    body = f"""
+        every = vf.create_mask(pattern=pl.MaskPattern.ALL, dtype=pl.{dt})
+        part = vf.update_mask({tail}, dtype=pl.{dt})
+        a = vf.load_align(x_t, 0)
+        i = vf.load_align(y_t, 0, dtype=pl.{idx})
+        g = vf.gather(x_t, i, part)
+        vf.store_align(o_t, g, every, 0)
+        h = vf.gather(a, i)
+        vf.store_align(o_t, h, every, {n})
+        vf.store_align(o_t, a, every, {2 * n})
+        j = vf.load_align(y_t, {n}, dtype=pl.{idx})
+        vf.mem_bar(mode=pl.MemBarMode.VST_VST)
+        vf.scatter(o_t + {2 * n}, h, j, part)
+    """
+    k = kernel(kdir, body, dt, cols=2 * n, out_cols=3 * n)
+    x = rand(dt, 2 * n, 36)
+    g = torch.Generator().manual_seed(37)
+    perm = torch.randperm(n, generator=g)
+    index = perm.clone()
+    index[:8] = index[:8] + n  # tile gathers read past the first register (the tile has 2n)
+    ib = torch.int16 if BITS[dt] == 16 else torch.int32
+    y = torch.zeros(1, 2 * n, dtype=ib)
+    y[0, :n] = index.to(ib)
+    y[0, n:] = perm.to(ib)  # the scatter's indices: a permutation of the register
+    y = y.view(DT[dt])
+    got = slots(launch(k, x, y, torch.zeros(1, 3 * n, dtype=DT[dt])), n)
+    xf = x.flatten()
+    on = torch.arange(n) < tail
+    same(got[0], torch.where(on, xf[index], torch.zeros_like(xf[:n])), "gather tile")
+    regs = xf[index % n]
+    same(got[1], regs, "gather reg")
+    expect = xf[:n].clone()
+    expect[perm[on]] = regs[on]
+    same(got[2], expect, "scatter")
+
+
+# ---------------------------------------------------------------- cursors and unaligned copies
+
+
+@pytest.mark.parametrize("dt", ["DT_INT8", "DT_FP16", "DT_FP32"])
+def test_unaligned_copy_and_cursor_loops(kdir, dt):
+    """The docs' loops: an unaligned copy (load_unalign_pre once, load_unalign / store_unalign
+    with post_update each iteration, store_unalign_post once) from element 3 to element 5;
+    a copy by AddrReg (create_addr_reg(i, n)); load_align / store_align with post_update
+    cursors walking a tile by a stride."""
+    n = lanes(dt)
+    reps = 3
+    body = f"""
+        every = vf.create_mask(pattern=pl.MaskPattern.ALL, dtype=pl.{dt})
+        z = vf.full(0, every, dtype=pl.{dt})
+        for i in pl.range(12):
+            vf.store_align(o_t, z, every, i * {n})  # the output tile starts undefined
+        vf.mem_bar(mode=pl.MemBarMode.VST_VST)
+        ureg = vf.load_unalign_init()
+        vf.load_unalign_pre(ureg, x_t + 3)
+        sreg = vf.unalign_reg_for_store()
+        for i in pl.range({reps}):
+            r = vf.load_unalign(ureg, x_t + 3, {n}, post_update=True)
+            vf.store_unalign(o_t + 5, r, sreg, {n}, post_update=True)
+        vf.store_unalign_post(o_t + 5, sreg, 0, post_update=True)
+        for i in pl.range({reps}):
+            at = vf.create_addr_reg(i, {n}, dtype=pl.{dt})
+            r = vf.load_align(x_t, at)
+            vf.store_align(o_t + {4 * n}, r, every, at)
+        for i in pl.range({reps}):
+            r = vf.load_align(y_t, {n}, post_update=True)
+            vf.store_align(o_t + {8 * n}, r, every, {n}, post_update=True)
+    """
+    k = kernel(kdir, body, dt, cols=4 * n, out_cols=12 * n)
+    x, y = rand(dt, 4 * n, 38), rand(dt, 4 * n, 39)
+    out = torch.zeros(1, 12 * n, dtype=DT[dt])
+    got = launch(k, x, y, out).flatten()
+    xf, yf = x.flatten(), y.flatten()
+    want = torch.zeros(12 * n, dtype=DT[dt])
+    want[5:5 + reps * n] = xf[3:3 + reps * n]
+    want[4 * n:4 * n + reps * n] = xf[:reps * n]
+    want[8 * n:8 * n + reps * n] = yf[:reps * n]
+    same(got, want, "cursor loops")
