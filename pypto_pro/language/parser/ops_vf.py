@@ -48,9 +48,12 @@ _TYPE_CHANGING = {"astype", "muls_cast", "pack", "unpack", "bit_cast"}
 #: ops whose real backend emits MODE_ZEROING only (VFZeroingOnly: MERGING is a CHECK failure
 #: there, whatever the docs' pages say); reductions take the mode as `merge_mode`
 _ZEROING_ONLY = {"abs", "abs_sub", "adds", "and_", "astype", "axpy", "div", "exp", "leaky_relu",
-                 "log10", "log2", "maxs", "mins", "mul", "mul_add_dst", "mul_dst_add", "muls",
-                 "neg", "not_", "pair_reduce_sum", "prelu", "relu", "sqrt", "sub", "subs",
-                 "truncate"}
+                 "ln", "log", "log10", "log2", "maxs", "mins", "mul", "mul_add_dst",
+                 "mul_dst_add", "muls", "neg", "not_", "or_", "pair_reduce_sum", "prelu", "relu",
+                 "shift_left", "shift_right", "sqrt", "sub", "subs", "truncate", "xor"}
+#: ops whose real backend requires the result type to be the operands' (a `dtype=` naming
+#: another type is a CHECK failure there; natively it did not even compile here)
+_SAME_TYPE = {"shift_left", "shift_right", "and_", "or_", "xor"}
 _REDUCTIONS = {"reduce_sum", "reduce_max", "reduce_min"}
 #: position of a `[row, col]` / element offset operand
 _OFFSET_POS = {"load_align": 1, "store_align": 3}
@@ -247,6 +250,13 @@ def _check_forms(ctx: ParseContext, name: str, args: list, kw: dict, node: ast.C
                                                  f"current device", node,
                         hint="MERGING is emitted for vf.add / vf.max / vf.min / vf.full / "
                              "vf.move / vf.select only")
+    src = getattr(args[0], "type", None) if args else None
+    dtype = kw.get("dtype")
+    if name in _SAME_TYPE and isinstance(src, RegType) and isinstance(dtype, DataType) and \
+            dtype is not src.dtype:
+        raise ctx.error(ParserTypeError, f"vf.{name} requires src and dst to have the same "
+                                         f"type, got dst={dtype.name} src={src.dtype.name}",
+                        node, hint="reinterpret the source first: vf.bit_cast(r, dtype=...)")
     if name in _REDUCTIONS and _merging(args, kw, "merge_mode"):
         raise ctx.error(UnsupportedFeatureError, f"vf.{name} only supports ZEROING mode on "
                                                  f"current device, but got MERGING", node)

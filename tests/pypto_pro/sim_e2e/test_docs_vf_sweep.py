@@ -1142,6 +1142,11 @@ REFUSED = [  # (the line, the error class, the real builder's words)
      "vf.reduce_max only supports ZEROING mode on current device, but got MERGING"),
     ("r = vf.exp_sub(a, a, every, dtype=pl.DT_FP16)", ParserTypeError,
      "vf.exp_sub writes an FP32 register"),
+    ("r = vf.xor(a, a, every, mode=pl.MergeMode.MERGING)", NotSupported,
+     "vf.xor only supports ZEROING mode on current device"),
+    ("b = vf.bit_cast(a, dtype=pl.DT_INT32)\n    r = vf.shift_right(b, 1, every, "
+     "dtype=pl.DT_UINT32)", ParserTypeError,
+     "vf.shift_right requires src and dst to have the same type, got dst=UINT32 src=INT32"),
     ("vf.store_align(o_t, vf.add(a, a, every), every)", Exception,
      "the result of vf.add must be assigned to a variable"),
 ]
@@ -1161,7 +1166,7 @@ def test_refused_forms_raise_a_typed_error_at_the_call(tmp_path, line, error, wo
     assert words in info.value.message
     source = (tmp_path / "refused.py").read_text().splitlines()
     assert info.value.span is not None
-    assert line in source[info.value.span.line - 1]
+    assert line.split("\n")[-1].strip() in source[info.value.span.line - 1]
 
 
 # ---------------------------------------------------------------- gather and scatter
