@@ -1261,3 +1261,37 @@ def test_unaligned_copy_and_cursor_loops(kdir, dt):
     want[4 * n:4 * n + reps * n] = xf[:reps * n]
     want[8 * n:8 * n + reps * n] = yf[:reps * n]
     same(got, want, "cursor loops")
+
+
+def test_documented_keywords_that_change_nothing_run_on_both_backends(kdir):
+    """The pages' optional keywords: `precision` on sqrt / exp / ln (the real backend ignores
+    it for vexp / vln; vsqrt's high-precision mode is the correctly rounded root we compute),
+    select's `mode` (vsel has none), `cmp_dtype` of the register's own width, full without a
+    preg (every lane), move without a preg (a copy). One kernel: natively as well."""
+    body = """
+        every = vf.create_mask(pattern=pl.MaskPattern.ALL, dtype=pl.DT_FP32)
+        a = vf.load_align(x_t, 0)
+        r = vf.sqrt(a, every, precision=True)
+        vf.store_align(o_t, r, every, 0)
+        r = vf.exp(a, every, precision="HIGH")
+        vf.store_align(o_t, r, every, 64)
+        r = vf.ln(a, every, precision="HIGH")
+        vf.store_align(o_t, r, every, 128)
+        m = vf.lt(a, 2.0, every, cmp_dtype=pl.DT_FP32)
+        r = vf.select(a, a, m, mode=pl.MergeMode.ZEROING)
+        vf.store_align(o_t, r, every, 192)
+        r = vf.full(1.5, dtype=pl.DT_FP32)
+        vf.store_align(o_t, r, every, 256)
+        r = vf.move(a)
+        vf.store_align(o_t, r, every, 320)
+    """
+    k = kernel(kdir, body, "DT_FP32", out_cols=384)
+    x = torch.rand(1, 64, generator=torch.Generator().manual_seed(40)) * 4 + 0.01
+    got = slots(launch(k, x, x, torch.zeros(1, 384)), 64)
+    xf = x.flatten()
+    same(got[0], torch.sqrt(xf), "sqrt precision")
+    torch.testing.assert_close(got[1], torch.exp(xf), rtol=2e-6, atol=0)
+    torch.testing.assert_close(got[2], torch.log(xf), rtol=2e-6, atol=1e-7)
+    same(got[3], xf, "select")
+    same(got[4], torch.full((64,), 1.5), "full without preg")
+    same(got[5], xf, "move without preg")
