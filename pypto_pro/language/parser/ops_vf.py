@@ -239,6 +239,23 @@ def _merging(args: list, kw: dict, key: str) -> bool:
     return any(v is attrs.MergeMode.MERGING for v in values)
 
 
+def _check_widths(ctx: ParseContext, name: str, dt: DataType, datablock: bool,
+                  node: ast.Call) -> None:
+    """The element types the real backend's reductions and vmul take (CHECK failures there)."""
+    numeric = dt.is_int or dt in (DataType.FP16, DataType.FP32)
+    if name in _REDUCTIONS:
+        widths = (16, 32) if datablock else (16, 32, 64)
+        if not numeric or dt.bits not in widths:
+            form = " (datablock)" if datablock else ""
+            kinds = "b16/b32 INT/UINT/FP16/FP32" if datablock else \
+                "b16/b32/b64 INT/UINT/FP16/FP32"
+            raise ctx.error(ParserTypeError, f"vf.{name}{form} src only supports {kinds}, got "
+                                             f"{dt.name}", node)
+    if name == "mul" and dt.bits not in (16, 32, 64):
+        raise ctx.error(ParserTypeError, f"vf.mul src only supports supported types, got "
+                                         f"{dt.name}", node)
+
+
 def _check_forms(ctx: ParseContext, name: str, args: list, kw: dict, node: ast.Call,
                  target: ast.expr | None) -> None:
     """What the real frontend and backend refuse, in their words, at the call's line."""
@@ -257,6 +274,8 @@ def _check_forms(ctx: ParseContext, name: str, args: list, kw: dict, node: ast.C
         raise ctx.error(ParserTypeError, f"vf.{name} requires src and dst to have the same "
                                          f"type, got dst={dtype.name} src={src.dtype.name}",
                         node, hint="reinterpret the source first: vf.bit_cast(r, dtype=...)")
+    if isinstance(src, RegType) and src.dtype is not None:
+        _check_widths(ctx, name, src.dtype, bool(kw.get("datablock")), node)
     if name in _REDUCTIONS and _merging(args, kw, "merge_mode"):
         raise ctx.error(UnsupportedFeatureError, f"vf.{name} only supports ZEROING mode on "
                                                  f"current device, but got MERGING", node)

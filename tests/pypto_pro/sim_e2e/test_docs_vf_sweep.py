@@ -1147,6 +1147,12 @@ REFUSED = [  # (the line, the error class, the real builder's words)
     ("b = vf.bit_cast(a, dtype=pl.DT_INT32)\n    r = vf.shift_right(b, 1, every, "
      "dtype=pl.DT_UINT32)", ParserTypeError,
      "vf.shift_right requires src and dst to have the same type, got dst=UINT32 src=INT32"),
+    ("b = vf.bit_cast(a, dtype=pl.DT_INT8)\n    r = vf.reduce_sum(b, every)", ParserTypeError,
+     "vf.reduce_sum src only supports b16/b32/b64 INT/UINT/FP16/FP32, got INT8"),
+    ("b = vf.bit_cast(a, dtype=pl.DT_BF16)\n    r = vf.reduce_max(b, every)", ParserTypeError,
+     "vf.reduce_max src only supports b16/b32/b64 INT/UINT/FP16/FP32, got BF16"),
+    ("b = vf.bit_cast(a, dtype=pl.DT_UINT8)\n    r = vf.mul(b, b, every)", ParserTypeError,
+     "vf.mul src only supports supported types, got UINT8"),
     ("vf.store_align(o_t, vf.add(a, a, every), every)", Exception,
      "the result of vf.add must be assigned to a variable"),
 ]
