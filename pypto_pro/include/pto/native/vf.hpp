@@ -924,6 +924,17 @@ inline C vf_extreme(C a, C b, bool pick_max)
     return (pick_max ? a > b : a < b) ? a : b;
 }
 
+//! |x|: a float's sign bit cleared (abs(-0) = +0, as the simulator's torch.abs gives)
+template <typename C>
+inline C vf_abs(C x)
+{
+    if constexpr (std::is_floating_point_v<C>) {
+        return std::fabs(x);
+    } else {
+        return x < 0 ? -x : x;
+    }
+}
+
 //! `v` (round-to-nearest) one step towards its exact value `v + rest` when inexact and even:
 //! rounding to odd, so a later single rounding into a narrower type stays correct
 template <typename F>
@@ -981,7 +992,7 @@ PYPTO_VF_BINS(vaxpy, y * x + Elem<T>::load(dst.v[i]))
 PYPTO_VF_BIN(vprelu, (x < 0 ? x * y : x))
 PYPTO_VF_BIN(vmula, vf_fma<T>(x, y, Elem<T>::load(dst.v[i])))
 PYPTO_VF_BIN(vmadd, vf_fma<T>(x, Elem<T>::load(dst.v[i]), y))
-PYPTO_VF_UN(vabs, (x < 0 ? -x : x))
+PYPTO_VF_UN(vabs, vf_abs(x))
 PYPTO_VF_UN(vlog2, vf_ln(x) / CT<T>(0.6931471805599453))
 PYPTO_VF_UN(vlog10, vf_ln(x) / CT<T>(2.302585092994046))
 PYPTO_VF_UN(vtrc, vf_trunc(x))
