@@ -94,6 +94,12 @@ VF_INTRINSICS: dict[str, VFIntrinsic] = {
     "histograms": _v("vhist", "0", "1|mask", "2|bin_type=BIN0", "3|hist_type=ACCUMULATE"),
 }
 
+#: documented keywords that change nothing we compute: `precision` (the real backend ignores it
+#: for vexp / vln; vsqrt's high-precision mode is its 0-ulp result, which vsqrt here always
+#: gives) and select's `mode` (vsel has no merge mode: the real backend drops it)
+_NO_EFFECT = {"vsqrt": {"precision"}, "vexp": {"precision"}, "vln": {"precision"},
+              "vsel": {"mode"}}
+
 #: VF enum classes whose CCE constants carry a prefix
 _ENUM_PREFIX = {"MaskPattern": "PAT_", "MergeMode": "MODE_"}
 #: attribute enums of the Reg API, spelled as raw CCE constants inside VF code
@@ -271,7 +277,7 @@ def _emit(body, call: Call, dsts: list[str], rtype, span: Span | None) -> None:
     if spec is None:
         raise NotSupported(f"codegen: {call.op} has no intrinsic", span, module="PRO_COMPILE")
     known = {kw.partition("=")[0] for a in spec.args for kw in [a.partition("|")[2]] if kw}
-    check_kwargs(call, known | {"dtype"}, span)
+    check_kwargs(call, known | {"dtype"} | _NO_EFFECT.get(spec.name, set()), span)
     dtype = _dtype(call, rtype)
     fmt = {"bits": str(max(8, dtype.bits) if dtype is not None else 32),
            "T": ctype(dtype) if dtype is not None else "float"}

@@ -20,7 +20,12 @@ import ast
 import enum
 from typing import Any
 
-from ...errors import InvalidOperationError, ParserTypeError
+from ...errors import (
+    InvalidOperationError,
+    ParserSyntaxError,
+    ParserTypeError,
+    UnsupportedFeatureError,
+)
 from ...ir import attrs
 from ...ir import ops as opreg
 from ...ir.dtype import DataType
@@ -40,6 +45,16 @@ _UNIFIED = {"move", "and_", "or_", "xor", "not_", "select", "pack", "unpack", "i
 _PAIRS = {"interleave", "de_interleave", "mull", "addc", "subc"}
 #: ops whose result type is not their operands' (the real parser requires dtype=)
 _TYPE_CHANGING = {"astype", "muls_cast", "pack", "unpack", "bit_cast"}
+#: ops whose real backend emits MODE_ZEROING only (VFZeroingOnly: MERGING is a CHECK failure
+#: there, whatever the docs' pages say); reductions take the mode as `merge_mode`
+_ZEROING_ONLY = {"abs", "abs_sub", "adds", "and_", "astype", "axpy", "div", "exp", "leaky_relu",
+                 "ln", "log", "log10", "log2", "maxs", "mins", "mul", "mul_add_dst",
+                 "mul_dst_add", "muls", "neg", "not_", "or_", "pair_reduce_sum", "prelu", "relu",
+                 "shift_left", "shift_right", "sqrt", "sub", "subs", "truncate", "xor"}
+#: ops whose real backend requires the result type to be the operands' (a `dtype=` naming
+#: another type is a CHECK failure there; natively it did not even compile here)
+_SAME_TYPE = {"shift_left", "shift_right", "and_", "or_", "xor"}
+_REDUCTIONS = {"reduce_sum", "reduce_max", "reduce_min"}
 #: position of a `[row, col]` / element offset operand
 _OFFSET_POS = {"load_align": 1, "store_align": 3}
 
@@ -108,9 +123,9 @@ def _result_type(ctx: ParseContext, name: str, args: list, kw: dict, node: ast.A
     dtype = kw.get("dtype")
     if not isinstance(dtype, DataType):
         if name in _TYPE_CHANGING:
-            raise ctx.error(ParserTypeError, f"vf.{name} needs dtype= (its result type differs "
-                                             f"from its source's)", node,
-                            hint=f"e.g. vf.{name}(src, ..., dtype=pl.DT_FP16)")
+            raise ctx.error(ParserTypeError, f"vf.{name} requires explicit dtype kwarg because "
+                                             f"dst type differs from src. Example: vf.{name}"
+                                             f"(src, mask, dtype=pl.DT_FP16)", node)
         dtype = _operand_dtype(args)
     if dtype is None:
         if name not in ("full", "arange"):
@@ -118,6 +133,11 @@ def _result_type(ctx: ParseContext, name: str, args: list, kw: dict, node: ast.A
                                              f"take the result's from; pass dtype=", node)
         dtype = DataType.FP32
     reg = declared if isinstance(declared, RegType) else RegType(dtype)
+    if name == "exp_sub" and reg.dtype is not DataType.FP32:
+        # the real backend's vexpdif writes FP32 only (a CHECK failure there, after parsing)
+        raise ctx.error(ParserTypeError, f"vf.exp_sub writes an FP32 register, not "
+                                         f"{reg.dtype.value}", node,
+                        hint="FP16 sources: r = vf.exp_sub(a, b, preg, dtype=pl.DT_FP32)")
     if name in ("addc", "subc"):
         return TupleType((MaskType(dtype), reg))
     if name in _PAIRS or (name == "load_align" and _pairs(target)):
@@ -214,6 +234,53 @@ def _nested(ctx: ParseContext, value: Any, op: str, node: ast.Call) -> Any:
                     hint="r = vf.add(a, b, mask) on its own line (one intrinsic each)")
 
 
+def _merging(args: list, kw: dict, key: str) -> bool:
+    values = [kw.get(key), *[a.value if isinstance(a, EnumConst) else a for a in args]]
+    return any(v is attrs.MergeMode.MERGING for v in values)
+
+
+def _check_widths(ctx: ParseContext, name: str, dt: DataType, datablock: bool,
+                  node: ast.Call) -> None:
+    """The element types the real backend's reductions and vmul take (CHECK failures there)."""
+    numeric = dt.is_int or dt in (DataType.FP16, DataType.FP32)
+    if name in _REDUCTIONS:
+        widths = (16, 32) if datablock else (16, 32, 64)
+        if not numeric or dt.bits not in widths:
+            form = " (datablock)" if datablock else ""
+            kinds = "b16/b32 INT/UINT/FP16/FP32" if datablock else \
+                "b16/b32/b64 INT/UINT/FP16/FP32"
+            raise ctx.error(ParserTypeError, f"vf.{name}{form} src only supports {kinds}, got "
+                                             f"{dt.name}", node)
+    if name == "mul" and dt.bits not in (16, 32, 64):
+        raise ctx.error(ParserTypeError, f"vf.mul src only supports supported types, got "
+                                         f"{dt.name}", node)
+
+
+def _check_forms(ctx: ParseContext, name: str, args: list, kw: dict, node: ast.Call,
+                 target: ast.expr | None) -> None:
+    """What the real frontend and backend refuse, in their words, at the call's line."""
+    if name in _PAIRS and isinstance(target, ast.Name):
+        raise ctx.error(ParserSyntaxError, f"vf.{name} produces 2 outputs, use tuple "
+                                           f"unpacking: reg0, reg1 = vf.{name}(...)", node)
+    if name in _ZEROING_ONLY and _merging(args, kw, "mode"):
+        raise ctx.error(UnsupportedFeatureError, f"vf.{name} only supports ZEROING mode on "
+                                                 f"current device", node,
+                        hint="MERGING is emitted for vf.add / vf.max / vf.min / vf.full / "
+                             "vf.move / vf.select only")
+    src = getattr(args[0], "type", None) if args else None
+    dtype = kw.get("dtype")
+    if name in _SAME_TYPE and isinstance(src, RegType) and isinstance(dtype, DataType) and \
+            dtype is not src.dtype:
+        raise ctx.error(ParserTypeError, f"vf.{name} requires src and dst to have the same "
+                                         f"type, got dst={dtype.name} src={src.dtype.name}",
+                        node, hint="reinterpret the source first: vf.bit_cast(r, dtype=...)")
+    if isinstance(src, RegType) and src.dtype is not None:
+        _check_widths(ctx, name, src.dtype, bool(kw.get("datablock")), node)
+    if name in _REDUCTIONS and _merging(args, kw, "merge_mode"):
+        raise ctx.error(UnsupportedFeatureError, f"vf.{name} only supports ZEROING mode on "
+                                                 f"current device, but got MERGING", node)
+
+
 def emit_vf(ctx: ParseContext, op: str, node: ast.Call) -> Any:
     if ctx.section != "vf":
         raise ctx.error(InvalidOperationError, f"{op} is only valid inside a "
@@ -230,6 +297,7 @@ def emit_vf(ctx: ParseContext, op: str, node: ast.Call) -> Any:
             for a, n in zip(args, node.args)]  # attribute enums stay enums (IR round trip)
     args = [_nested(ctx, a, op, node) for a in args]
     kw = {k: _nested(ctx, v, op, node) for k, v in kw.items()}
+    _check_forms(ctx, name, args, kw, node, target)
     spec = opreg.get(op)
     rtype = None if spec.returns == "none" else _result_type(ctx, name, args, kw, node, target)
     if name == "load_align" and isinstance(rtype, (RegType, TupleType)):

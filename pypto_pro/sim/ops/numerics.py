@@ -290,6 +290,21 @@ def to_compute(stored: torch.Tensor, dtype: DataType) -> torch.Tensor:
 def float_to_stored(x: torch.Tensor, dtype: DataType,
                     mode: RoundMode = RoundMode.CAST_RINT) -> torch.Tensor:
     """Float values rounded with `mode` into `dtype`'s storage (ints: rounded, saturated)."""
+    if dtype is DataType.BF16:
+        return _bf16_nan_canonical(_float_to_stored(x, dtype, mode), x)
+    return _float_to_stored(x, dtype, mode)
+
+
+def _bf16_nan_canonical(out: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    """NaN → BF16 0x7FC0, as the native header and c10's scalar conversion give it (torch's
+    vectorised float → bfloat16 gives 0xFFFF instead)."""
+    nan = torch.isnan(x) if x.is_floating_point() else None
+    if nan is None or not bool(nan.any()):
+        return out
+    return torch.where(nan, torch.tensor(0x7FC0, dtype=torch.int16).view(torch.bfloat16), out)
+
+
+def _float_to_stored(x: torch.Tensor, dtype: DataType, mode: RoundMode) -> torch.Tensor:
     if dtype._value_ in _PLAIN_FLOATS and mode in _TO_NEAREST and x.dtype is torch.float32:
         return x.to(storage_dtype(dtype))  # torch rounds to nearest even: the fast path
     if dtype.is_int or dtype is DataType.BOOL:

@@ -33,7 +33,7 @@ def cover(o, xf, xi, xu, s):
     h = vf.load_align(xf, 0, dtype=H)
     r = vf.add(a, b, m3)
     vf.store_align(o, r, full, 0)
-    r = vf.sub(a, b, first, mode=pl.MergeMode.MERGING)
+    r = vf.add(a, b, first, mode=pl.MergeMode.MERGING)  # sub is ZEROING-only (real backend)
     vf.store_align(o, r, full, 64)
     r = vf.mul(a, b, full)
     vf.store_align(o, r, full, 128)

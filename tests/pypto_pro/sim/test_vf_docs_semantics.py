@@ -504,7 +504,7 @@ def test_a_type_changing_op_needs_dtype():
         p = vf.pack(r, part=pl.PackPart.LOWER)
         vf.store_align(t, p, every)
 
-    with pytest.raises(ParserTypeError, match="needs dtype="):
+    with pytest.raises(ParserTypeError, match="requires explicit dtype kwarg"):
         _parse(no_dtype)[None, 1](torch.zeros(1, 64))
 
 

@@ -907,26 +907,92 @@ inline C vf_int(C x, C y, int op)
 }
 }  // namespace pypto_native
 
+namespace pypto_native {
+//! vmax / vmin: -0 below +0 (max(-0, +0) = +0, min = -0, the docs' max / min pages), NaN in →
+//! the canonical NaN out (the simulator's ops_arith._extreme)
+template <typename C>
+inline C vf_extreme(C a, C b, bool pick_max)
+{
+    if constexpr (std::is_floating_point_v<C>) {
+        if (a != a || b != b) return NAN;
+        if (a == 0 && b == 0) {
+            const bool neg = pick_max ? std::signbit(a) && std::signbit(b)
+                                      : std::signbit(a) || std::signbit(b);
+            return neg ? C(-0.0) : C(0.0);
+        }
+    }
+    return (pick_max ? a > b : a < b) ? a : b;
+}
+
+//! |x|: a float's sign bit cleared (abs(-0) = +0, as the simulator's torch.abs gives)
+template <typename C>
+inline C vf_abs(C x)
+{
+    if constexpr (std::is_floating_point_v<C>) {
+        return std::fabs(x);
+    } else {
+        return x < 0 ? -x : x;
+    }
+}
+
+//! `v` (round-to-nearest) one step towards its exact value `v + rest` when inexact and even:
+//! rounding to odd, so a later single rounding into a narrower type stays correct
+template <typename F>
+inline F vf_round_to_odd(F v, double rest)
+{
+    using I = std::conditional_t<sizeof(F) == 8, uint64_t, uint32_t>;
+    I raw;
+    std::memcpy(&raw, &v, sizeof(F));
+    if (rest == 0 || !std::isfinite(v) || (raw & 1) != 0 || rest != rest) return v;
+    return std::nextafter(v, rest > 0 ? F(INFINITY) : F(-INFINITY));
+}
+
+//! x * y + c rounded once into T (vmula / vmadd: the docs' fused multiply-add); integers wrap.
+//! The product is exact in double, TwoSum gives the sum's error, and rounding to odd at double
+//! (FP32 results) or float (16-bit results) leaves vf_round the only rounding; the simulator
+//! computes the same (ops_arith.fused).
+template <typename T>
+inline CT<T> vf_fma(CT<T> x, CT<T> y, CT<T> c)
+{
+    if constexpr (std::is_integral_v<CT<T>>) {
+        return x * y + c;
+    } else {
+        const double p = static_cast<double>(x) * static_cast<double>(y);
+        const double cd = static_cast<double>(c);
+        const double s = p + cd;
+        const double bb = s - p;
+        const double err = (p - (s - bb)) + (cd - bb);
+        if constexpr (sizeof(T) == 4) {
+            return static_cast<float>(vf_round_to_odd(s, err));
+        } else {
+            const float f = static_cast<float>(s);
+            const double rest = s - static_cast<double>(f);
+            return vf_round_to_odd(f, rest != 0 ? rest : err);
+        }
+    }
+}
+}  // namespace pypto_native
+
 PYPTO_VF_BIN(vadd, x + y)
 PYPTO_VF_BIN(vsub, x - y)
 PYPTO_VF_BIN(vmul, x * y)
 PYPTO_VF_BIN(vdiv, op_div(x, y))
-PYPTO_VF_BIN(vmax, op_max(x, y))
-PYPTO_VF_BIN(vmin, op_min(x, y))
+PYPTO_VF_BIN(vmax, vf_extreme(x, y, true))
+PYPTO_VF_BIN(vmin, vf_extreme(x, y, false))
 PYPTO_VF_BIN(vabsdif, (x > y ? x - y : y - x))
 PYPTO_VF_BINS(vadds, x + y)
 PYPTO_VF_BINS(vsubs, x - y)
 PYPTO_VF_BINS(vmuls, x * y)
-PYPTO_VF_BINS(vmaxs, op_max(x, y))
-PYPTO_VF_BINS(vmins, op_min(x, y))
+PYPTO_VF_BINS(vmaxs, vf_extreme(x, y, true))
+PYPTO_VF_BINS(vmins, vf_extreme(x, y, false))
 PYPTO_VF_BINS(vlrelu, (x < 0 ? x * y : x))
 PYPTO_VF_BINS(vshl, vf_int(x, y, 3))
 PYPTO_VF_BINS(vshr, vf_int(x, y, 4))
 PYPTO_VF_BINS(vaxpy, y * x + Elem<T>::load(dst.v[i]))
 PYPTO_VF_BIN(vprelu, (x < 0 ? x * y : x))
-PYPTO_VF_BIN(vmula, x * y + Elem<T>::load(dst.v[i]))
-PYPTO_VF_BIN(vmadd, x * Elem<T>::load(dst.v[i]) + y)
-PYPTO_VF_UN(vabs, (x < 0 ? -x : x))
+PYPTO_VF_BIN(vmula, vf_fma<T>(x, y, Elem<T>::load(dst.v[i])))
+PYPTO_VF_BIN(vmadd, vf_fma<T>(x, Elem<T>::load(dst.v[i]), y))
+PYPTO_VF_UN(vabs, vf_abs(x))
 PYPTO_VF_UN(vlog2, vf_ln(x) / CT<T>(0.6931471805599453))
 PYPTO_VF_UN(vlog10, vf_ln(x) / CT<T>(2.302585092994046))
 PYPTO_VF_UN(vtrc, vf_trunc(x))
@@ -1043,6 +1109,7 @@ inline void vf_reduce(RegTensor<T>& dst, const RegTensor<T>& src, const MaskReg&
         }
     }
     C out[8];
+    C first[kVL];  // the lanes' values, for the index of a vcmax / vcmin
     for (int g = 0; g < groups; ++g) {
         C v[kVL];
         bool any = false;
@@ -1051,12 +1118,28 @@ inline void vf_reduce(RegTensor<T>& dst, const RegTensor<T>& src, const MaskReg&
             const bool on = mask.template active<T>(lane);
             any = any || on;
             v[i] = on ? Elem<T>::load(src.v[lane]) : filler;
+            first[lane] = Elem<T>::load(src.v[lane]);
         }
         out[g] = vf_tree(v, n, op);
         if (kind != SUM && !any) out[g] = C(0);
     }
     if (mode == MODE_ZEROING) dst = RegTensor<T>{};
     for (int g = 0; g < groups; ++g) dst.v[g] = vf_round<T>(out[g]);
+    if (kind == SUM || datablock) return;
+    // vcmax / vcmin: the first active lane holding the result goes to lane 1, as an integer of
+    // the lane width (pto-isa's TRowReduceIdx de-interleaves it out of the odd lanes)
+    int64_t index = 0;
+    for (int lane = 0; lane < lanes; ++lane) {
+        const C x = first[lane];
+        bool hit = x == out[0];
+        if constexpr (std::is_floating_point_v<C>) hit = hit || (x != x && out[0] != out[0]);
+        if (mask.template active<T>(lane) && hit) {
+            index = lane;
+            break;
+        }
+    }
+    uint8_t* bytes = reinterpret_cast<uint8_t*>(&dst.v[1]);
+    for (size_t b = 0; b < sizeof(T); ++b) bytes[b] = static_cast<uint8_t>(index >> (8 * b));
 }
 
 }  // namespace pypto_native
@@ -1072,8 +1155,8 @@ inline void vf_reduce(RegTensor<T>& dst, const RegTensor<T>& src, const MaskReg&
     }
 
 PYPTO_VF_RED(vcadd, SUM, acc + x)
-PYPTO_VF_RED(vcmax, MAX, op_max(acc, x))
-PYPTO_VF_RED(vcmin, MIN, op_min(acc, x))
+PYPTO_VF_RED(vcmax, MAX, vf_extreme(acc, x, true))
+PYPTO_VF_RED(vcmin, MIN, vf_extreme(acc, x, false))
 
 #define PYPTO_VF_CMP(NAME, MODE)                                                            \
     template <typename T>                                                                   \
@@ -1184,6 +1267,23 @@ inline void vf_cast_lanes(int part, F f)
     }
 }
 
+//! float → integer with saturate OFF (the docs' astype table 6): the rounded integer's low
+//! bits, ±inf the type's extremes, NaN 0 (the simulator's _float_to_int_wrapping)
+template <typename D>
+inline D vf_float_to_int_wrapping(double x, pto::RoundMode round)
+{
+    const double r = round_to_integer(x, round);
+    if (r != r) return D(0);
+    if (std::isinf(r)) return r > 0 ? std::numeric_limits<D>::max() : std::numeric_limits<D>::lowest();
+    if (std::fabs(r) < 9.2e18) return Elem<D>::wrap(static_cast<int64_t>(r));
+    int e = 0;
+    const double mant = std::frexp(std::fabs(r), &e);  // |r| = mant · 2^e, e > 63
+    const uint64_t m = static_cast<uint64_t>(std::ldexp(mant, 53));
+    uint64_t low = e - 53 >= 64 ? 0 : m << (e - 53);
+    if (r < 0) low = ~low + 1;
+    return Elem<D>::wrap(static_cast<int64_t>(low));
+}
+
 }  // namespace pypto_native
 
 //! astype (see `vf_cast_lanes`); the other destination lanes are zero
@@ -1202,14 +1302,18 @@ inline void vcvt(RegTensor<D>& dst, const RegTensor<S>& src, const MaskReg& mask
         if constexpr (Elem<D>::is_float) {
             if (saturate == ON) {
                 const double top = format_of(Elem<D>::dt).max_finite;
-                value = encode<D>(std::min(std::max(static_cast<double>(x), -top), top), round);
+                const double v = static_cast<double>(x);  // NaN → 0 (the docs' table 6)
+                value = encode<D>(v != v ? 0.0 : std::min(std::max(v, -top), top), round);
             } else {
                 value = encode<D>(x, round);
             }
         } else if constexpr (Elem<S>::is_float) {
-            value = encode<D>(x, round);
+            value = saturate == ON ? encode<D>(x, round)
+                                   : vf_float_to_int_wrapping<D>(static_cast<double>(x), round);
         } else {
-            value = saturate == ON ? Elem<D>::saturate_int(x) : Elem<D>::wrap(x);
+            // a wider target always saturates (INT16 → UINT32: negatives → 0, the docs)
+            value = saturate == ON || sizeof(D) > sizeof(S) ? Elem<D>::saturate_int(x)
+                                                            : Elem<D>::wrap(x);
         }
         vf_set(out, d, value);
     });

@@ -62,17 +62,35 @@ def _shr(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return x >> y.clamp(0, 63)
 
 
+def _extreme(pick_max: bool) -> Fn:
+    """vmax / vmin: -0 below +0 (max(-0, +0) = +0, min = -0, the max / min pages), NaN in →
+    the canonical NaN out (torch.maximum's NaN bits and zero signs vary with its code path;
+    the native header computes the same)."""
+    def fn(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        if not x.is_floating_point():
+            return torch.maximum(x, y) if pick_max else torch.minimum(x, y)
+        out = torch.where(x > y if pick_max else x < y, x, y)
+        both = (x == 0) & (y == 0)
+        neg = torch.signbit(x) & torch.signbit(y) if pick_max else \
+            torch.signbit(x) | torch.signbit(y)
+        out = torch.where(both, torch.where(neg, -0.0, 0.0).to(out.dtype), out)
+        return torch.where(x.isnan() | y.isnan(), float("nan"), out)
+    return fn
+
+
+_MAX, _MIN = _extreme(True), _extreme(False)
+
 BINARY: dict[str, Fn] = {
     "add": torch.add, "sub": torch.sub, "mul": torch.mul, "div": _div,
-    "max": torch.maximum, "min": torch.minimum,
+    "max": _MAX, "min": _MIN,
     "abs_sub": lambda x, y: (x - y).abs(),
     "prelu": lambda x, y: torch.where(x < 0, x * y, x),
 }
 LOGIC: dict[str, Fn] = {"and_": torch.bitwise_and, "or_": torch.bitwise_or,
                         "xor": torch.bitwise_xor}
 SCALAR: dict[str, Fn] = {
-    "adds": torch.add, "subs": torch.sub, "muls": torch.mul, "mins": torch.minimum,
-    "maxs": torch.maximum, "leaky_relu": lambda x, y: torch.where(x < 0, x * y, x),
+    "adds": torch.add, "subs": torch.sub, "muls": torch.mul, "mins": _MIN,
+    "maxs": _MAX, "leaky_relu": lambda x, y: torch.where(x < 0, x * y, x),
     "shift_left": _shl, "shift_right": _shr,
 }
 UNARY: dict[str, Fn] = {
@@ -157,20 +175,48 @@ def axpy(st, a: list, kw: dict, old: Reg | None, dtype: DataType | None) -> Reg:
     return _finish("axpy", alpha * x.values() + _old_values(old, x), x, a, kw, old, 2, 3)
 
 
+def _round_to_odd(v: torch.Tensor, rest: torch.Tensor) -> torch.Tensor:
+    """`v` (a round-to-nearest result) moved one step towards its exact value `v + rest` when
+    inexact and even: rounding to odd, which a later single rounding to a narrower type keeps
+    correct."""
+    as_int = v.view(torch.int64 if v.dtype == torch.float64 else torch.int32)
+    bump = (rest != 0) & v.isfinite() & ((as_int & 1) == 0)
+    toward = torch.where(rest > 0, float("inf"), float("-inf")).to(v.dtype)
+    return torch.where(bump, torch.nextafter(v, toward), v)
+
+
+def fused(x: torch.Tensor, y: torch.Tensor, c: torch.Tensor, dtype: DataType) -> torch.Tensor:
+    """x * y + c with one rounding into `dtype` (the docs: vmula / vmadd round the exact
+    result once). Integers wrap. Floats: the product is exact in float64, TwoSum gives the
+    sum's error, and rounding to odd at float64 (FP32 results) or float32 (16-bit results)
+    makes the final rounding the only one; the native header computes the same."""
+    if not x.is_floating_point():
+        return x * y + c
+    p, cd = x.double() * y.double(), c.double()
+    s = p + cd
+    bb = s - p
+    err = (p - (s - bb)) + (cd - bb)
+    if bits(dtype) == 32:
+        return _round_to_odd(s, err).float()
+    f = s.float()
+    rest = s - f.double()
+    return _round_to_odd(f, torch.where(rest != 0, rest, err))
+
+
 def mul_add_dst(st, a: list, kw: dict, old: Reg | None, dtype: DataType | None) -> Reg:
-    """dst = a * b + dst."""
+    """dst = a * b + dst, fused."""
     x, y = reg(a[0], "mul_add_dst"), reg(a[1], "mul_add_dst")
     same_dtype("mul_add_dst", x, y)
-    return _finish("mul_add_dst", x.values() * y.values() + _old_values(old, x), x, a, kw, old,
-                   2, 3)
+    return _finish("mul_add_dst", fused(x.values(), y.values(), _old_values(old, x), x.dtype),
+                   x, a, kw, old, 2, 3)
 
 
 def mul_dst_add(st, a: list, kw: dict, old: Reg | None, dtype: DataType | None) -> Reg:
-    """dst = a * dst + b."""
+    """dst = a * dst + b, fused."""
     x, y = reg(a[0], "mul_dst_add"), reg(a[1], "mul_dst_add")
     same_dtype("mul_dst_add", x, y)
-    return _finish("mul_dst_add", x.values() * _old_values(old, x) + y.values(), x, a, kw, old,
-                   2, 3)
+    return _finish("mul_dst_add", fused(x.values(), _old_values(old, x), y.values(), x.dtype),
+                   x, a, kw, old, 2, 3)
 
 
 def mull(st, a: list, kw: dict, old: Reg | None, dtype: DataType | None) -> tuple[Reg, Reg]:
@@ -254,8 +300,7 @@ def tree(values: torch.Tensor, fn: Fn) -> torch.Tensor:
     return values[..., 0]
 
 
-_REDUCE: dict[str, Fn] = {"reduce_sum": torch.add, "reduce_max": torch.maximum,
-                          "reduce_min": torch.minimum}
+_REDUCE: dict[str, Fn] = {"reduce_sum": torch.add, "reduce_max": _MAX, "reduce_min": _MIN}
 
 
 def _reduce(name: str):
@@ -281,8 +326,31 @@ def _reduce(name: str):
         keep = old if merging(kw, a, 3) and old is not None and old.dtype == x.dtype else None
         result = (keep.values() if keep is not None else torch.zeros_like(values)).clone()
         result[:groups] = out
-        return from_values(result, x.dtype)
+        reduced = from_values(result, x.dtype)
+        if name == "reduce_sum" or per_block:
+            return reduced
+        return _with_index(reduced, _first_lane_of(values, active, out[0]))
     return op
+
+
+def _first_lane_of(values: torch.Tensor, active: torch.Tensor, pick: torch.Tensor) -> int:
+    """The first active lane holding `pick` (a NaN result: the first active NaN); 0 when no
+    lane is active."""
+    hit = active & ((values == pick) | (values.isnan() & pick.isnan())
+                    if values.is_floating_point() else values == pick)
+    found = hit.nonzero()
+    return int(found[0]) if found.numel() else 0
+
+
+def _with_index(r: Reg, index: int) -> Reg:
+    """`vcmax` / `vcmin` put the first max / min lane's index in lane 1 as an integer of the
+    lane width (pto-isa's TRowReduceIdx de-interleaves it out of the odd lanes)."""
+    data = r.data.clone()
+    data.view(_SAME_WIDTH_INT_TORCH[data.element_size()])[1] = index
+    return Reg(data, r.dtype)
+
+
+_SAME_WIDTH_INT_TORCH = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
 
 
 def pair_reduce_sum(st, a: list, kw: dict, old: Reg | None, dtype: DataType | None) -> Reg:

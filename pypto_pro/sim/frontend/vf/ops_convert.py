@@ -7,9 +7,11 @@
   type. The predicate selects source lanes (a narrowing FP4 conversion reads the even one of
   each pair).
 * `astype(src, mask, dtype, layout, round_mode, saturate)`: the only path to FP8 / FP4 / HiF8.
-  Float targets round with `round_mode` (CAST_HYBRID as RINT); saturate ON clamps float results
-  to the largest finite value and integer results to the range (OFF wraps integer → integer;
-  float → integer always saturates, NaN → 0).
+  Float targets round with `round_mode` (CAST_HYBRID as RINT). As the docs' table 6 says:
+  saturate ON clamps float results to the largest finite value (NaN → 0) and integer results
+  to the range; OFF (the default) wraps integer → narrower integer (a wider one always
+  saturates: INT16 → UINT32 makes negatives 0) and keeps the low bits of a float's rounded
+  integer (±inf → the extremes, NaN → 0).
 * `exp_sub(a, b, mask[, layout], dtype=)`: e^(a - b) computed in float32 (FP16 sources to an
   FP32 result take lanes 2i + layout). `muls_cast(src, s, mask, dtype=FP16, layout)`:
   src × s rounded half away from zero (CAST_ROUND) into lanes 2i + layout.
@@ -37,7 +39,7 @@ from pypto_pro.ir.dtype import DataType
 
 from ...model.memory import storage_dtype
 from ...ops.convert import convert
-from ...ops.numerics import FORMATS, RoundMode, wrap_int
+from ...ops.numerics import FORMATS, RoundMode, int_range, round_to_integer, wrap_int
 from ...ops.operands import encode
 from .args import (
     VFOpError,
@@ -80,9 +82,34 @@ def _place(values: torch.Tensor, dst_lanes: torch.Tensor, on: torch.Tensor,
            dtype: DataType) -> Reg:
     """A register of `dtype` with `values` (stored codes) in `dst_lanes` where `on`, else
     zero."""
-    out = torch.zeros(lane_count(dtype), dtype=values.dtype)
-    out[dst_lanes] = torch.where(on, values, torch.zeros_like(values))
-    return from_codes(out, dtype)
+    signed = _SIGNED_TWIN.get(values.dtype)  # torch cannot index_put its unsigned types
+    work = values.view(signed) if signed is not None else values
+    out = torch.zeros(lane_count(dtype), dtype=work.dtype)
+    out[dst_lanes] = torch.where(on, work, torch.zeros_like(work))
+    return from_codes(out.view(values.dtype) if signed is not None else out, dtype)
+
+
+_SIGNED_TWIN = {torch.uint16: torch.int16, torch.uint32: torch.int32, torch.uint64: torch.int64}
+
+
+def _float_to_int_wrapping(values: torch.Tensor, target: DataType,
+                           mode: RoundMode) -> torch.Tensor:
+    """Float → integer with saturate OFF (the docs' astype table 6): the rounded integer's low
+    bits (half 257 → uint8 1), ±inf the type's extremes, NaN 0. Python ints keep the low bits
+    of values beyond int64 exact (few lanes, and only this path)."""
+    lo, hi = int_range(target)
+    modulus = 1 << target.bits
+    out = []
+    for r in round_to_integer(values, mode).tolist():
+        if r != r:
+            out.append(0)
+        elif r in (float("inf"), float("-inf")):
+            out.append(hi if r > 0 else lo)
+        else:
+            out.append((int(r) - lo) % modulus + lo)
+    return wrap_int(torch.tensor(out, dtype=torch.int64) if target.bits < 64 else
+                    torch.tensor([v - modulus if v > hi else v for v in out], dtype=torch.int64),
+                    target)
 
 
 def astype(st, a: list, kw: dict, old: Reg | None, dtype: DataType | None) -> Reg:
@@ -98,11 +125,14 @@ def astype(st, a: list, kw: dict, old: Reg | None, dtype: DataType | None) -> Re
     if bits(target) == 4 and bits(src.dtype) != 4:  # a pair follows its even lane
         on = on.reshape(-1, 2)[:, :1].expand(-1, 2).reshape(-1)
     values = src.values()[src_lanes]
-    if saturate and target.is_float and target in FORMATS:
+    if saturate and target.is_float and target in FORMATS:  # NaN → 0 (the docs' table 6)
         top = FORMATS[target].max_finite
-        values = values.to(torch.float64).clamp(-top, top)
-    if not src.dtype.is_float and not target.is_float and not saturate:
+        values = torch.nan_to_num(values.to(torch.float64), nan=0.0).clamp(-top, top)
+    widening = bits(target) > bits(src.dtype)  # INT16 → UINT32 saturates (negatives → 0)
+    if not src.dtype.is_float and not target.is_float and not saturate and not widening:
         converted = wrap_int(values, target)
+    elif src.dtype.is_float and not target.is_float and not saturate:
+        converted = _float_to_int_wrapping(values, target, mode)
     else:
         converted = convert(values, src.dtype, target, mode, tcvt=False)  # saturate=ON
     return _place(converted, dst_lanes, on, target)
