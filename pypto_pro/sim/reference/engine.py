@@ -16,7 +16,7 @@ import itertools
 from collections import deque
 from dataclasses import dataclass, field
 from heapq import heappush
-from typing import Any, Callable, NamedTuple
+from typing import Any, Callable
 
 import torch
 
@@ -132,14 +132,6 @@ class Engine:
                              f"{self.now}\n{lines}", stuck, span=span,
                              hint="every wait needs a matching set (same pipes and id); every "
                                   "mutex lock needs an unlock on the same pipe")
-
-
-class _WaitSite(NamedTuple):
-    """What a scalar-unit wait without an instruction of its own (a barrier, sync_all) reports:
-    the op and its source line (stall events, a deadlock's span)."""
-
-    ir_op: str
-    span: Span | None
 
 
 @dataclass
@@ -330,8 +322,7 @@ class Core:
             [self.pipes[p] for p in self.pipes if p.value == pipe_name]
         yield from self.sync_scalar()
         if not all(p.idle for p in pipes):
-            yield (lambda: all(p.idle for p in pipes), "barrier", f"pipe_barrier({pipe_name})",
-                   _WaitSite("system.bar", span))
+            yield (lambda: all(p.idle for p in pipes), "barrier", f"pipe_barrier({pipe_name})")
         if self.engine.observer is not None:
             self.engine.observer.barrier(self, pipes)
         self.time = max(self.time, self.engine.now) + 1
@@ -346,9 +337,7 @@ class Core:
         group.arrive(self)
         if self.engine.observer is not None:
             self.engine.observer.sync_all_arrive(self, group, span)
-        # the site names the line a deadlock (a core never arriving) is reported at
-        yield (lambda: group.released(self), "sync_all", "sync_all",
-               _WaitSite("system.sync_all", span))
+        yield (lambda: group.released(self), "sync_all", "sync_all")
         if soft:
             soc = self.engine.soc
             self.time = max(self.time, self.engine.now) + 2 * soc.mte_startup["gm_to_ub"] + \
