@@ -16,7 +16,7 @@ import itertools
 from collections import deque
 from dataclasses import dataclass, field
 from heapq import heappush
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 import torch
 
@@ -132,6 +132,14 @@ class Engine:
                              f"{self.now}\n{lines}", stuck, span=span,
                              hint="every wait needs a matching set (same pipes and id); every "
                                   "mutex lock needs an unlock on the same pipe")
+
+
+class _WaitSite(NamedTuple):
+    """What a scalar-unit wait without an instruction of its own (a barrier, sync_all) reports:
+    the op and its source line (stall events, a deadlock's span)."""
+
+    ir_op: str
+    span: Span | None
 
 
 @dataclass
@@ -322,7 +330,8 @@ class Core:
             [self.pipes[p] for p in self.pipes if p.value == pipe_name]
         yield from self.sync_scalar()
         if not all(p.idle for p in pipes):
-            yield (lambda: all(p.idle for p in pipes), "barrier", f"pipe_barrier({pipe_name})")
+            yield (lambda: all(p.idle for p in pipes), "barrier", f"pipe_barrier({pipe_name})",
+                   _WaitSite("system.bar", span))
         if self.engine.observer is not None:
             self.engine.observer.barrier(self, pipes)
         self.time = max(self.time, self.engine.now) + 1
@@ -337,7 +346,9 @@ class Core:
         group.arrive(self)
         if self.engine.observer is not None:
             self.engine.observer.sync_all_arrive(self, group, span)
-        yield (lambda: group.released(self), "sync_all", "sync_all")
+        # the site names the line a deadlock (a core never arriving) is reported at
+        yield (lambda: group.released(self), "sync_all", "sync_all",
+               _WaitSite("system.sync_all", span))
         if soft:
             soc = self.engine.soc
             self.time = max(self.time, self.engine.now) + 2 * soc.mte_startup["gm_to_ub"] + \
