@@ -302,6 +302,8 @@ class Core:
         eng = self.engine
         if self.wait_info is not None and eng.now > self.wait_info[0]:
             since, reason, ids, instr = self.wait_info
+            if isinstance(instr, _WaitSite):  # (its line is for a deadlock report; the stall
+                instr = None                  # row names no op, as the stream engine's)
             self._event(PipeType.S, "stall", f"wait {reason}", instr.ir_op if instr else "",
                         instr.span if instr else None, since, eng.now, 0, 0, ids, reason)
         self.waiting, self.wait_info = None, None

@@ -361,15 +361,14 @@ def sync_all_missing_a_block(x: BLOCK, z: ROWS):
             pl.system.sync_all(core_type=pl.SyncCoreType.AIV_ONLY)
 
 
-BAD = [  # kernel, block dim, error, message part, line of the span (None: no instruction)
+BAD = [  # kernel, block dim, error, message part, text of the span's line
     (wait_without_set, 1, DeadlockError, "flag MTE2->MTE3 #5", "sync_dst(set_pipe=MTE2"),
     (set_twice, 1, SimulationError, "set twice before its wait_flag", "before the wait issues"),
     (unlock_without_lock, 1, SimulationError, "without a matching lock", "mutex_unlock"),
     (lock_never_unlocked, 1, DeadlockError, "mutex 1 (held by pipe MTE2)", "never releases"),
     (cube_never_answers, 1, DeadlockError, "xcore 7", "event_id=7"),
     (barrier_missing_a_block, 1, DeadlockError, "xcore 3", "wait_cross_core(pipe=MTE3"),
-    # the engine's sync_all wait names no instruction, so neither mode has a span for it
-    (sync_all_missing_a_block, 3, DeadlockError, "waiting on sync_all", None),
+    (sync_all_missing_a_block, 3, DeadlockError, "waiting on sync_all", "sync_all(core_type"),
 ]
 
 
@@ -380,8 +379,5 @@ def test_bad_kernels_fail_as_on_the_engine(kernel, block_dim, error, pattern, so
     err = _same_failure(kernel, block_dim, (torch.randn(16, 16), out))
     assert isinstance(err, error)
     assert pattern in err.message
-    if source is None:
-        assert err.span is None
-    else:
-        lines = Path(__file__).read_text().splitlines()
-        assert err.span.file == __file__ and source in lines[err.span.line - 1]
+    lines = Path(__file__).read_text().splitlines()
+    assert err.span.file == __file__ and source in lines[err.span.line - 1]

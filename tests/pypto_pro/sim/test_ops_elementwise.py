@@ -98,9 +98,14 @@ def test_scalar_ops_round_the_scalar_to_the_tile_dtype(dtype):
 
 def _float32_path(name, x, y):
     """What `block.<name>` computed before its FP16/BF16 storage-dtype path: widen, compute,
-    round once (`y` a tile or a scalar exact in the tile dtype)."""
-    return getattr(torch, name)(x.float(), torch.tensor(y) if isinstance(y, float) else y.float()
-                                ).to(x.dtype)
+    round once (`y` a tile or a scalar exact in the tile dtype); a BF16 NaN is 0x7FC0, as the
+    native header gives it (torch's vectorised cast may give 0xFFFF)."""
+    wide = getattr(torch, name)(x.float(), torch.tensor(y) if isinstance(y, float) else y.float())
+    out = wide.to(x.dtype)
+    if x.dtype is torch.bfloat16:
+        nan = torch.tensor(0x7FC0, dtype=torch.int16).view(torch.bfloat16)
+        out = torch.where(wide.isnan(), nan, out)
+    return out
 
 
 @pytest.mark.parametrize("dtype", [D.FP16, D.BF16])
