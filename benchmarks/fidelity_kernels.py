@@ -486,7 +486,7 @@ def fa_reference(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Ten
 TOPK_COLS = 1024  # the row's valid length (the GM row stride may be longer)
 TOPK_PAIR = 2 * TOPK_COLS  # sorted (value, index) records of a row, in fp32 elements
 TOPK_ROWS = 2  # rows per step (SINGLE_LOOP_ROW)
-_U32 = pl.DT_INT32  # index lanes (uint32 on the hardware; the values stay below 2^31)
+_U32 = pl.DT_UINT32  # index lanes (TSORT32 takes uint32 only); torch passes them as int32
 _SRC_ROW = pl.TileType([1, TOPK_COLS], pl.DT_FP32)  # 4 KiB
 _PAIR_ROW = pl.TileType([1, TOPK_PAIR], pl.DT_FP32)  # 8 KiB
 _IDX_T = pl.TileType([1, TOPK_COLS], _U32)

@@ -267,7 +267,7 @@ class TileType(Frozen):
         """A layout its memory space holds on no arch is refused here, as the real TileType
         refuses it when constructed (a ValueError); what depends on the arch is checked when
         the kernel is compiled for one."""
-        from .parser.tile_layouts import tile_layout
+        from .tile_layouts import tile_layout
 
         refusals = []
         for arch in ("a5", "a3"):

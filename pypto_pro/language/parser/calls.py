@@ -26,7 +26,7 @@ from ..markers import kind_of
 from ..signatures import bind_keywords
 from .context import GroupChoice, ParseContext, PyList
 from .expr import eval_expr, is_const, to_expr, try_const, unary
-from .tile_layouts import LayoutRefused
+from ..tile_layouts import LayoutRefused
 from .values import BoundMethod, Fallback
 from .vector_checks import check_vector_op
 

@@ -26,7 +26,7 @@ from .calls import emit_op, eval_args, materialize
 from .context import GroupChoice, ParseContext, PyList
 from .cube_checks import ROLES as MATMUL_ROLES
 from .cube_checks import check_matmul
-from .tile_layouts import LayoutRefused, tile_layout
+from ..tile_layouts import LayoutRefused, tile_layout
 from .expr import binary, try_const
 
 M = MemorySpace

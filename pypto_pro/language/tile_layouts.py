@@ -8,8 +8,8 @@ refusal names the arch. Vec and the other spaces take any layout, ND by default.
 """
 from __future__ import annotations
 
-from ...ir.dtype import DataType
-from ...ir.types import MemorySpace, TileLayout
+from ..ir.dtype import DataType
+from ..ir.types import MemorySpace, TileLayout
 
 M = MemorySpace
 L = TileLayout
